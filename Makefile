@@ -1,0 +1,43 @@
+# minikafka: `make run` (the main job) and `make test` (the whole suite) do all set-up themselves.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+APT_PACKAGES := zookeeper kcat default-jre-headless
+
+.PHONY: setup apt venv test run bench regen clean
+
+setup: apt venv
+
+# Installs the Debian packages only when one is missing (idempotent, no network when all are present).
+apt:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+test: setup
+	$(PY) -m pytest -q
+
+run: setup
+	$(VENV)/bin/minikafka run
+
+bench: setup
+	$(PY) -m bench.protocol_bench
+
+# Regenerates protocol/schemas from ../shared/kafka-message-specs (checked in; a test keeps it a no-op).
+regen: setup
+	$(PY) -m tools.gen_schemas
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

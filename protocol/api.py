@@ -1,0 +1,177 @@
+"""Requests and responses: frame payload <-> (header, body) for every served API and version.
+
+This is the one place that picks the schema for a message: the API key and version choose the
+body schema (`protocol/schemas/`), and the header version follows Kafka's rule:
+- request header v2 for flexible versions, v1 otherwise, v0 only for ControlledShutdown v0;
+- response header v1 for flexible versions, v0 otherwise, and always v0 for ApiVersions
+  (so a client can read the answer before it knows which versions the broker speaks, KIP-511).
+
+Bodies are `FieldDict`s (snake_case field names from Kafka's message specs). Building accepts
+plain dicts; missing fields take Kafka's defaults. Decoding raises only `ProtocolError`s:
+`UnsupportedApiKey`, `UnsupportedVersion` (both carry the correlation id, so a broker can still
+answer), `MalformedMessage`.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+
+from protocol.errors import MalformedMessage, UnsupportedApiKey, UnsupportedVersion
+from protocol.schemas import APIS, headers
+from protocol.types import BufferReader, FieldDict
+
+_HEAD = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
+
+API_VERSIONS_KEY = 18
+CONTROLLED_SHUTDOWN_KEY = 7
+
+
+@dataclass(frozen=True)
+class ApiSchema:
+    """One served API: its key, name, served version range and compiled schemas per version."""
+
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+    flexible_from: int | None
+    requests: dict
+    responses: dict
+
+    def is_flexible(self, version: int) -> bool:
+        return self.flexible_from is not None and version >= self.flexible_from
+
+    def request_header_version(self, version: int) -> int:
+        if self.api_key == CONTROLLED_SHUTDOWN_KEY and version == 0:
+            return 0
+        return 2 if self.is_flexible(version) else 1
+
+    def response_header_version(self, version: int) -> int:
+        if self.api_key == API_VERSIONS_KEY:
+            return 0
+        return 1 if self.is_flexible(version) else 0
+
+
+def _compile_all(mapping: dict) -> dict:
+    compiled: dict[int, object] = {}
+    for shape in set(mapping.values()):
+        c = shape.compile()
+        for v, s in mapping.items():
+            if s is shape:
+                compiled[v] = c
+    return dict(sorted(compiled.items()))
+
+
+#: api_key -> ApiSchema for every served API (built once at import, never mutated).
+SCHEMAS: dict[int, ApiSchema] = {
+    key: ApiSchema(key, mod.NAME, mod.VERSIONS[0], mod.VERSIONS[1], mod.FLEXIBLE_FROM,
+                   _compile_all(mod.REQUEST), _compile_all(mod.RESPONSE))
+    for key, mod in APIS.items()
+}
+BY_NAME: dict[str, ApiSchema] = {s.name: s for s in SCHEMAS.values()}
+_REQUEST_HEADERS = _compile_all(headers.REQUEST_HEADER)
+_RESPONSE_HEADERS = _compile_all(headers.RESPONSE_HEADER)
+
+
+@dataclass
+class Request:
+    """A decoded request: `header` (request_api_key, request_api_version, correlation_id,
+    client_id) and `body` (the API's fields)."""
+
+    header: FieldDict
+    body: FieldDict
+
+    @property
+    def api_key(self) -> int:
+        return self.header.request_api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.request_api_version
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+
+def peek_header(frame) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) from the first 8 bytes, common to all header
+    versions. Raises MalformedMessage on a frame shorter than that."""
+    if len(frame) < 8:
+        raise MalformedMessage(f"request of {len(frame)} bytes is shorter than a header")
+    return _HEAD.unpack_from(frame)
+
+
+def schema_for(api_key: int, api_version: int, correlation_id: int = -1) -> ApiSchema:
+    """The served schema, or UnsupportedApiKey / UnsupportedVersion."""
+    schema = SCHEMAS.get(api_key)
+    if schema is None:
+        raise UnsupportedApiKey(api_key, correlation_id)
+    if not schema.min_version <= api_version <= schema.max_version:
+        raise UnsupportedVersion(api_key, api_version, correlation_id, (schema.min_version, schema.max_version))
+    return schema
+
+
+def _parse_all(compiled, reader: BufferReader, what: str):
+    try:
+        value = compiled.parse_stream(reader)
+    except (struct.error, ValueError, OverflowError) as e:  # belt and braces; readers raise MalformedMessage
+        raise MalformedMessage(f"{what}: {e}") from None
+    return value
+
+
+def decode_request(frame) -> Request:
+    """Decode one request frame payload (without its size prefix). `records` fields are
+    memoryviews into `frame`, so keep `frame` alive while they are used."""
+    api_key, api_version, correlation_id = peek_header(frame)
+    schema = schema_for(api_key, api_version, correlation_id)
+    reader = BufferReader(frame)
+    header = _parse_all(_REQUEST_HEADERS[schema.request_header_version(api_version)], reader, "request header")
+    body = _parse_all(schema.requests[api_version], reader, f"{schema.name} v{api_version} request")
+    if reader.remaining():
+        raise MalformedMessage(f"{reader.remaining()} bytes after a {schema.name} v{api_version} request")
+    return Request(header, body)
+
+
+def _encode(header_struct, header: dict, body_struct, body: dict, size_prefix: bool) -> bytes:
+    buf = io.BytesIO()
+    if size_prefix:
+        buf.write(b"\0\0\0\0")
+    header_struct.build_stream(header, buf)
+    body_struct.build_stream(body, buf)
+    if size_prefix:
+        buf.getbuffer()[0:4] = _SIZE.pack(buf.tell() - 4)
+    return buf.getvalue()
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict,
+                    *, size_prefix: bool = True) -> bytes:
+    """Encode a response to a request of (api_key, api_version): header + body, by default with
+    the int32 size prefix ready for the socket."""
+    schema = schema_for(api_key, api_version, correlation_id)
+    return _encode(_RESPONSE_HEADERS[schema.response_header_version(api_version)],
+                   {"correlation_id": correlation_id}, schema.responses[api_version], body, size_prefix)
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, body: dict,
+                   client_id: str | None = "minikafka", *, size_prefix: bool = True) -> bytes:
+    """Encode a request (what a client sends), by default with the size prefix."""
+    schema = schema_for(api_key, api_version, correlation_id)
+    header = {"request_api_key": api_key, "request_api_version": api_version,
+              "correlation_id": correlation_id, "client_id": client_id}
+    return _encode(_REQUEST_HEADERS[schema.request_header_version(api_version)], header,
+                   schema.requests[api_version], body, size_prefix)
+
+
+def decode_response(api_key: int, api_version: int, frame) -> tuple[int, FieldDict]:
+    """Decode a response frame payload to (correlation_id, body)."""
+    schema = schema_for(api_key, api_version)
+    reader = BufferReader(frame)
+    header = _parse_all(_RESPONSE_HEADERS[schema.response_header_version(api_version)], reader, "response header")
+    body = _parse_all(schema.responses[api_version], reader, f"{schema.name} v{api_version} response")
+    if reader.remaining():
+        raise MalformedMessage(f"{reader.remaining()} bytes after a {schema.name} v{api_version} response")
+    return header.correlation_id, body

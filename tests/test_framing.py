@@ -1,0 +1,48 @@
+"""The incremental frame splitter: any chunking of the stream gives the same frames."""
+
+import pytest
+from hypothesis import given, strategies as st
+
+from protocol.errors import FrameTooLarge
+from protocol.framing import FrameDecoder, encode_frame
+
+
+@given(st.lists(st.binary(max_size=50), max_size=6), st.lists(st.integers(1, 40), min_size=1))
+def test_any_chunking_yields_the_same_frames(payloads, cuts):
+    stream = b"".join(encode_frame(p) for p in payloads)
+    decoder, frames, pos, i = FrameDecoder(), [], 0, 0
+    while pos < len(stream):
+        step = cuts[i % len(cuts)]
+        frames += decoder.feed(stream[pos:pos + step])
+        pos, i = pos + step, i + 1
+    assert frames == payloads
+    assert decoder.at_frame_boundary()
+
+
+def test_several_frames_in_one_read_and_a_partial_tail():
+    decoder = FrameDecoder()
+    assert decoder.feed(encode_frame(b"a") + encode_frame(b"bc") + b"\x00\x00\x00\x05xy") == [b"a", b"bc"]
+    assert decoder.buffered == 2 and not decoder.at_frame_boundary()
+    assert decoder.feed(b"zuv") == [b"xyzuv"]
+
+
+def test_oversize_prefix_raises_before_the_body_is_buffered():
+    decoder = FrameDecoder(max_frame_size=100)
+    with pytest.raises(FrameTooLarge) as err:
+        decoder.feed(b"\x00\x00\x00\x65" + b"x" * 10)
+    assert err.value.size == 101 and err.value.limit == 100
+    assert decoder.buffered == 0
+    with pytest.raises(FrameTooLarge):  # the decoder stays failed: the connection must close
+        decoder.feed(b"more")
+
+
+def test_default_limit_is_kafkas_socket_request_max_bytes():
+    decoder = FrameDecoder()
+    assert decoder.max_frame_size == 104857600
+    with pytest.raises(FrameTooLarge):
+        decoder.feed((104857601).to_bytes(4, "big"))
+
+
+def test_negative_size_is_rejected():
+    with pytest.raises(FrameTooLarge):
+        FrameDecoder().feed(b"\xff\xff\xff\xff")
