@@ -1,0 +1,153 @@
+"""RecordBatch v2: our batches against kafka-python's record classes (an independent codec), for
+every compression codec, plus corruption and in-place rewriting."""
+
+import struct
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from protocol import record_batch as rb
+from protocol.errors import CorruptRecordBatch, UnsupportedCompression, UnsupportedMagic
+
+CODECS = [rb.NONE, rb.GZIP, rb.SNAPPY, rb.LZ4, rb.ZSTD]
+RECORDS = [(b"k1", b"v1" * 50, [("h", b"x"), ("n", None)], 1700000000000),
+           (None, b"v2", [], 1700000000005),
+           (b"k3", None, [], 1700000000002)]
+
+
+def kafka_python_batch(codec, records=RECORDS, base_offset=0, producer_id=-1, base_sequence=-1) -> bytes:
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
+                                        producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1,
+                                        base_sequence=base_sequence, batch_size=1 << 20)
+    for i, (key, value, headers, ts) in enumerate(records):
+        builder.append(i, timestamp=ts, key=key, value=value, headers=headers)
+    data = bytearray(builder.build())
+    struct.pack_into(">q", data, 0, base_offset)
+    return bytes(data)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_kafka_python_batches_parse_validate_and_decode(codec):
+    data = kafka_python_batch(codec, base_offset=500, producer_id=77, base_sequence=10)
+    ((pos, header),) = list(rb.iter_batches(data))
+    assert (header.base_offset, header.records_count, header.last_offset_delta) == (500, 3, 2)
+    assert (header.compression, header.producer_id, header.base_sequence) == (codec, 77, 10)
+    assert header.max_timestamp == 1700000000005 and header.last_sequence == 12
+    rb.validate_batch(data, pos, header)
+    records = rb.decode_records(data, pos, header)
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in records] == [
+        (500 + i, ts, k, v) for i, (k, v, _, ts) in enumerate(RECORDS)]
+    assert records[0].headers == (rb.Header("h", b"x"), rb.Header("n", None))
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_our_batches_read_by_kafka_python(codec):
+    data = rb.build_batch(RECORDS, base_offset=9, compression=codec, producer_id=3, producer_epoch=1,
+                          base_sequence=0)
+    batch = DefaultRecordBatch(data)
+    assert batch.validate_crc() and batch.compression_type == codec
+    assert (batch.base_offset, batch.producer_id, batch.base_sequence, batch.records_count) == (9, 3, 0, 3)
+    got = [(r.offset, r.timestamp, r.key, r.value, [tuple(h) for h in r.headers]) for r in batch]
+    assert got == [(9 + i, ts, k, v, [tuple(h) for h in hs]) for i, (k, v, hs, ts) in enumerate(RECORDS)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.none() | st.binary(max_size=20), st.none() | st.binary(max_size=40),
+                          st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2)),
+                min_size=1, max_size=5),
+       st.sampled_from(CODECS))
+def test_build_decode_round_trip(records, codec):
+    data = rb.build_batch(records, compression=codec, timestamp_ms=1000)
+    header = rb.read_header(data)
+    rb.validate_batch(data, 0, header)
+    decoded = rb.decode_records(data, 0, header)
+    assert [(r.key, r.value, [tuple(h) for h in r.headers]) for r in decoded] == \
+        [(k, v, [tuple(h) for h in hs]) for k, v, hs in records]
+
+
+def test_stamping_offsets_and_leader_epoch_keeps_the_crc_valid():
+    data = bytearray(kafka_python_batch(rb.LZ4))
+    header = rb.read_header(data)
+    rb.stamp_batch(data, 0, base_offset=1234, partition_leader_epoch=7)
+    stamped = rb.read_header(data)
+    assert (stamped.base_offset, stamped.partition_leader_epoch, stamped.crc) == (1234, 7, header.crc)
+    rb.validate_batch(data, 0, stamped)
+    assert DefaultRecordBatch(bytes(data)).validate_crc()
+    assert rb.decode_records(data)[2].offset == 1236
+
+
+def test_log_append_time_rewrite_recomputes_the_crc():
+    data = bytearray(rb.build_batch(RECORDS))
+    rb.set_log_append_time(data, 0, 1800000000000)
+    header = rb.read_header(data)
+    assert header.is_log_append_time and header.max_timestamp == 1800000000000
+    rb.validate_batch(data, 0, header)
+    assert DefaultRecordBatch(bytes(data)).timestamp_type == 1
+
+
+def test_crc_mismatch_is_corrupt():
+    data = bytearray(rb.build_batch(RECORDS))
+    data[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordBatch, match="CRC"):
+        rb.validate_batch(data, 0, rb.read_header(data))
+
+
+def _recrc(data: bytearray) -> bytearray:
+    struct.pack_into(">I", data, 17, rb.compute_crc(data, 0, len(data)))
+    return data
+
+
+def test_record_count_disagreeing_with_payload_is_corrupt():
+    for count in (2, 4):
+        data = bytearray(rb.build_batch(RECORDS))
+        struct.pack_into(">i", data, 57, count)
+        with pytest.raises(CorruptRecordBatch, match="records"):
+            rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+
+
+def test_garbage_records_are_corrupt_not_crashes():
+    data = bytearray(rb.build_batch(RECORDS))
+    data[rb.HEADER_SIZE:] = b"\xff" * (len(data) - rb.HEADER_SIZE)
+    with pytest.raises(CorruptRecordBatch):
+        rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+
+
+@pytest.mark.parametrize("magic", [0, 1, 3])
+def test_old_and_unknown_message_formats_are_refused(magic):
+    data = bytearray(rb.build_batch(RECORDS))
+    data[16] = magic
+    with pytest.raises(UnsupportedMagic) as err:
+        list(rb.iter_batches(data))
+    assert err.value.error_code == 43  # UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+def test_unknown_codec_is_refused():
+    data = bytearray(rb.build_batch(RECORDS))
+    struct.pack_into(">h", data, 21, 6)
+    with pytest.raises(UnsupportedCompression):
+        rb.decode_records(_recrc(data))
+
+
+def test_truncated_and_overrunning_batches():
+    data = rb.build_batch(RECORDS) + rb.build_batch(RECORDS)
+    assert len(list(rb.iter_batches(data))) == 2
+    with pytest.raises(CorruptRecordBatch):
+        list(rb.iter_batches(data[:-5]))
+    # A fetch response cut at max_bytes may end in a partial batch, which readers skip.
+    assert len(list(rb.iter_batches(data[:-5], allow_partial_tail=True))) == 1
+    with pytest.raises(CorruptRecordBatch):
+        rb.read_header(data[:10])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=120), st.lists(st.tuples(st.integers(0, 10**5), st.integers(0, 255)), max_size=3))
+def test_random_and_mutated_batches_raise_only_corrupt_batch(noise, flips):
+    for data in (bytearray(noise), bytearray(rb.build_batch(RECORDS[:2], compression=rb.GZIP))):
+        for pos, value in flips if data else ():
+            data[pos % len(data)] = value
+        try:
+            for pos, header in rb.iter_batches(data):
+                rb.validate_batch(data, pos, header)
+        except CorruptRecordBatch:
+            pass
