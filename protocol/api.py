@@ -175,3 +175,10 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, FieldDi
     if reader.remaining():
         raise MalformedMessage(f"{reader.remaining()} bytes after a {schema.name} v{api_version} response")
     return header.correlation_id, body
+
+
+def served_api_versions() -> list[dict]:
+    """The `api_keys` array of an ApiVersions response: every served API with its version range
+    (ApiVersions v0-3, KIP-35/KIP-511)."""
+    return [{"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
+            for s in sorted(SCHEMAS.values(), key=lambda s: s.api_key)]
