@@ -262,8 +262,9 @@ def _snappy_decompress(data: bytes) -> bytes:
 
 # ---- records --------------------------------------------------------------------------------
 
-def _read_varint(buf, pos: int, end: int, max_bytes: int = 10) -> tuple[int, int]:
-    """Zig-zag varint/varlong at pos -> (value, next pos)."""
+def read_varint(buf, pos: int, end: int, max_bytes: int = 10) -> tuple[int, int]:
+    """Zig-zag varint (max_bytes 5) or varlong (10) at pos -> (value, next pos); raises
+    CorruptRecordBatch when truncated or too long."""
     result = shift = 0
     for i in range(max_bytes):
         if pos >= end:
@@ -278,7 +279,7 @@ def _read_varint(buf, pos: int, end: int, max_bytes: int = 10) -> tuple[int, int
 
 
 def _read_blob(buf, pos: int, end: int) -> tuple[bytes | None, int]:
-    n, pos = _read_varint(buf, pos, end, 5)
+    n, pos = read_varint(buf, pos, end, 5)
     if n < 0:
         if n != -1:
             raise CorruptRecordBatch(f"negative length {n} in a record")
@@ -300,18 +301,18 @@ def decode_records(buf, pos: int = 0, header: BatchHeader | None = None) -> list
     while p < end:
         if len(records) >= header.records_count:
             raise CorruptRecordBatch(f"more records than the header's records_count {header.records_count}")
-        length, p = _read_varint(payload, p, end, 5)
+        length, p = read_varint(payload, p, end, 5)
         rec_end = p + length
         if length < 0 or rec_end > end:
             raise CorruptRecordBatch(f"record length {length} overruns the batch")
         if rec_end - p < 1:
             raise CorruptRecordBatch("empty record")
         attributes = payload[p]
-        ts_delta, p = _read_varint(payload, p + 1, rec_end)
-        off_delta, p = _read_varint(payload, p, rec_end, 5)
+        ts_delta, p = read_varint(payload, p + 1, rec_end)
+        off_delta, p = read_varint(payload, p, rec_end, 5)
         key, p = _read_blob(payload, p, rec_end)
         value, p = _read_blob(payload, p, rec_end)
-        n_headers, p = _read_varint(payload, p, rec_end, 5)
+        n_headers, p = read_varint(payload, p, rec_end, 5)
         if n_headers < 0 or n_headers > rec_end - p:
             raise CorruptRecordBatch(f"invalid header count {n_headers}")
         headers = []
@@ -333,7 +334,8 @@ def decode_records(buf, pos: int = 0, header: BatchHeader | None = None) -> list
     return records
 
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
+    """Zig-zag varint/varlong encoding (Kafka VARINT, VARLONG)."""
     v = (value << 1) ^ (value >> 63)
     out = bytearray()
     while v > 0x7F:
@@ -344,15 +346,16 @@ def _varint(value: int) -> bytes:
 
 
 def _blob(data: bytes | None) -> bytes:
-    return _varint(-1) if data is None else _varint(len(data)) + data
+    return encode_varint(-1) if data is None else encode_varint(len(data)) + data
 
 
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                   headers: Sequence[tuple[str, bytes | None]] = ()) -> bytes:
     """One record in v2 layout, length prefix included."""
-    body = b"".join([b"\x00", _varint(timestamp_delta), _varint(offset_delta), _blob(key), _blob(value),
-                     _varint(len(headers))] + [_blob(k.encode("utf-8")) + _blob(v) for k, v in headers])
-    return _varint(len(body)) + body
+    fields = [b"\x00", encode_varint(timestamp_delta), encode_varint(offset_delta), _blob(key), _blob(value),
+              encode_varint(len(headers))]
+    body = b"".join(fields + [_blob(k.encode("utf-8")) + _blob(v) for k, v in headers])
+    return encode_varint(len(body)) + body
 
 
 def build_batch(records: Sequence[tuple], *, base_offset: int = 0, compression: int = NONE,

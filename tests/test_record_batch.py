@@ -151,3 +151,31 @@ def test_random_and_mutated_batches_raise_only_corrupt_batch(noise, flips):
                 rb.validate_batch(data, pos, header)
         except CorruptRecordBatch:
             pass
+
+
+@pytest.mark.parametrize("value,wire", [
+    (0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (63, b"\x7e"), (-64, b"\x7f"), (64, b"\x80\x01"),
+    (2**31 - 1, b"\xfe\xff\xff\xff\x0f"), (-(2**31), b"\xff\xff\xff\xff\x0f"),
+    (2**63 - 1, b"\xfe" + b"\xff" * 8 + b"\x01"), (-(2**63), b"\xff" * 9 + b"\x01"),
+])
+def test_zigzag_varint_and_varlong_encodings(value, wire):
+    assert rb.encode_varint(value) == wire
+    assert rb.read_varint(wire, 0, len(wire)) == (value, len(wire))
+
+
+def test_varint_longer_than_allowed_is_corrupt():
+    with pytest.raises(CorruptRecordBatch):
+        rb.read_varint(b"\xff" * 6, 0, 6, max_bytes=5)
+    with pytest.raises(CorruptRecordBatch):
+        rb.read_varint(b"\xff\xff", 0, 2)
+
+
+def test_control_and_transactional_bits():
+    # A commit marker as a transaction coordinator writes it: control record key = version 0, type 1.
+    data = rb.build_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05", [])], control=True,
+                          transactional=True, producer_id=9, producer_epoch=2)
+    header = rb.read_header(data)
+    assert header.is_control and header.is_transactional and not header.is_log_append_time
+    batch = DefaultRecordBatch(data)
+    assert batch.is_control_batch and batch.is_transactional
+    assert rb.decode_records(data)[0].key == b"\x00\x00\x00\x01"

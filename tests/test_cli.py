@@ -1,0 +1,22 @@
+"""The `minikafka` command: help works, bad arguments are one clear error with exit status 2."""
+
+import subprocess
+import sys
+
+CLI = [sys.executable, "-m", "minikafka_cli.main"]
+
+
+def test_help_lists_the_commands():
+    out = subprocess.run(CLI + ["--help"], capture_output=True, text=True, check=True).stdout
+    assert "run" in out
+
+
+def test_bad_arguments_exit_2_without_a_traceback():
+    result = subprocess.run(CLI + ["no-such-command"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_run_says_plainly_that_it_is_not_built_yet():
+    result = subprocess.run(CLI + ["run"], capture_output=True, text=True)
+    assert result.returncode == 0 and "not yet" in result.stdout
