@@ -157,6 +157,13 @@ def _write_len(io, n: int, compact: bool, what: str) -> None:
         io.write((_i16 if what == "string" else _i32).pack(n))
 
 
+def _write_null(io, compact: bool, nullable: bool, what: str) -> None:
+    """Write the null marker (-1, or 0 when compact); ValueError if the field is not nullable."""
+    if not nullable:
+        raise ValueError(f"null in a non-nullable {what} field")
+    _write_len(io, -1, compact, what)
+
+
 class _Emitted(Construct):
     """Base for constructs that exist only compiled: `.parse()`/`.build()` compile on first use."""
 
@@ -198,9 +205,7 @@ class _Runtime:
     @staticmethod
     def write_string(obj, io, compact: bool, nullable: bool):
         if obj is None:
-            if not nullable:
-                raise ValueError("null in a non-nullable string field")
-            _write_len(io, -1, compact, "string")
+            _write_null(io, compact, nullable, "string")
             return obj
         data = obj.encode("utf-8")
         if not compact and len(data) > 0x7FFF:
@@ -219,9 +224,7 @@ class _Runtime:
     @staticmethod
     def write_bytes(obj, io, compact: bool, nullable: bool):
         if obj is None:
-            if not nullable:
-                raise ValueError("null in a non-nullable bytes field")
-            _write_len(io, -1, compact, "bytes")
+            _write_null(io, compact, nullable, "bytes")
             return obj
         _write_len(io, len(obj), compact, "bytes")
         io.write(obj)
@@ -238,9 +241,7 @@ class _Runtime:
     def write_count(obj, io, compact: bool, nullable: bool) -> bool:
         """Write an array's count; returns False when the array is null."""
         if obj is None:
-            if not nullable:
-                raise ValueError("null in a non-nullable array field")
-            _write_len(io, -1, compact, "array")
+            _write_null(io, compact, nullable, "array")
             return False
         _write_len(io, len(obj), compact, "array")
         return True
