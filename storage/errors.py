@@ -1,0 +1,38 @@
+"""Storage errors, each mapped to the Kafka error code a broker answers with."""
+
+from protocol.errors import ErrorCode
+
+
+class StorageError(Exception):
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class OffsetOutOfRange(StorageError):
+    """A read at an offset below the log start offset or above the log end offset."""
+
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class RecordTooLarge(StorageError):
+    """A batch larger than `max.message.bytes`."""
+
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class InvalidAppendOffset(StorageError):
+    """A follower append whose batches are not contiguous or start below the log end offset
+    (Kafka's UnexpectedAppendOffsetException / OffsetsOutOfOrderException)."""
+
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class CorruptCheckpoint(StorageError):
+    """A checkpoint file that does not parse (garbage, wrong version, wrong count)."""
+
+
+class CorruptIndex(StorageError):
+    """An index file that fails its sanity check; the loader rebuilds it from the log."""
+
+
+class LogDirInUse(StorageError):
+    """Another process holds the log directory's `.lock`."""

@@ -1,0 +1,387 @@
+"""The log of one partition replica: ordered segments in `<log.dir>/<topic>-<partition>/`.
+
+Terms (Kafka's): LEO (log end offset, the next offset to assign), log start offset (the first
+offset still readable), recovery point (every byte below it has been fsynced), leader epoch cache.
+The high watermark is the caller's (the partition's); retention takes it as an argument and only
+deletes segments wholly below it.
+
+Invariants:
+- segments are sorted by base offset; the last one is the active segment, the only one written;
+- batches on disk are contiguous, whole and CRC-valid (recovery enforces it after a crash);
+- LEO equals the active segment's next offset; log start offset <= LEO; recovery point <= LEO;
+- a leader append stamps base offsets from LEO and the partition leader epoch without copying or
+  decoding the records (both fields lie outside the CRC); a follower append keeps offsets as given.
+
+Event loop budget (measured by `make bench` on the project machine, page-cache writes): an append
+of a 1 MiB batch costs ~0.3 ms and of a 16 KiB batch ~0.03 ms, a 1 MiB read ~0.2 ms: all stay on the
+event loop. fsync (milliseconds) and segment deletion are the slow calls: `flush_plan()` hands dup'd
+fds to `trio.to_thread`, and `LogManager` runs retention there too. `flush.messages=1` (fsync on
+every append) is the exception: it is synchronous by request.
+
+Not thread-safe: one owner at a time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import crc32c
+
+from protocol import record_batch as rb
+from protocol.errors import CorruptRecordBatch
+from storage.config import LogConfig
+from storage.epoch_cache import LeaderEpochCache
+from storage.errors import InvalidAppendOffset, OffsetOutOfRange, RecordTooLarge, StorageError
+from storage.segment import LogSegment
+
+
+@dataclass(frozen=True)
+class LogAppendInfo:
+    """What an append wrote: offsets inclusive, timestamps in ms."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int          # -1 unless message.timestamp.type=LogAppendTime
+    batches: int
+    records: int
+    size: int                      # bytes
+    log_start_offset: int
+
+
+@dataclass(frozen=True)
+class LogReadInfo:
+    """Whole batches read from one segment; `records` may start before `fetch_offset` (the batch
+    that holds it), as Kafka's reads do."""
+
+    fetch_offset: int
+    records: bytes
+    log_start_offset: int
+    log_end_offset: int
+
+
+@dataclass
+class _Batches:
+    """Batches of one append, parsed from their headers."""
+
+    view: memoryview
+    batches: list[tuple[int, rb.BatchHeader]]
+    size: int
+    records: int
+
+
+class Log:
+    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], *,
+                 log_start_offset: int, recovery_point: int, epoch_cache: LeaderEpochCache):
+        if not segments:
+            raise ValueError("a log has at least one segment")
+        self.dir = directory
+        self.config = config
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.log_start_offset = log_start_offset
+        self.recovery_point = min(recovery_point, self.log_end_offset)
+        self.epoch_cache = epoch_cache
+        self._unflushed_records = 0
+        self.last_flush_ms = int(time.time() * 1000)
+
+    @classmethod
+    def create(cls, directory: Path, config: LogConfig, start_offset: int = 0) -> "Log":
+        """A new empty log (the directory is created)."""
+        from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
+        directory.mkdir(parents=True, exist_ok=True)
+        segment = LogSegment(directory, start_offset, config, new=True)
+        return cls(directory, config, [segment], log_start_offset=start_offset, recovery_point=start_offset,
+                   epoch_cache=LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT))
+
+    # ---- state -------------------------------------------------------------------------------
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.active_segment.read_next_offset()
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segments."""
+        return sum(s.size for s in self._segments)
+
+    def _segment_for(self, offset: int) -> int:
+        """Index of the segment whose range holds `offset` (floor by base offset)."""
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    # ---- appends -----------------------------------------------------------------------------
+    def _parse(self, records, validate_records: bool) -> _Batches:
+        view = memoryview(records).cast("B") if not isinstance(records, memoryview) else records
+        batches, count = [], 0
+        for position, header in rb.iter_batches(view):
+            if header.size > self.config.max_message_bytes:
+                raise RecordTooLarge(f"batch of {header.size} bytes exceeds max.message.bytes "
+                                     f"{self.config.max_message_bytes}")
+            rb.validate_batch(view, position, header, check_records=validate_records)
+            batches.append((position, header))
+            count += header.records_count
+        if not batches:
+            raise CorruptRecordBatch("an append needs at least one record batch")
+        return _Batches(view, batches, len(view), count)
+
+    def append_as_leader(self, records, leader_epoch: int, *, validate_records: bool = True,
+                         now_ms: int | None = None) -> LogAppendInfo:
+        """Append batches as the leader: assign offsets from LEO, stamp `leader_epoch`, apply
+        LogAppendTime if configured. Raises CorruptRecordBatch (CRC, count, magic),
+        RecordTooLarge. `records` is not modified or copied."""
+        parsed = self._parse(records, validate_records)
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        append_time = self.config.message_timestamp_type == "LogAppendTime"
+        offset = first = self.log_end_offset
+        buffers, max_ts, max_ts_offset = [], -1, first
+        for position, header in parsed.batches:
+            prefix = bytearray(parsed.view[position:position + rb.HEADER_SIZE])
+            rb.stamp_batch(prefix, 0, offset, leader_epoch)
+            if append_time:
+                self._set_append_time(prefix, parsed.view[position + rb.HEADER_SIZE:position + header.size], now)
+            buffers += [prefix, parsed.view[position + rb.HEADER_SIZE:position + header.size]]
+            ts = now if append_time else header.max_timestamp
+            if ts > max_ts:
+                max_ts, max_ts_offset = ts, offset + header.last_offset_delta
+            offset += header.last_offset_delta + 1
+        if leader_epoch > self.epoch_cache.latest_epoch:
+            self.epoch_cache.assign(leader_epoch, first)
+        self._write(buffers, parsed, first, offset - 1, max_ts, max_ts_offset)
+        return LogAppendInfo(first, offset - 1, max_ts, max_ts_offset, now if append_time else -1,
+                             len(parsed.batches), parsed.records, parsed.size, self.log_start_offset)
+
+    @staticmethod
+    def _set_append_time(prefix: bytearray, rest, now: int) -> None:
+        attributes = int.from_bytes(prefix[rb.CRC_START:rb.CRC_START + 2], "big", signed=True)
+        prefix[rb.CRC_START:rb.CRC_START + 2] = (attributes | rb.TIMESTAMP_TYPE_BIT).to_bytes(2, "big", signed=True)
+        prefix[35:43] = now.to_bytes(8, "big", signed=True)
+        crc = crc32c.crc32c(rest, crc32c.crc32c(bytes(prefix[rb.CRC_START:])))
+        prefix[17:21] = crc.to_bytes(4, "big")
+
+    def append_as_follower(self, records) -> LogAppendInfo:
+        """Append batches replicated from the leader, offsets and epochs as given. The first batch
+        must start at or after LEO and each next one where the previous ended
+        (InvalidAppendOffset otherwise); CRCs are checked."""
+        parsed = self._parse(records, validate_records=False)
+        expected = self.log_end_offset
+        first = parsed.batches[0][1].base_offset
+        max_ts, max_ts_offset = -1, first
+        for i, (_, header) in enumerate(parsed.batches):
+            if header.base_offset < expected or (i and header.base_offset != expected):
+                raise InvalidAppendOffset(f"batch at offset {header.base_offset}, expected "
+                                          f"{'>= ' if i == 0 else ''}{expected}")
+            if header.partition_leader_epoch > self.epoch_cache.latest_epoch:
+                self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            if header.max_timestamp > max_ts:
+                max_ts, max_ts_offset = header.max_timestamp, header.last_offset
+            expected = header.next_offset
+        self._write([parsed.view], parsed, first, expected - 1, max_ts, max_ts_offset)
+        return LogAppendInfo(first, expected - 1, max_ts, max_ts_offset, -1, len(parsed.batches),
+                             parsed.records, parsed.size, self.log_start_offset)
+
+    def _replace_empty_active(self, base_offset: int) -> None:
+        old = self._segments.pop()
+        self._bases.pop()
+        old.delete()
+        self._add_segment(LogSegment(self.dir, base_offset, self.config, new=True))
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+
+    def _write(self, buffers: list, parsed: _Batches, first_offset: int, last_offset: int, max_ts: int,
+               max_ts_offset: int) -> None:
+        if self.active_segment.should_roll(parsed.size, max_ts, last_offset):
+            self.roll(first_offset)
+        elif self.active_segment.size == 0 and first_offset != self.active_segment.base_offset:
+            self._replace_empty_active(first_offset)
+        self.active_segment.append(buffers, parsed.size, last_offset, max_ts, max_ts_offset)
+        self._unflushed_records += parsed.records
+        if self._unflushed_records >= self.config.flush_messages:
+            self.flush()
+
+    def roll(self, base_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at `base_offset` (default LEO); the old one's indexes are
+        trimmed. Rolling an empty active segment at the same offset is a no-op."""
+        base = self.log_end_offset if base_offset is None else base_offset
+        active = self.active_segment
+        if active.size == 0:
+            if active.base_offset == base:
+                return active
+            self._replace_empty_active(base)
+            return self.active_segment
+        active.on_become_inactive()
+        self._add_segment(LogSegment(self.dir, base, self.config, new=True))
+        return self.active_segment
+
+    # ---- reads -------------------------------------------------------------------------------
+    def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None, *,
+             min_one_batch: bool = True, verify_crc: bool = True) -> LogReadInfo:
+        """Whole batches from the one holding `fetch_offset`, from one segment, at most
+        `max_bytes` (but at least one batch with `min_one_batch`), excluding batches whose last
+        offset is >= `max_offset` (the high watermark for consumers). Raises OffsetOutOfRange
+        outside [log start offset, LEO]; with verify_crc a batch that fails its CRC raises
+        StorageError instead of being served."""
+        leo = self.log_end_offset
+        if fetch_offset < self.log_start_offset or fetch_offset > leo:
+            raise OffsetOutOfRange(f"offset {fetch_offset} is outside [{self.log_start_offset}, {leo}]")
+        data = b""
+        if fetch_offset < leo and (max_offset is None or fetch_offset < max_offset):
+            for segment in self._segments[self._segment_for(fetch_offset):]:
+                found = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)
+                if found is not None:
+                    data = found[1]
+                    if verify_crc:
+                        self._verify(segment, found[0], data)
+                    break
+        return LogReadInfo(fetch_offset, data, self.log_start_offset, leo)
+
+    @staticmethod
+    def _verify(segment: LogSegment, position: int, data: bytes) -> None:
+        try:
+            for pos, header in rb.iter_batches(data):
+                rb.validate_batch(data, pos, header, check_records=False)
+        except CorruptRecordBatch as e:
+            raise StorageError(f"{segment.log_path} near position {position}: {e}") from None
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp`, or None."""
+        for segment in self._segments:
+            if segment.max_timestamp >= timestamp or segment is self.active_segment:
+                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # ---- truncation and retention ------------------------------------------------------------
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything at or above `offset` (a batch holding it goes whole). Returns
+        whether anything was removed."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate to {offset}")
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+            self._bases.pop()
+            self._segments.pop().delete()
+        self.active_segment.truncate_to(offset)
+        leo = self.log_end_offset
+        self.recovery_point = min(self.recovery_point, leo)
+        self.epoch_cache.truncate_from_end(leo)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start empty at `offset` (log start offset = LEO = offset)."""
+        for segment in self._segments:
+            segment.delete()
+        self._segments, self._bases = [], []
+        self._add_segment(LogSegment(self.dir, offset, self.config, new=True))
+        self.log_start_offset = self.recovery_point = offset
+        self.epoch_cache.clear()
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Raise the log start offset (DeleteRecords, retention); never above the high watermark
+        the caller passes nor above LEO."""
+        if offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = min(offset, self.log_end_offset)
+        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        return True
+
+    def deletable_segments(self, high_watermark: int, now_ms: int | None = None) -> list[LogSegment]:
+        """Segments retention would delete now: by log start offset, `retention.ms`, and
+        `retention.bytes`, oldest first, never the active one nor any not wholly below the HW."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        candidates = []
+        for segment, next_base in zip(self._segments, self._bases[1:]):
+            if next_base > high_watermark:
+                break
+            candidates.append((segment, next_base))
+        doomed = []
+        excess = self.size - self.config.retention_bytes if self.config.retention_bytes >= 0 else -1
+        for segment, next_base in candidates:
+            by_start = next_base <= self.log_start_offset
+            by_time = self.config.retention_ms >= 0 and now - segment.largest_timestamp() > self.config.retention_ms
+            by_size = excess >= segment.size
+            if not (by_start or by_time or by_size):
+                break
+            doomed.append(segment)
+            excess -= segment.size
+        return doomed
+
+    def detach_old_segments(self, high_watermark: int, now_ms: int | None = None) -> list[LogSegment]:
+        """Apply retention to the log's state: remove the deletable segments from it and raise the
+        log start offset. The caller deletes the returned segments' files (`LogSegment.delete`),
+        which may run in a worker thread since nothing else references them."""
+        doomed = self.deletable_segments(high_watermark, now_ms)
+        for segment in doomed:
+            self._segments.remove(segment)
+            self._bases.remove(segment.base_offset)
+        if doomed:
+            self.maybe_increment_log_start_offset(self._segments[0].base_offset)
+        return doomed
+
+    def delete_old_segments(self, high_watermark: int, now_ms: int | None = None) -> int:
+        """Retention in one call (state and files); returns how many segments were deleted."""
+        doomed = self.detach_old_segments(high_watermark, now_ms)
+        for segment in doomed:
+            segment.delete()
+        return len(doomed)
+
+    # ---- durability and lifecycle ------------------------------------------------------------
+    def flush(self) -> None:
+        """fsync every segment holding data at or above the recovery point; recovery point = LEO."""
+        leo = self.log_end_offset
+        for segment in self._segments[self._segment_for(self.recovery_point):]:
+            segment.flush()
+        self._mark_flushed(leo)
+
+    def flush_plan(self) -> tuple[list[int], int]:
+        """(dup'd fds to fsync, offset they make durable): run `os.fsync` + `os.close` on the fds
+        in a worker thread, then call `complete_flush(offset)` on the owner's thread."""
+        fds = [fd for segment in self._segments[self._segment_for(self.recovery_point):]
+               for fd in segment.dup_fds()]
+        return fds, self.log_end_offset
+
+    def complete_flush(self, offset: int) -> None:
+        self._mark_flushed(offset)
+
+    def _mark_flushed(self, offset: int) -> None:
+        self.recovery_point = max(self.recovery_point, min(offset, self.log_end_offset))
+        self._unflushed_records = 0
+        self.last_flush_ms = int(time.time() * 1000)
+
+    def close(self) -> None:
+        """Close every segment (indexes trimmed). Data not flushed stays in the page cache."""
+        for segment in self._segments:
+            segment.close()
+
+    def delete(self) -> None:
+        """Remove the whole partition directory."""
+        self.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def fsync_fds(fds: list[int]) -> None:
+    """fsync and close fds from `Log.flush_plan` (runs in a worker thread)."""
+    for fd in fds:
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

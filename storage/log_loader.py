@@ -1,0 +1,105 @@
+"""Opening a partition directory: leftovers, index checks, crash recovery (Kafka `LogLoader`).
+
+Outcomes, each logged and each tested:
+- `*.deleted`, `*.tmp` and orphan index files are removed;
+- after a clean shutdown, segment indexes are sanity-checked; a missing or corrupt one is rebuilt
+  from its `.log` (a lost index never loses data);
+- after an unclean shutdown, every segment from the one holding the recovery point onwards is
+  recovered: each batch's size and CRC checked, the file cut at the first invalid batch, indexes
+  rebuilt; segments after a cut are deleted (their data would not be contiguous); the recovered
+  files are fsynced and the recovery point moves to the new LEO;
+- a corrupt `leader-epoch-checkpoint` is rebuilt from the partition leader epochs stamped in the
+  batch headers;
+- log start offset = max(checkpointed value, first segment's base offset).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
+from storage.config import LogConfig
+from storage.epoch_cache import LeaderEpochCache
+from storage.errors import CorruptCheckpoint, CorruptIndex
+from storage.log import Log
+from storage.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+
+log = logging.getLogger(__name__)
+
+
+def _cleanup(directory: Path) -> set[int]:
+    """Remove leftovers; return the base offsets of the `.log` files."""
+    bases = set()
+    for path in directory.iterdir():
+        if path.name.endswith((DELETED_SUFFIX, ".tmp")) and path.is_file():
+            path.unlink()
+            continue
+        if path.suffix == LOG_SUFFIX and path.stem.isdigit():
+            bases.add(int(path.stem))
+    for path in directory.iterdir():
+        if path.suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and path.stem.isdigit() and int(path.stem) not in bases:
+            log.warning("removing orphan index %s", path)
+            path.unlink()
+    return bases
+
+
+def _rebuild_epochs(segments: list[LogSegment], path: Path) -> LeaderEpochCache:
+    cache = LeaderEpochCache(path)
+    cache.clear()
+    for segment in segments:
+        for _, header in segment.headers(0):
+            if header.partition_leader_epoch > cache.latest_epoch:
+                cache.assign(header.partition_leader_epoch, header.base_offset)
+    return cache
+
+
+def load_log(directory: Path, config: LogConfig, *, clean_shutdown: bool, recovery_point: int = 0,
+             log_start_offset: int = 0) -> Log:
+    """Open (creating if needed) the log in `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    bases = sorted(_cleanup(directory))
+    epoch_path = directory / LEADER_EPOCH_CHECKPOINT
+    if not bases:
+        return Log.create(directory, config, log_start_offset)
+    segments = [LogSegment(directory, base, config) for base in bases]
+    try:
+        epochs = LeaderEpochCache.load(epoch_path)
+    except CorruptCheckpoint as e:
+        log.warning("%s; rebuilding it from the batch headers", e)
+        epochs = None
+
+    first_unflushed = len(segments) if clean_shutdown else next(
+        (i for i, nxt in enumerate(bases[1:] + [None]) if nxt is None or nxt > recovery_point), len(segments) - 1)
+    for segment in segments[:first_unflushed]:
+        try:
+            segment.offset_index.sanity_check(segment.size)
+            segment.time_index.sanity_check(segment.size)
+        except CorruptIndex as e:
+            log.warning("%s; rebuilding the indexes of %s", e, segment.log_path)
+            segment.recover()
+
+    recovered = segments[first_unflushed:]
+    for i, segment in enumerate(recovered):
+        truncated = segment.recover()
+        if truncated:
+            log.warning("recovery cut %d invalid bytes from %s", truncated, segment.log_path)
+            for later in recovered[i + 1:]:
+                log.warning("recovery deletes %s, which followed a cut", later.log_path)
+                later.delete()
+            segments = segments[:first_unflushed + i + 1]
+            break
+    for segment in recovered[:len(segments) - first_unflushed]:
+        segment.flush()
+
+    if epochs is None:
+        epochs = _rebuild_epochs(segments, epoch_path)
+    result = Log(directory, config, segments, log_start_offset=max(log_start_offset, segments[0].base_offset),
+                 recovery_point=recovery_point, epoch_cache=epochs)
+    leo = result.log_end_offset
+    epochs.truncate_from_end(leo)
+    if result.log_start_offset > leo:
+        result.truncate_fully_and_start_at(result.log_start_offset)
+    if recovered:
+        result.complete_flush(leo)
+    return result

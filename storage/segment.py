@@ -1,0 +1,280 @@
+"""One log segment: `<base offset, 20 digits>.log` with its `.index` and `.timeindex`.
+
+The `.log` holds RecordBatch v2 bytes exactly as appended (offsets already assigned); this module
+reads only batch headers, except `find_offset_by_timestamp`, which decodes the one batch that holds
+the answer, and `recover`, which checks every batch's size and CRC.
+
+Index rule (Kafka `LogSegment.append`): after more than `index.interval.bytes` have been appended
+since the last entry, the next append adds `.index` entry (its last offset -> its start position)
+and a `.timeindex` entry (max timestamp so far -> its offset).
+
+Not thread-safe: one owner (the `Log`) calls it. Every call is plain blocking file I/O on an fd
+(`os.pread`/`os.pwrite`); see `storage/log.py` for what may run on the event loop.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Iterator
+
+from protocol import record_batch as rb
+from protocol.errors import CorruptRecordBatch
+from storage.config import LogConfig
+from storage.index import OffsetIndex, TimeIndex
+
+LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
+DELETED_SUFFIX = ".deleted"
+_SCAN_CHUNK = 64 * 1024
+
+
+def file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's segment file name: the base offset zero-padded to 20 digits, then the suffix."""
+    return f"{base_offset:020d}{suffix}"
+
+
+class LogSegment:
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, *, new: bool = False):
+        self.dir = directory
+        self.base_offset = base_offset
+        self.config = config
+        self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
+        flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if new else 0)
+        self._fd = os.open(self.log_path, flags, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.offset_index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset,
+                                        config.segment_index_bytes, new=new)
+        self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset,
+                                    config.segment_index_bytes, new=new)
+        self.created_ms = int(time.time() * 1000)
+        self._bytes_since_last_index_entry = 0
+        self._max_ts: tuple[int, int] | None = None        # (max timestamp, its offset), lazily
+        self._rolling_ts: int | None = None                 # first batch's max timestamp, lazily
+        self._next_offset: int | None = None
+
+    # ---- reading headers ---------------------------------------------------------------------
+    def pread(self, size: int, position: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def headers(self, position: int = 0, end: int | None = None) -> Iterator[tuple[int, rb.BatchHeader]]:
+        """(position, header) of each batch from `position` (a batch start) to `end`; raises
+        CorruptRecordBatch where a header is invalid or a batch overruns the file."""
+        end = self.size if end is None else end
+        buf, buf_pos = b"", position
+        while position < end:
+            off = position - buf_pos
+            if off + rb.HEADER_SIZE > len(buf):
+                buf, buf_pos, off = self.pread(_SCAN_CHUNK, position), position, 0
+            header = self._header_at(buf, off, position, end)
+            yield position, header
+            position += header.size
+
+    def _header_at(self, buf: bytes, off: int, position: int, end: int) -> rb.BatchHeader:
+        if end - position < rb.HEADER_SIZE or len(buf) - off < rb.HEADER_SIZE:
+            raise CorruptRecordBatch(f"{self.log_path}: {end - position} trailing bytes at {position}")
+        header = rb.BatchHeader._make(rb.HEADER.unpack_from(buf, off))
+        if header.magic != rb.MAGIC:
+            raise CorruptRecordBatch(f"{self.log_path}: magic {header.magic} at position {position}")
+        if header.batch_length < rb.HEADER_SIZE - rb.LOG_OVERHEAD or position + header.size > end:
+            raise CorruptRecordBatch(f"{self.log_path}: batch at {position} of {header.size} bytes "
+                                     f"overruns {end}")
+        return header
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, rb.BatchHeader] | None:
+        """(position, header) of the first batch whose last offset is >= `offset`, or None."""
+        _, position = self.offset_index.lookup(offset)
+        for pos, header in self.headers(max(position, start_position)):
+            if header.last_offset >= offset:
+                return pos, header
+        return None
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch (the base offset when empty)."""
+        if self._next_offset is None:
+            last_offset, position = self.offset_index.lookup(1 << 62)
+            nxt = self.base_offset
+            for _, header in self.headers(position):
+                nxt = header.next_offset
+            self._next_offset = nxt
+        return self._next_offset
+
+    @property
+    def max_timestamp(self) -> int:
+        """Largest batch max_timestamp seen in this segment (-1 when unknown)."""
+        if self._max_ts is None:
+            last = self.time_index.last_entry()
+            self._max_ts = last if last else (-1, self.base_offset)
+        return self._max_ts[0]
+
+    def largest_timestamp(self) -> int:
+        """What retention compares with `retention.ms`: the max timestamp, else the file mtime."""
+        ts = self.max_timestamp
+        return ts if ts >= 0 else int(os.stat(self.log_path).st_mtime * 1000)
+
+    def _rolling_based_timestamp(self) -> int | None:
+        if self._rolling_ts is None and self.size > 0:
+            self._rolling_ts = next(self.headers(0))[1].max_timestamp
+        return self._rolling_ts
+
+    # ---- writing -----------------------------------------------------------------------------
+    def should_roll(self, messages_size: int, max_timestamp: int, max_offset: int) -> bool:
+        """Kafka's roll rule: size, message-time age, full index, or relative-offset overflow."""
+        rolling_ts = self._rolling_based_timestamp()
+        waited = (max_timestamp - rolling_ts) if rolling_ts is not None and rolling_ts >= 0 \
+            else int(time.time() * 1000) - self.created_ms
+        return (self.size > self.config.segment_bytes - messages_size
+                or (self.size > 0 and waited > self.config.segment_ms)
+                or self.offset_index.is_full() or self.time_index.is_full()
+                or not self.offset_index.can_append_offset(max_offset))
+
+    def append(self, buffers: list, size: int, last_offset: int, max_timestamp: int,
+               offset_of_max_timestamp: int) -> None:
+        """Append whole batches (offsets assigned), given as buffers totalling `size` bytes and
+        written in one `pwritev`, whose last offset is `last_offset`."""
+        position = self.size
+        if position == 0:
+            self._rolling_ts = max_timestamp
+        written = os.pwritev(self._fd, buffers, position)
+        if written != size:
+            os.ftruncate(self._fd, position)
+            raise OSError(f"short write to {self.log_path}: {written} of {size} bytes")
+        self.size += size
+        self._next_offset = last_offset + 1
+        if max_timestamp > self.max_timestamp:
+            self._max_ts = (max_timestamp, offset_of_max_timestamp)
+        if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(*self._max_ts)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += size
+
+    def recover(self, on_batch=None) -> int:
+        """Rebuild both indexes from the `.log`, checking each batch's size and CRC, and cut the
+        file at the first invalid batch. `on_batch(header)` sees every valid batch. Returns the
+        number of bytes truncated (Kafka `LogSegment.recover`)."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self._max_ts = (-1, self.base_offset)
+        valid = last_index_entry = 0
+        try:
+            for position, header in self.headers(0):
+                rb.validate_batch(self.pread(header.size, position), 0, header, check_records=False)
+                if header.max_timestamp > self._max_ts[0]:
+                    self._max_ts = (header.max_timestamp, header.last_offset)
+                if valid - last_index_entry > self.config.index_interval_bytes:
+                    self.offset_index.append(header.last_offset, valid)
+                    self.time_index.maybe_append(*self._max_ts)
+                    last_index_entry = valid
+                valid += header.size
+                if on_batch:
+                    on_batch(header)
+        except CorruptRecordBatch:
+            pass
+        truncated = self.size - valid
+        if truncated:
+            os.ftruncate(self._fd, valid)
+            self.size = valid
+        self._bytes_since_last_index_entry = valid - last_index_entry
+        self._next_offset = None
+        self._rolling_ts = None
+        self.offset_index.trim()
+        if self._max_ts[0] >= 0:
+            self.time_index.maybe_append(*self._max_ts)
+        self.time_index.trim()
+        return truncated
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch whose last offset is >= `offset`; returns the bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        position = found[0]
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        removed = self.size - position
+        os.ftruncate(self._fd, position)
+        self.size = position
+        self._bytes_since_last_index_entry = 0
+        self._next_offset = None
+        self._max_ts = None
+        self._rolling_ts = None
+        if position == 0:
+            self.created_ms = int(time.time() * 1000)
+        return removed
+
+    # ---- queries -----------------------------------------------------------------------------
+    def read(self, start_offset: int, max_bytes: int, max_offset: int | None,
+             min_one_batch: bool = True) -> tuple[int, bytes] | None:
+        """Whole batches from the one holding `start_offset`: (its position, bytes). Stops before
+        a batch whose last offset is >= `max_offset`, and at `max_bytes` (but returns the first
+        batch even when larger, with `min_one_batch`). None when no batch holds start_offset."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        start, _ = found
+        end = start
+        for position, header in self.headers(start):
+            if max_offset is not None and header.last_offset >= max_offset:
+                break
+            if position + header.size - start > max_bytes and not (min_one_batch and position == start):
+                break
+            end = position + header.size
+        return start, (self.pread(end - start, start) if end > start else b"")
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after `start_offset` whose timestamp is
+        >= `timestamp` (ListOffsets by time), or None."""
+        _, offset = self.time_index.lookup(timestamp)
+        _, position = self.offset_index.lookup(max(offset, start_offset))
+        for pos, header in self.headers(position):
+            if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
+                for record in rb.decode_records(self.pread(header.size, pos), 0, header):
+                    if record.timestamp >= timestamp and record.offset >= start_offset:
+                        return record.offset, record.timestamp
+        return None
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def on_become_inactive(self) -> None:
+        """On roll: record the final max timestamp in the time index and trim both indexes."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(*self._max_ts)
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def dup_fds(self) -> list[int]:
+        """Duplicated fds of the segment's files, for an fsync off the event loop."""
+        self.offset_index._open()
+        self.time_index._open()
+        return [os.dup(fd) for fd in (self._fd, self.offset_index._fd, self.time_index._fd)]
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self.on_become_inactive()
+            self.offset_index.close()
+            self.time_index.close()
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> None:
+        """Rename every file to `*.deleted`, then remove them (Kafka's delete sequence)."""
+        os.close(self._fd)
+        self._fd = None
+        paths = [self.log_path, self.offset_index.path, self.time_index.path]
+        for index in (self.offset_index, self.time_index):
+            if index._fd is not None:
+                os.close(index._fd)
+                index._fd = None
+        renamed = []
+        for path in paths:
+            if path.exists():
+                target = path.with_name(path.name + DELETED_SUFFIX)
+                os.replace(path, target)
+                renamed.append(target)
+        for path in renamed:
+            path.unlink(missing_ok=True)
