@@ -37,7 +37,7 @@ from protocol.errors import CorruptRecordBatch
 from storage.config import LogConfig
 from storage.epoch_cache import LeaderEpochCache
 from storage.errors import InvalidAppendOffset, OffsetOutOfRange, RecordTooLarge, StorageError
-from storage.segment import LogSegment
+from storage.segment import LogSegment, check_contiguous
 
 
 @dataclass(frozen=True)
@@ -193,10 +193,14 @@ class Log:
                              parsed.records, parsed.size, self.log_start_offset)
 
     def _replace_empty_active(self, base_offset: int) -> None:
+        """Recreate the empty active segment at `base_offset`; an otherwise empty log then starts
+        there (there is nothing below it to read)."""
         old = self._segments.pop()
         self._bases.pop()
         old.delete()
         self._add_segment(LogSegment(self.dir, base_offset, self.config, new=True))
+        if len(self._segments) == 1:
+            self.log_start_offset = self.recovery_point = base_offset
 
     def _add_segment(self, segment: LogSegment) -> None:
         self._segments.append(segment)
@@ -204,8 +208,9 @@ class Log:
 
     def _write(self, buffers: list, parsed: _Batches, first_offset: int, last_offset: int, max_ts: int,
                max_ts_offset: int) -> None:
-        if self.active_segment.should_roll(parsed.size, max_ts, last_offset):
-            self.roll(first_offset)
+        if self.active_segment.should_roll(parsed.size, max_ts, last_offset) or \
+                (self.active_segment.size and first_offset != self.log_end_offset):
+            self.roll(first_offset)   # a follower's offsets jumped ahead: segments stay contiguous
         elif self.active_segment.size == 0 and first_offset != self.active_segment.base_offset:
             self._replace_empty_active(first_offset)
         self.active_segment.append(buffers, parsed.size, last_offset, max_ts, max_ts_offset)
@@ -233,27 +238,41 @@ class Log:
         """Whole batches from the one holding `fetch_offset`, from one segment, at most
         `max_bytes` (but at least one batch with `min_one_batch`), excluding batches whose last
         offset is >= `max_offset` (the high watermark for consumers). Raises OffsetOutOfRange
-        outside [log start offset, LEO]; with verify_crc a batch that fails its CRC raises
-        StorageError instead of being served."""
+        outside [log start offset, LEO]; with verify_crc a batch that fails its CRC or breaks the
+        offset chain raises StorageError instead of being served."""
         leo = self.log_end_offset
         if fetch_offset < self.log_start_offset or fetch_offset > leo:
             raise OffsetOutOfRange(f"offset {fetch_offset} is outside [{self.log_start_offset}, {leo}]")
         data = b""
         if fetch_offset < leo and (max_offset is None or fetch_offset < max_offset):
             for segment in self._segments[self._segment_for(fetch_offset):]:
-                found = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)
+                try:
+                    found = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)
+                except CorruptRecordBatch as e:
+                    raise StorageError(f"{segment.log_path}: {e}") from None
                 if found is not None:
                     data = found[1]
                     if verify_crc:
-                        self._verify(segment, found[0], data)
+                        self._verify(segment, found[0], data, fetch_offset)
                     break
         return LogReadInfo(fetch_offset, data, self.log_start_offset, leo)
 
     @staticmethod
-    def _verify(segment: LogSegment, position: int, data: bytes) -> None:
+    def _verify(segment: LogSegment, position: int, data: bytes, fetch_offset: int) -> None:
+        """CRC of every batch read, and the offset chain: the first batch holds `fetch_offset`
+        (or starts the segment), the others follow it without a gap."""
         try:
+            expected = None
             for pos, header in rb.iter_batches(data):
+                if expected is None:
+                    if header.last_offset < fetch_offset or (header.base_offset > fetch_offset
+                                                            and header.base_offset != segment.base_offset):
+                        raise CorruptRecordBatch(f"batch {header.base_offset}..{header.last_offset} "
+                                                 f"does not hold offset {fetch_offset}")
+                else:
+                    check_contiguous(header, expected, segment.log_path, position + pos)
                 rb.validate_batch(data, pos, header, check_records=False)
+                expected = header.next_offset
         except CorruptRecordBatch as e:
             raise StorageError(f"{segment.log_path} near position {position}: {e}") from None
 

@@ -73,6 +73,9 @@ def load_log(directory: Path, config: LogConfig, *, clean_shutdown: bool, recove
         (i for i, nxt in enumerate(bases[1:] + [None]) if nxt is None or nxt > recovery_point), len(segments) - 1)
     for segment in segments[:first_unflushed]:
         try:
+            for index in (segment.offset_index, segment.time_index):
+                if segment.size and not index.path.exists():
+                    raise CorruptIndex(f"{index.path} is missing")
             segment.offset_index.sanity_check(segment.size)
             segment.time_index.sanity_check(segment.size)
         except CorruptIndex as e:

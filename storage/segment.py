@@ -8,6 +8,10 @@ Index rule (Kafka `LogSegment.append`): after more than `index.interval.bytes` h
 since the last entry, the next append adds `.index` entry (its last offset -> its start position)
 and a `.timeindex` entry (max timestamp so far -> its offset).
 
+Invariant: the batches of a segment are contiguous, the first at the segment's base offset
+(recovery and verified reads enforce it, which also catches damage to the header fields the CRC
+does not cover: base offset, batch length, partition leader epoch aside).
+
 Not thread-safe: one owner (the `Log`) calls it. Every call is plain blocking file I/O on an fd
 (`os.pread`/`os.pwrite`); see `storage/log.py` for what may run on the event loop.
 """
@@ -27,6 +31,14 @@ from storage.index import OffsetIndex, TimeIndex
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 DELETED_SUFFIX = ".deleted"
 _SCAN_CHUNK = 64 * 1024
+
+
+def check_contiguous(header: rb.BatchHeader, expected: int, path: Path, position: int) -> None:
+    """Batches in a segment are contiguous from its base offset: a base offset (not covered by
+    the CRC) that breaks the chain is corruption."""
+    if header.base_offset != expected:
+        raise CorruptRecordBatch(f"{path}: batch at position {position} has base offset "
+                                 f"{header.base_offset}, expected {expected}")
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -157,9 +169,14 @@ class LogSegment:
         self.time_index.reset()
         self._max_ts = (-1, self.base_offset)
         valid = last_index_entry = 0
+        expected = self.base_offset
         try:
             for position, header in self.headers(0):
+                check_contiguous(header, expected, self.log_path, position)
+                if not self.offset_index.can_append_offset(header.last_offset):
+                    raise CorruptRecordBatch(f"{self.log_path}: offset {header.last_offset} overflows the index")
                 rb.validate_batch(self.pread(header.size, position), 0, header, check_records=False)
+                expected = header.next_offset
                 if header.max_timestamp > self._max_ts[0]:
                     self._max_ts = (header.max_timestamp, header.last_offset)
                 if valid - last_index_entry > self.config.index_interval_bytes:

@@ -70,6 +70,8 @@ class LogMachine(RuleBasedStateMachine):
             except InvalidAppendOffset:
                 return
         self.log.append_as_follower(data)
+        if not self.batches:
+            self.start = base   # an empty log that skips ahead starts at the new offset
         self.batches.append((base, vals, self.epoch))
 
     @rule(data=st.data())
