@@ -296,10 +296,15 @@ class Log:
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return True
-        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+        # Segments starting at or above `offset` go; the one before becomes active again, so LEO is
+        # the offset after the last batch kept even across a follower's offset gap.
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             self._bases.pop()
             self._segments.pop().delete()
         self.active_segment.truncate_to(offset)
+        if len(self._segments) > 1 and self.active_segment.size == 0:
+            self._bases.pop()
+            self._segments.pop().delete()
         leo = self.log_end_offset
         self.recovery_point = min(self.recovery_point, leo)
         self.epoch_cache.truncate_from_end(leo)

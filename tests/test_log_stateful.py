@@ -158,5 +158,5 @@ class LogMachine(RuleBasedStateMachine):
 
 
 TestLogAgainstModel = LogMachine.TestCase
-TestLogAgainstModel.settings = settings(max_examples=60, stateful_step_count=40, deadline=None,
+TestLogAgainstModel.settings = settings(max_examples=120, stateful_step_count=40, deadline=None,
                                         suppress_health_check=list(HealthCheck))
