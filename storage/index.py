@@ -36,6 +36,7 @@ class _Index:
         self._values: array | None = None
         self._fd: int | None = None
         self._preallocated = False
+        self._written = 0          # entries already in the file; the rest wait for write_pending()
         if new:
             self._keys, self._values = array(self.KEY_TYPE), array("q")
             self._open()
@@ -51,6 +52,7 @@ class _Index:
         if self._keys is not None:
             return
         keys, values = array(self.KEY_TYPE), array("q")
+        self.write_pending()
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
@@ -65,13 +67,23 @@ class _Index:
             keys.append(key)
             values.append(value)
         self._keys, self._values = keys, values
+        self._written = len(keys)
 
-    def _write_entry(self, i: int) -> None:
+    def write_pending(self) -> None:
+        """Write entries appended since the last call (the file is preallocated on first use).
+        Like Kafka's mmap'd index pages, new entries reach the file lazily: on flush, roll and
+        close; recovery rebuilds the index of any segment not flushed before a crash."""
+        if self._keys is None or self._written >= len(self._keys):
+            return
         fd = self._open()
         if not self._preallocated:
             os.ftruncate(fd, self.max_entries * self.ENTRY.size)
             self._preallocated = True
-        os.pwrite(fd, self.ENTRY.pack(*self._encode(self._keys[i], self._values[i])), i * self.ENTRY.size)
+        start = self._written
+        data = b"".join(self.ENTRY.pack(*self._encode(k, v))
+                        for k, v in zip(self._keys[start:], self._values[start:]))
+        os.pwrite(fd, data, start * self.ENTRY.size)
+        self._written = len(self._keys)
 
     def sanity_check(self, log_size: int) -> None:
         """Load and check the file against the log's size; raises CorruptIndex."""
@@ -92,7 +104,6 @@ class _Index:
             raise CorruptIndex(f"{self.path}: index is full ({self.max_entries} entries)")
         self._keys.append(key)
         self._values.append(value)
-        self._write_entry(len(self._keys) - 1)
 
     def _floor(self, key: int) -> int:
         """Index of the last entry with entry key <= key, or -1."""
@@ -103,6 +114,7 @@ class _Index:
         self._ensure_loaded()
         del self._keys[n:]
         del self._values[n:]
+        self._written = min(self._written, n)
         if self._preallocated:
             return  # stale bytes beyond the entries are ignored until trim
         os.ftruncate(self._open(), n * self.ENTRY.size)
@@ -112,14 +124,17 @@ class _Index:
         self._keys, self._values = array(self.KEY_TYPE), array("q")
         os.ftruncate(self._open(), 0)
         self._preallocated = False
+        self._written = 0
 
     def trim(self) -> None:
         """Shrink the file to its entries (on roll and close)."""
-        if self._keys is not None and self._fd is not None:
-            os.ftruncate(self._fd, len(self._keys) * self.ENTRY.size)
+        if self._keys is not None:
+            self.write_pending()
+            os.ftruncate(self._open(), len(self._keys) * self.ENTRY.size)
             self._preallocated = False
 
     def flush(self) -> None:
+        self.write_pending()
         if self._fd is not None:
             os.fsync(self._fd)
 
@@ -172,6 +187,14 @@ class OffsetIndex(_Index):
         """(offset, position) of the last entry with offset <= `offset`, or (base, 0)."""
         i = self._floor(offset)
         return (self.base_offset, 0) if i < 0 else (self._keys[i], self._values[i])
+
+    def positions_at_or_below(self, position: int) -> tuple[int, int]:
+        """The two last indexed batch positions <= `position` (-1 where there is none): batch
+        starts from which a scan reaches the batch boundary below `position` in at most two
+        index intervals."""
+        self._ensure_loaded()
+        i = bisect.bisect_right(self._values, position) - 1
+        return (self._values[i - 1] if i >= 1 else -1), (self._values[i] if i >= 0 else -1)
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries for offsets >= `offset`."""

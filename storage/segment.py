@@ -222,22 +222,31 @@ class LogSegment:
 
     # ---- queries -----------------------------------------------------------------------------
     def read(self, start_offset: int, max_bytes: int, max_offset: int | None,
-             min_one_batch: bool = True) -> tuple[int, bytes] | None:
-        """Whole batches from the one holding `start_offset`: (its position, bytes). Stops before
-        a batch whose last offset is >= `max_offset`, and at `max_bytes` (but returns the first
-        batch even when larger, with `min_one_batch`). None when no batch holds start_offset."""
+             min_one_batch: bool = True) -> tuple[int, bytes, int] | None:
+        """Whole batches from the one holding `start_offset`: (its position, bytes, offset after
+        the last batch returned). Stops before a batch whose last offset is >= `max_offset`, and
+        at `max_bytes` (but returns the first batch even when larger, with `min_one_batch`). None
+        when no batch holds start_offset. The end is found through the offset index and a short
+        header scan, then the bytes come in one pread."""
         found = self.translate_offset(start_offset)
         if found is None:
             return None
-        start, _ = found
-        end = start
-        for position, header in self.headers(start):
-            if max_offset is not None and header.last_offset >= max_offset:
+        start, first = found
+        if max_offset is not None and first.last_offset >= max_offset:
+            return start, b"", start_offset
+        limit = min(self.size, start + max(max_bytes, first.size if min_one_batch else 0))
+        if max_offset is not None:
+            stop = self.translate_offset(max_offset, start)
+            if stop is not None:
+                limit = min(limit, stop[0])
+        before, _ = self.offset_index.positions_at_or_below(limit)
+        scan_from = max(start, before)
+        end, next_offset = scan_from, start_offset
+        for position, header in self.headers(scan_from):
+            if position + header.size > limit:
                 break
-            if position + header.size - start > max_bytes and not (min_one_batch and position == start):
-                break
-            end = position + header.size
-        return start, (self.pread(end - start, start) if end > start else b"")
+            end, next_offset = position + header.size, header.next_offset
+        return start, (self.pread(end - start, start) if end > start else b""), next_offset
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `start_offset` whose timestamp is
@@ -265,9 +274,11 @@ class LogSegment:
         self.time_index.flush()
 
     def dup_fds(self) -> list[int]:
-        """Duplicated fds of the segment's files, for an fsync off the event loop."""
-        self.offset_index._open()
-        self.time_index._open()
+        """Duplicated fds of the segment's files, for an fsync off the event loop (pending index
+        entries are written first)."""
+        for index in (self.offset_index, self.time_index):
+            index.write_pending()
+            index._open()
         return [os.dup(fd) for fd in (self._fd, self.offset_index._fd, self.time_index._fd)]
 
     def close(self) -> None:

@@ -197,3 +197,12 @@ def test_a_corrupt_batch_is_never_served(log):
         f.write(b"\xff")
     with pytest.raises(StorageError, match="CRC"):
         log.read(0, 10**6)
+
+
+def test_read_reports_the_next_offset(log):
+    for i in range(5):
+        log.append_as_leader(batch(3, size=100, tag=i), leader_epoch=0)
+    info = log.read(4, max_bytes=1)
+    assert info.next_offset == 6 and [o for o, _ in values(info.records)][-1] == 5
+    assert log.read(15, 100).next_offset == 15
+    assert log.read(0, 10**6, max_offset=7).next_offset == 6

@@ -34,6 +34,7 @@ def test_offset_and_time_index_entries(tmp_path):
         sizes.append(len(data))
         log.append_as_leader(data, leader_epoch=0)
     seg = log.active_segment
+    log.flush()   # index entries reach the file on flush, roll and close (as Kafka's mmap'd pages)
     raw = seg.offset_index.path.read_bytes()
     assert len(raw) == 80  # the active index is preallocated to segment.index.bytes
     # An entry is written when more than 100 bytes were appended since the last: batches 1..4
