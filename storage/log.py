@@ -36,6 +36,7 @@ import crc32c
 
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch
+from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
 from storage.config import LogConfig
 from storage.epoch_cache import LeaderEpochCache
 from storage.errors import InvalidAppendOffset, OffsetOutOfRange, RecordTooLarge, StorageError
@@ -97,7 +98,6 @@ class Log:
     @classmethod
     def create(cls, directory: Path, config: LogConfig, start_offset: int = 0) -> "Log":
         """A new empty log (the directory is created)."""
-        from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
         directory.mkdir(parents=True, exist_ok=True)
         segment = LogSegment(directory, start_offset, config, new=True)
         return cls(directory, config, [segment], log_start_offset=start_offset, recovery_point=start_offset,

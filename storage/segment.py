@@ -161,10 +161,10 @@ class LogSegment:
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
 
-    def recover(self, on_batch=None) -> int:
-        """Rebuild both indexes from the `.log`, checking each batch's size and CRC, and cut the
-        file at the first invalid batch. `on_batch(header)` sees every valid batch. Returns the
-        number of bytes truncated (Kafka `LogSegment.recover`)."""
+    def recover(self) -> int:
+        """Rebuild both indexes from the `.log`, checking each batch's size, CRC and offset chain,
+        and cut the file at the first invalid batch. Returns the number of bytes truncated (Kafka
+        `LogSegment.recover`)."""
         self.offset_index.reset()
         self.time_index.reset()
         self._max_ts = (-1, self.base_offset)
@@ -184,8 +184,6 @@ class LogSegment:
                     self.time_index.maybe_append(*self._max_ts)
                     last_index_entry = valid
                 valid += header.size
-                if on_batch:
-                    on_batch(header)
         except CorruptRecordBatch:
             pass
         truncated = self.size - valid
