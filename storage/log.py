@@ -288,6 +288,14 @@ class Log:
                     return found
         return None
 
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the log's largest timestamp
+        (ListOffsets MAX_TIMESTAMP, KIP-734), or None for an empty log."""
+        best = max(self._segments, key=lambda s: s.max_timestamp)
+        if best.max_timestamp < 0:
+            return None
+        return best.find_offset_by_timestamp(best.max_timestamp, self.log_start_offset)
+
     # ---- truncation and retention ------------------------------------------------------------
     def truncate_to(self, offset: int) -> bool:
         """Remove everything at or above `offset` (a batch holding it goes whole). Returns

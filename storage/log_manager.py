@@ -101,9 +101,10 @@ class LogManager:
                                        "log start offsets fall back to the first segments")
         self.loaded_high_watermarks.update(self._read_checkpoint(
             d / checkpoint.REPLICATION_CHECKPOINT, "high watermarks restart at the log start offsets"))
-        if not clean:
+        children = sorted(d.iterdir())
+        if not clean and any(parse_partition_dir(c.name) for c in children if c.is_dir()):
             log.warning("%s: no clean shutdown marker; recovering logs after their recovery points", d)
-        for child in sorted(d.iterdir()):
+        for child in children:
             tp = parse_partition_dir(child.name) if child.is_dir() else None
             if tp is None:
                 continue
@@ -179,11 +180,16 @@ class LogManager:
         """Write the recovery-point and log-start-offset checkpoints of every dir."""
         self.write_checkpoints(self.checkpoint_snapshot())
 
+    def high_watermark_snapshot(self, high_watermarks: dict[TopicPartition, int]):
+        """`replication-offset-checkpoint` of every dir for the partitions it holds, as a
+        snapshot for `write_checkpoints` (taken on the owner's thread)."""
+        return [(d / checkpoint.REPLICATION_CHECKPOINT,
+                 {tp: hw for tp, hw in high_watermarks.items() if self._dir_of.get(tp) == d})
+                for d in self.log_dirs]
+
     def write_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None:
         """Write `replication-offset-checkpoint` in every dir for the partitions it holds."""
-        for d in self.log_dirs:
-            offsets = {tp: hw for tp, hw in high_watermarks.items() if self._dir_of.get(tp) == d}
-            checkpoint.write_offsets(d / checkpoint.REPLICATION_CHECKPOINT, offsets)
+        self.write_checkpoints(self.high_watermark_snapshot(high_watermarks))
 
     # ---- periodic work ---------------------------------------------------------------------------
     async def flush_dirty_logs(self, now_ms: int | None = None) -> int:

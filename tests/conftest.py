@@ -4,3 +4,41 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+
+
+import uuid as _uuid
+
+import pytest
+
+from local_cluster.brokers import BrokerProcess
+from local_cluster.zookeeper import ZooKeeperProcess
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory):
+    """One real ZooKeeper for the session; tests isolate themselves with a chroot each."""
+    zk = ZooKeeperProcess.start(tmp_path_factory.mktemp("zookeeper"))
+    yield zk
+    zk.stop()
+
+
+@pytest.fixture
+def zk_connect(zookeeper):
+    """A zookeeper.connect string with a fresh chroot."""
+    return f"{zookeeper.connect}/test-{_uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def start_broker(tmp_path, zk_connect):
+    """Start broker processes: `start_broker(broker_id, **overrides)`; all are killed at the end."""
+    started = []
+
+    def start(broker_id: int = 1, **overrides) -> BrokerProcess:
+        broker = BrokerProcess.create(broker_id, tmp_path / f"broker-{broker_id}-{len(started)}", zk_connect,
+                                      **overrides)
+        started.append(broker)
+        return broker.start()
+
+    yield start
+    for broker in started:
+        broker.kill()

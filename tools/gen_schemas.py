@@ -90,6 +90,9 @@ def within(v: int, rng: tuple[int, int] | None) -> bool:
 
 
 def snake(name: str) -> str:
+    """Kafka field name -> snake_case: `LeaderEpoch` -> `leader_epoch`, `IsKRaftController` ->
+    `is_kraft_controller` (KRaft is one word)."""
+    name = name.replace("KRaft", "Kraft")
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 

@@ -41,7 +41,7 @@ REQUEST_V0 = KStruct(
     ('ungrouped_partition_states', Array(_ReqLeaderAndIsrPartitionState_V0, compact=False, nullable=False), []),
     ('live_leaders', Array(_ReqLeaderAndIsrLiveLeader_V0_V3, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('broker_epoch', -1, True),
         ('type', 0, False),
         ('topic_states', [], False),
@@ -71,7 +71,7 @@ REQUEST_V1 = KStruct(
     ('ungrouped_partition_states', Array(_ReqLeaderAndIsrPartitionState_V1, compact=False, nullable=False), []),
     ('live_leaders', Array(_ReqLeaderAndIsrLiveLeader_V0_V3, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('broker_epoch', -1, True),
         ('type', 0, False),
         ('topic_states', [], False),
@@ -110,7 +110,7 @@ REQUEST_V2 = KStruct(
     ('topic_states', Array(_ReqLeaderAndIsrTopicState_V2, compact=False, nullable=False), []),
     ('live_leaders', Array(_ReqLeaderAndIsrLiveLeader_V0_V3, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('ungrouped_partition_states', [], False),
     ),
@@ -148,7 +148,7 @@ REQUEST_V3 = KStruct(
     ('topic_states', Array(_ReqLeaderAndIsrTopicState_V3, compact=False, nullable=False), []),
     ('live_leaders', Array(_ReqLeaderAndIsrLiveLeader_V0_V3, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('ungrouped_partition_states', [], False),
     ),
@@ -195,7 +195,7 @@ REQUEST_V4 = KStruct(
     ('topic_states', Array(_ReqLeaderAndIsrTopicState_V4, compact=True, nullable=False), []),
     ('live_leaders', Array(_ReqLeaderAndIsrLiveLeader_V4_V7, compact=True, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('ungrouped_partition_states', [], False),
     ),
@@ -217,7 +217,7 @@ REQUEST_V5 = KStruct(
     ('topic_states', Array(_ReqLeaderAndIsrTopicState_V5, compact=True, nullable=False), []),
     ('live_leaders', Array(_ReqLeaderAndIsrLiveLeader_V4_V7, compact=True, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('ungrouped_partition_states', [], False),
     ),
     flexible=True,
@@ -256,7 +256,7 @@ REQUEST_V6 = KStruct(
     ('topic_states', Array(_ReqLeaderAndIsrTopicState_V6_V7, compact=True, nullable=False), []),
     ('live_leaders', Array(_ReqLeaderAndIsrLiveLeader_V4_V7, compact=True, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('ungrouped_partition_states', [], False),
     ),
     flexible=True,
@@ -264,7 +264,7 @@ REQUEST_V6 = KStruct(
 
 REQUEST_V7 = KStruct(
     ('controller_id', Int32sb, 0),
-    ('is_k_raft_controller', Boolean, False),
+    ('is_kraft_controller', Boolean, False),
     ('controller_epoch', Int32sb, 0),
     ('broker_epoch', Int64sb, -1),
     ('type', Int8sb, 0),

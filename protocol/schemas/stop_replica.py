@@ -23,7 +23,7 @@ REQUEST_V0 = KStruct(
     ('delete_partitions', Boolean, False),
     ('ungrouped_partitions', Array(_ReqStopReplicaPartitionV0_V0, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('broker_epoch', -1, True),
         ('topics', [], False),
         ('topic_states', [], False),
@@ -42,7 +42,7 @@ REQUEST_V1 = KStruct(
     ('delete_partitions', Boolean, False),
     ('topics', Array(_ReqStopReplicaTopicV1_V1, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('ungrouped_partitions', [], False),
         ('topic_states', [], False),
     ),
@@ -61,7 +61,7 @@ REQUEST_V2 = KStruct(
     ('delete_partitions', Boolean, False),
     ('topics', Array(_ReqStopReplicaTopicV1_V2, compact=True, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('ungrouped_partitions', [], False),
         ('topic_states', [], False),
     ),
@@ -87,7 +87,7 @@ REQUEST_V3 = KStruct(
     ('broker_epoch', Int64sb, -1),
     ('topic_states', Array(_ReqStopReplicaTopicState_V3_V4, compact=True, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('delete_partitions', False, False),
         ('ungrouped_partitions', [], False),
         ('topics', [], False),
@@ -97,7 +97,7 @@ REQUEST_V3 = KStruct(
 
 REQUEST_V4 = KStruct(
     ('controller_id', Int32sb, 0),
-    ('is_k_raft_controller', Boolean, False),
+    ('is_kraft_controller', Boolean, False),
     ('controller_epoch', Int32sb, 0),
     ('broker_epoch', Int64sb, -1),
     ('topic_states', Array(_ReqStopReplicaTopicState_V3_V4, compact=True, nullable=False), []),

@@ -42,7 +42,7 @@ REQUEST_V0 = KStruct(
     ('ungrouped_partition_states', Array(_ReqUpdateMetadataPartitionState_V0_V3, compact=False, nullable=False), []),
     ('live_brokers', Array(_ReqUpdateMetadataBroker_V0, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('broker_epoch', -1, True),
         ('topic_states', [], False),
@@ -74,7 +74,7 @@ REQUEST_V1 = KStruct(
     ('ungrouped_partition_states', Array(_ReqUpdateMetadataPartitionState_V0_V3, compact=False, nullable=False), []),
     ('live_brokers', Array(_ReqUpdateMetadataBroker_V1, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('broker_epoch', -1, True),
         ('topic_states', [], False),
@@ -97,7 +97,7 @@ REQUEST_V2 = KStruct(
     ('ungrouped_partition_states', Array(_ReqUpdateMetadataPartitionState_V0_V3, compact=False, nullable=False), []),
     ('live_brokers', Array(_ReqUpdateMetadataBroker_V2, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('broker_epoch', -1, True),
         ('topic_states', [], False),
@@ -127,7 +127,7 @@ REQUEST_V3 = KStruct(
     ('ungrouped_partition_states', Array(_ReqUpdateMetadataPartitionState_V0_V3, compact=False, nullable=False), []),
     ('live_brokers', Array(_ReqUpdateMetadataBroker_V3_V5, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('broker_epoch', -1, True),
         ('topic_states', [], False),
@@ -152,7 +152,7 @@ REQUEST_V4 = KStruct(
     ('ungrouped_partition_states', Array(_ReqUpdateMetadataPartitionState_V4, compact=False, nullable=False), []),
     ('live_brokers', Array(_ReqUpdateMetadataBroker_V3_V5, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('broker_epoch', -1, True),
         ('topic_states', [], False),
@@ -188,7 +188,7 @@ REQUEST_V5 = KStruct(
     ('topic_states', Array(_ReqUpdateMetadataTopicState_V5, compact=False, nullable=False), []),
     ('live_brokers', Array(_ReqUpdateMetadataBroker_V3_V5, compact=False, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('ungrouped_partition_states', [], False),
     ),
@@ -244,7 +244,7 @@ REQUEST_V6 = KStruct(
     ('topic_states', Array(_ReqUpdateMetadataTopicState_V6, compact=True, nullable=False), []),
     ('live_brokers', Array(_ReqUpdateMetadataBroker_V6_V8, compact=True, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('ungrouped_partition_states', [], False),
     ),
@@ -265,7 +265,7 @@ REQUEST_V7 = KStruct(
     ('topic_states', Array(_ReqUpdateMetadataTopicState_V7_V8, compact=True, nullable=False), []),
     ('live_brokers', Array(_ReqUpdateMetadataBroker_V6_V8, compact=True, nullable=False), []),
     absent=(
-        ('is_k_raft_controller', False, False),
+        ('is_kraft_controller', False, False),
         ('type', 0, False),
         ('ungrouped_partition_states', [], False),
     ),
@@ -274,7 +274,7 @@ REQUEST_V7 = KStruct(
 
 REQUEST_V8 = KStruct(
     ('controller_id', Int32sb, 0),
-    ('is_k_raft_controller', Boolean, False),
+    ('is_kraft_controller', Boolean, False),
     ('controller_epoch', Int32sb, 0),
     ('broker_epoch', Int64sb, -1),
     ('topic_states', Array(_ReqUpdateMetadataTopicState_V7_V8, compact=True, nullable=False), []),

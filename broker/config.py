@@ -1,0 +1,233 @@
+"""Broker configuration: Kafka's `server.properties` keys, defaults and validation (Kafka 3.8
+`KafkaConfig`, the subset this broker implements).
+
+`load_config(path, overrides)` reads a Java properties file (`key=value` or `key: value`, `#`/`!`
+comments, backslash line continuations), applies `--override key=value` pairs, and returns a
+`BrokerConfig`. Unknown keys are logged as warnings (Kafka does the same); a missing required key
+or an invalid value raises `ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from storage.config import LogConfig
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(ValueError):
+    """An invalid or missing configuration value; the message names the key."""
+
+
+def _bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return v == "true"
+
+
+def _list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+_LISTENER = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)://(\[[^\]]*\]|[^:/\[\]]*):(\d+)$")
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One `NAME://host:port` listener; port 0 binds an ephemeral port."""
+
+    name: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Listener":
+        m = _LISTENER.match(text.strip())
+        if not m or not 0 <= int(m.group(3)) <= 65535:
+            raise ValueError(f"listener {text!r} is not NAME://host:port")
+        return cls(m.group(1).upper(), m.group(2).strip("[]"), int(m.group(3)))
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+def _listeners(value: str) -> list[Listener]:
+    parsed = [Listener.parse(v) for v in _list(value)]
+    if not parsed:
+        raise ValueError("needs at least one listener")
+    names = [lst.name for lst in parsed]
+    if len(set(names)) != len(names):
+        raise ValueError("listener names must be unique")
+    return parsed
+
+
+def _int_at_least(lo: int) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        n = int(value)
+        if n < lo:
+            raise ValueError(f"must be >= {lo}")
+        return n
+    return parse
+
+
+# key -> (parser, default). A default of None means "required"; defaults are Kafka's.
+SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
+    "broker.id": (_int_at_least(0), None),
+    "listeners": (_listeners, "PLAINTEXT://:9092"),
+    "advertised.listeners": (_listeners, ""),
+    "zookeeper.connect": (str, None),
+    "zookeeper.session.timeout.ms": (_int_at_least(1), 18000),
+    "zookeeper.connection.timeout.ms": (_int_at_least(1), 18000),
+    "log.dirs": (_list, ""),
+    "log.dir": (_list, "/tmp/kafka-logs"),
+    "num.partitions": (_int_at_least(1), 1),
+    "default.replication.factor": (_int_at_least(1), 1),
+    "min.insync.replicas": (_int_at_least(1), 1),
+    "message.max.bytes": (_int_at_least(0), 1048588),
+    "socket.request.max.bytes": (_int_at_least(1), 104857600),
+    "connections.max.idle.ms": (_int_at_least(1), 600000),
+    "replica.lag.time.max.ms": (_int_at_least(1), 30000),
+    "replica.fetch.max.bytes": (_int_at_least(0), 1048576),
+    "replica.fetch.wait.max.ms": (_int_at_least(0), 500),
+    "replica.fetch.min.bytes": (_int_at_least(1), 1),
+    "replica.fetch.response.max.bytes": (_int_at_least(0), 10485760),
+    "replica.fetch.backoff.ms": (_int_at_least(0), 1000),
+    "replica.high.watermark.checkpoint.interval.ms": (_int_at_least(1), 5000),
+    "auto.create.topics.enable": (_bool, True),
+    "delete.topic.enable": (_bool, True),
+    "unclean.leader.election.enable": (_bool, False),
+    "controlled.shutdown.enable": (_bool, True),
+    "controlled.shutdown.max.retries": (_int_at_least(0), 3),
+    "controlled.shutdown.retry.backoff.ms": (_int_at_least(0), 5000),
+    "auto.leader.rebalance.enable": (_bool, True),
+    "leader.imbalance.check.interval.seconds": (_int_at_least(1), 300),
+    "broker.rack": (str, ""),
+    "offsets.topic.replication.factor": (_int_at_least(1), 3),
+    "offsets.topic.num.partitions": (_int_at_least(1), 50),
+    "transaction.state.log.replication.factor": (_int_at_least(1), 3),
+    "producer.id.expiration.ms": (_int_at_least(1), 86400000),
+    "group.initial.rebalance.delay.ms": (_int_at_least(0), 3000),
+    "log.segment.bytes": (_int_at_least(14), 1073741824),
+    "log.roll.ms": (int, None),
+    "log.roll.hours": (_int_at_least(1), 168),
+    "log.retention.ms": (int, None),
+    "log.retention.minutes": (int, None),
+    "log.retention.hours": (int, 168),
+    "log.retention.bytes": (int, -1),
+    "log.retention.check.interval.ms": (_int_at_least(1), 300000),
+    "log.index.size.max.bytes": (_int_at_least(4), 10485760),
+    "log.index.interval.bytes": (_int_at_least(0), 4096),
+    "log.flush.interval.messages": (_int_at_least(1), (1 << 63) - 1),
+    "log.flush.interval.ms": (int, None),
+    "log.flush.scheduler.interval.ms": (_int_at_least(1), 1000),
+    "log.flush.offset.checkpoint.interval.ms": (_int_at_least(1), 60000),
+    "log.message.timestamp.type": (str, "CreateTime"),
+    "log.segment.delete.delay.ms": (_int_at_least(0), 60000),
+    "num.network.threads": (int, 3),   # accepted for compatibility; trio needs no thread pools
+    "num.io.threads": (int, 8),
+    "num.recovery.threads.per.data.dir": (int, 1),
+    "num.replica.fetchers": (_int_at_least(1), 1),
+    "group.min.session.timeout.ms": (int, 6000),
+    "group.max.session.timeout.ms": (int, 1800000),
+}
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Parsed, validated broker configuration. `values` holds every known key (defaults filled);
+    `raw` the properties as given."""
+
+    values: dict[str, Any]
+    raw: dict[str, str] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def broker_id(self) -> int:
+        return self.values["broker.id"]
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return self.values["listeners"]
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        return self.values["advertised.listeners"] or self.listeners
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(d) for d in (self.values["log.dirs"] or self.values["log.dir"])]
+
+    def log_config(self) -> LogConfig:
+        """Default per-log configuration from the `log.*` keys (`LogConfig.from_broker_config`)."""
+        try:
+            return LogConfig.from_broker_config({k: str(v) for k, v in self.raw.items()})
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java properties: `key=value` / `key: value` / `key value`, `#`/`!` comments, trailing `\\`
+    continues a line. Later keys win."""
+    out: dict[str, str] = {}
+    pending = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not pending and (not stripped or stripped[0] in "#!"):
+            continue
+        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
+            pending += stripped[:-1]
+            continue
+        stripped, pending = pending + stripped, ""
+        m = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", stripped)
+        if not m:
+            out[stripped] = ""
+            continue
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def build_config(props: dict[str, str]) -> BrokerConfig:
+    """Validate `props` against SCHEMA; unknown keys are warned about, not fatal."""
+    for key in props:
+        if key not in SCHEMA:
+            log.warning("unknown configuration key %r is ignored", key)
+    values: dict[str, Any] = {}
+    for key, (parse, default) in SCHEMA.items():
+        if key in props:
+            try:
+                values[key] = parse(props[key])
+            except ValueError as e:
+                raise ConfigError(f"invalid value {props[key]!r} for {key}: {e}") from None
+        elif default is None and key in ("broker.id", "zookeeper.connect"):
+            raise ConfigError(f"{key} is required")
+        else:
+            values[key] = parse(default) if isinstance(default, str) and default and parse is not str else default
+    if values["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
+        raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+    config = BrokerConfig(values, dict(props))
+    config.log_config()  # validates the log.* keys together
+    return config
+
+
+def load_config(path: Path | None, overrides: list[str] = ()) -> BrokerConfig:
+    """Read `path` (optional) then apply `key=value` overrides; raises ConfigError."""
+    props: dict[str, str] = {}
+    if path is not None:
+        try:
+            props.update(parse_properties(Path(path).read_text()))
+        except OSError as e:
+            raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r} is not key=value")
+        props[key.strip()] = value.strip()
+    return build_config(props)

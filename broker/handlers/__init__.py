@@ -1,0 +1,27 @@
+"""Request handlers, one module per API family, registered in `HANDLERS` (api key -> handler).
+
+A handler is `async def handle(ctx: BrokerContext, request: Request) -> dict | None`: it gets a
+decoded request and returns a response body (a dict with Kafka's field names) or None when no
+response is sent (Produce with acks=0). Handlers never touch bytes or sockets. The same table
+decides what ApiVersions advertises: an API is advertised only if a handler serves it.
+"""
+
+from __future__ import annotations
+
+from broker.handlers import api_versions, controller_requests, fetch, list_offsets, metadata, produce
+from protocol.api import SCHEMAS
+
+HANDLERS = {
+    api_versions.API_KEY: api_versions.handle,
+    metadata.API_KEY: metadata.handle,
+    produce.API_KEY: produce.handle,
+    fetch.API_KEY: fetch.handle,
+    list_offsets.API_KEY: list_offsets.handle,
+    **controller_requests.HANDLERS,
+}
+
+
+def advertised_api_versions() -> list[dict]:
+    """The `api_keys` of an ApiVersions response: every handled API with its served versions."""
+    return [{"api_key": key, "min_version": SCHEMAS[key].min_version, "max_version": SCHEMAS[key].max_version}
+            for key in sorted(HANDLERS)]

@@ -1,0 +1,150 @@
+"""The broker process: `minikafka broker --config server.properties [--override key=value ...]`.
+
+Startup: validate the config (exit 2 on a ConfigError), connect to ZooKeeper (exit 1 if it does not
+answer within zookeeper.connection.timeout.ms), create Kafka's persistent paths and /cluster/id,
+load the logs (recovering after an unclean shutdown), bind the listeners, then register the
+ephemeral /brokers/ids/<id> (exit 1 if another broker holds the id). The line
+`minikafka broker <id> started, listening on NAME://host:port` on stdout marks readiness.
+
+SIGTERM or SIGINT: stop accepting, finish in-flight requests, checkpoint high watermarks, flush and
+checkpoint the logs, write the clean-shutdown marker, deregister, exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+import trio
+
+from broker import zkdata
+from broker.config import BrokerConfig, ConfigError, load_config
+from broker.context import BrokerContext
+from broker.handlers import HANDLERS, advertised_api_versions
+from broker.metadata_cache import MetadataCache
+from broker.replica_manager import ReplicaManager
+from broker.server import KafkaServer
+from broker.zk import NodeExistsError, ZkClient, ZkUnavailable
+from storage.errors import StorageError
+from storage.log_manager import LogManager
+
+log = logging.getLogger("minikafka.broker")
+
+
+class BrokerStartupError(Exception):
+    """A fatal startup condition, with the message to print."""
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.zk = ZkClient(config["zookeeper.connect"], session_timeout_ms=config["zookeeper.session.timeout.ms"],
+                           connection_timeout_ms=config["zookeeper.connection.timeout.ms"])
+        self.log_manager = LogManager(config.log_dirs, config.log_config(),
+                                      flush_check_interval_ms=config["log.flush.scheduler.interval.ms"],
+                                      checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
+                                      retention_check_interval_ms=config["log.retention.check.interval.ms"])
+        self.metadata_cache = MetadataCache(listener=config.listeners[0].name)
+        self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata_cache)
+        self.log_manager.high_watermark = lambda tp: (
+            self.replica_manager.partitions[tp].high_watermark if tp in self.replica_manager.partitions else 0)
+        self.server: KafkaServer | None = None
+        self.registration: zkdata.BrokerRegistration | None = None
+
+    async def _cluster_id(self) -> str:
+        found = await self.zk.get_or_none(zkdata.CLUSTER_ID)
+        if found is None:
+            try:
+                await self.zk.create(zkdata.CLUSTER_ID, zkdata.encode_cluster_id(zkdata.new_cluster_id()), makepath=True)
+            except NodeExistsError:
+                pass
+            found = await self.zk.get(zkdata.CLUSTER_ID)
+        return zkdata.decode_cluster_id(found[0])
+
+    async def _register(self, bound) -> None:
+        advertised = self.config.advertised_listeners
+        ports = {listener.name: port for listener, port in bound}
+        endpoints = [(a.name, a.host or "127.0.0.1", a.port or ports.get(a.name, 0)) for a in advertised]
+        self.registration = zkdata.BrokerRegistration(self.config.broker_id, endpoints, self.config["broker.rack"] or None)
+        try:
+            await self.zk.create(zkdata.broker_path(self.config.broker_id), self.registration.encode(), ephemeral=True)
+        except NodeExistsError:
+            raise BrokerStartupError(f"broker.id {self.config.broker_id} is already registered in ZooKeeper "
+                                     f"({zkdata.broker_path(self.config.broker_id)})") from None
+        _, stat = await self.zk.get(zkdata.broker_path(self.config.broker_id))
+        self.replica_manager.broker_epoch = stat.czxid
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Run until SIGTERM/SIGINT (or cancellation), then shut down cleanly."""
+        try:
+            await self.zk.start()
+        except ZkUnavailable as e:
+            raise BrokerStartupError(str(e)) from None
+        try:
+            for path in zkdata.PERSISTENT_PATHS:
+                await self.zk.ensure_path(path)
+            cluster_id = await self._cluster_id()
+            try:
+                await trio.to_thread.run_sync(self.log_manager.startup)
+            except StorageError as e:
+                raise BrokerStartupError(str(e)) from None
+            context = BrokerContext(self.config, cluster_id, self.metadata_cache, self.replica_manager)
+            self.server = KafkaServer(self.config.listeners, HANDLERS, context, advertised_api_versions,
+                                      max_request_bytes=self.config["socket.request.max.bytes"],
+                                      idle_timeout_ms=self.config["connections.max.idle.ms"])
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async with trio.open_nursery() as nursery:
+                    bound = await nursery.start(self.server.run)
+                    await self._register(bound)
+                    await nursery.start(self.log_manager.run)
+                    await nursery.start(self.replica_manager.run)
+                    endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in self.registration.endpoints)
+                    print(f"minikafka broker {self.config.broker_id} started, listening on {endpoints}", flush=True)
+                    log.info("broker %d started (cluster %s, broker epoch %d)", self.config.broker_id, cluster_id,
+                             self.replica_manager.broker_epoch)
+                    task_status.started(bound)
+                    async for signum in signals:
+                        log.info("received %s: shutting down", signal.Signals(signum).name)
+                        break
+                    await self.server.stop()
+                    nursery.cancel_scope.cancel()
+            await self._shutdown()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.zk.close()
+
+    async def _shutdown(self) -> None:
+        with trio.CancelScope(shield=True):
+            self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
+            await trio.to_thread.run_sync(self.log_manager.shutdown)
+            try:
+                await self.zk.delete(zkdata.broker_path(self.config.broker_id))
+            except Exception as e:  # the session's end removes the ephemeral node anyway
+                log.warning("deregistration failed: %s", e)
+            log.info("broker %d stopped cleanly", self.config.broker_id)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=str, help="server.properties file (Kafka's keys)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="set a configuration key, overriding the file (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of `minikafka broker`; returns the exit status."""
+    try:
+        config = load_config(args.config, args.override)
+    except ConfigError as e:
+        print(f"minikafka broker: configuration error: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format=f"%(asctime)s %(levelname)s [broker {config.broker_id}] %(name)s: %(message)s")
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    try:
+        trio.run(Broker(config).run)
+    except BrokerStartupError as e:
+        print(f"minikafka broker: cannot start: {e}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,114 @@
+"""What this broker knows of the cluster, as the controller last told it (UpdateMetadata).
+
+Kafka's `ZkMetadataCache`: live brokers with their endpoints, the controller id, and every
+partition's leader, leader epoch, ISR, replicas and offline replicas; Metadata requests are
+answered from here. Pure state, no I/O: `update()` takes a decoded UpdateMetadata body (any
+version 0-8). A partition whose leader is -2 (LeaderDuringDelete) is removed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from protocol.errors import ErrorCode
+from protocol.types import ZERO_UUID
+
+LEADER_DURING_DELETE = -2
+NO_LEADER = -1
+
+
+@dataclass(frozen=True)
+class BrokerEndpoint:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    zk_version: int = 0
+    controller_epoch: int = 0
+
+
+def partition_states(body) -> list:
+    """Flatten the partition states of a LeaderAndIsr/UpdateMetadata body of any version into
+    dicts carrying `topic_name` (v0-4 list them ungrouped, v5+ per topic)."""
+    out = list(body.ungrouped_partition_states)
+    for topic in body.topic_states:
+        for p in topic.partition_states:
+            p = dict(p)
+            p["topic_name"] = topic.topic_name
+            p["topic_id"] = topic.get("topic_id", ZERO_UUID)
+            out.append(p)
+    return out
+
+
+@dataclass
+class MetadataCache:
+    listener: str = "PLAINTEXT"
+    controller_id: int = -1
+    brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
+    partitions: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+
+    def update(self, body) -> list[tuple[str, int]]:
+        """Apply an UpdateMetadata body; returns the partitions it deleted."""
+        self.controller_id = body.controller_id
+        brokers = {}
+        for b in body.live_brokers:
+            if b.get("endpoints"):
+                ep = next((e for e in b.endpoints if e.listener == self.listener), b.endpoints[0])
+                brokers[b.id] = BrokerEndpoint(b.id, ep.host, ep.port, b.rack)
+            else:
+                brokers[b.id] = BrokerEndpoint(b.id, b.v0_host, b.v0_port)
+        self.brokers = brokers
+        deleted = []
+        for p in partition_states(body):
+            topic, index = p["topic_name"], p["partition_index"]
+            if p["leader"] == LEADER_DURING_DELETE:
+                self.partitions.get(topic, {}).pop(index, None)
+                if not self.partitions.get(topic):
+                    self.partitions.pop(topic, None)
+                    self.topic_ids.pop(topic, None)
+                deleted.append((topic, index))
+                continue
+            self.partitions.setdefault(topic, {})[index] = PartitionState(
+                topic, index, p["leader"], p["leader_epoch"], tuple(p["isr"]), tuple(p["replicas"]),
+                tuple(p.get("offline_replicas", ())), p.get("zk_version", 0), p["controller_epoch"])
+            topic_id = p.get("topic_id", ZERO_UUID)
+            if topic_id != ZERO_UUID:
+                self.topic_ids[topic] = topic_id
+        return deleted
+
+    def get_partition(self, topic: str, partition: int) -> PartitionState | None:
+        return self.partitions.get(topic, {}).get(partition)
+
+    def contains_topic(self, topic: str) -> bool:
+        return topic in self.partitions
+
+    def topic_metadata(self, topic: str) -> dict:
+        """One topic of a Metadata response (v1-12 field names)."""
+        parts = self.partitions.get(topic)
+        if not parts:
+            return {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": topic, "partitions": []}
+        out = []
+        for index in sorted(parts):
+            s = parts[index]
+            # v1+ report dead replicas in offline_replicas, with no partition error (as Kafka).
+            error = ErrorCode.LEADER_NOT_AVAILABLE if s.leader not in self.brokers else ErrorCode.NONE
+            out.append({"error_code": error, "partition_index": index,
+                        "leader_id": s.leader if s.leader in self.brokers else NO_LEADER,
+                        "leader_epoch": s.leader_epoch, "replica_nodes": list(s.replicas),
+                        "isr_nodes": list(s.isr), "offline_replicas": list(s.offline_replicas)})
+        return {"error_code": ErrorCode.NONE, "name": topic, "topic_id": self.topic_ids.get(topic, ZERO_UUID),
+                "is_internal": topic.startswith("__"), "partitions": out,
+                "topic_authorized_operations": -2147483648}

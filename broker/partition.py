@@ -1,0 +1,184 @@
+"""One partition replica hosted by this broker (Kafka `Partition`): its role and the state the
+controller gave it, its log, and the high watermark.
+
+Terms: AR (assigned replicas), ISR (in-sync replicas), leader epoch, partition epoch (the
+zkVersion of the partition state znode), LEO (log end offset), HW (high watermark).
+
+Invariants:
+- the HW only moves forward while this replica leads, and never past the leader's LEO; as leader it
+  is the minimum LEO over the ISR (followers' LEOs as they last fetched);
+- a LeaderAndIsr state applies only with a higher leader epoch than the one held (stale ones are
+  refused by the caller);
+- leader-only operations on a follower raise NotLeaderOrFollower; a request carrying a leader
+  epoch (KIP-320) that differs from ours raises FencedLeaderEpoch (older) or UnknownLeaderEpoch
+  (newer); -1 skips the check.
+
+No trio, no sockets: the replica manager wraps this with waiting and timeouts.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from broker.errors import FencedLeaderEpoch, NotEnoughReplicas, NotLeaderOrFollower, UnknownLeaderEpoch
+from storage.log import Log, LogAppendInfo, LogReadInfo
+
+NO_EPOCH = -1
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class ReplicaState:
+    """A follower as its leader sees it."""
+
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+
+
+@dataclass
+class Partition:
+    topic: str
+    index: int
+    local_broker_id: int
+    log: Log
+    topic_id: uuid.UUID | None = None
+    leader_id: int = -1
+    leader_epoch: int = NO_EPOCH
+    partition_epoch: int = 0
+    controller_epoch: int = 0
+    isr: list[int] = field(default_factory=list)
+    replicas: list[int] = field(default_factory=list)
+    high_watermark: int = 0
+    remote: dict[int, ReplicaState] = field(default_factory=dict)
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        return self.topic, self.index
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    # ---- role changes ----------------------------------------------------------------------
+    def _apply(self, state) -> None:
+        self.leader_id = state["leader"]
+        self.leader_epoch = state["leader_epoch"]
+        self.partition_epoch = state.get("partition_epoch", state.get("zk_version", 0))
+        self.controller_epoch = state["controller_epoch"]
+        self.isr = list(state["isr"])
+        self.replicas = list(state["replicas"])
+
+    def make_leader(self, state, checkpointed_hw: int | None = None) -> bool:
+        """Become leader with a LeaderAndIsr partition state; returns whether this replica was
+        not already leading. Follower LEOs restart unknown (-1) as Kafka does, so the HW cannot
+        pass them until they fetch."""
+        was_leader = self.is_leader
+        if not was_leader:
+            hw = self.high_watermark if checkpointed_hw is None else checkpointed_hw
+            self.high_watermark = max(self.log.log_start_offset, min(hw, self.log.log_end_offset))
+        self._apply(state)
+        self.remote = {r: self.remote.get(r, ReplicaState()) if was_leader else ReplicaState()
+                       for r in self.replicas if r != self.local_broker_id}
+        self.maybe_increment_high_watermark()
+        return not was_leader
+
+    def make_follower(self, state, checkpointed_hw: int | None = None) -> bool:
+        """Become a follower; returns whether the leader changed."""
+        old_leader = self.leader_id
+        if checkpointed_hw is not None:
+            self.high_watermark = max(self.log.log_start_offset, min(checkpointed_hw, self.log.log_end_offset))
+        self._apply(state)
+        self.remote = {}
+        return old_leader != self.leader_id
+
+    # ---- checks ------------------------------------------------------------------------------
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """KIP-320 fencing: -1 skips; older raises FencedLeaderEpoch, newer UnknownLeaderEpoch."""
+        if current_leader_epoch == NO_EPOCH:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpoch(f"{self.tp}: epoch {current_leader_epoch} < {self.leader_epoch}")
+        if current_leader_epoch > self.leader_epoch:
+            raise UnknownLeaderEpoch(f"{self.tp}: epoch {current_leader_epoch} > {self.leader_epoch}")
+
+    def require_leader(self, current_leader_epoch: int = NO_EPOCH) -> None:
+        self.check_leader_epoch(current_leader_epoch)
+        if not self.is_leader:
+            raise NotLeaderOrFollower(f"broker {self.local_broker_id} does not lead {self.tp}")
+
+    # ---- leader operations ---------------------------------------------------------------------
+    def append_records_as_leader(self, records, required_acks: int, min_insync_replicas: int) -> LogAppendInfo:
+        """Append a produce request's records. Raises NotLeaderOrFollower, NotEnoughReplicas
+        (acks=-1 with |ISR| < min.insync.replicas), and the log's CorruptRecordBatch /
+        RecordTooLarge."""
+        self.require_leader()
+        if required_acks == -1 and len(self.isr) < min_insync_replicas:
+            raise NotEnoughReplicas(f"{self.tp}: ISR {self.isr} is smaller than min.insync.replicas "
+                                    f"{min_insync_replicas}")
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        self.maybe_increment_high_watermark()
+        return info
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """HW = min LEO over the ISR (the leader's own included); forward only. Returns whether
+        it moved."""
+        if not self.is_leader:
+            return False
+        leos = [self.log.log_end_offset] + [self.remote[r].log_end_offset for r in self.isr
+                                            if r != self.local_broker_id and r in self.remote]
+        new_hw = min(leos)
+        if new_hw > self.high_watermark:
+            self.high_watermark = new_hw
+            return True
+        return False
+
+    def read(self, fetch_offset: int, max_bytes: int, *, committed_only: bool, min_one_batch: bool,
+             current_leader_epoch: int = NO_EPOCH) -> LogReadInfo:
+        """Read for a consumer (committed_only: up to the HW, leader only) or a follower (to the
+        LEO). Raises NotLeaderOrFollower, fencing errors, OffsetOutOfRange."""
+        self.require_leader(current_leader_epoch)
+        return self.log.read(fetch_offset, max_bytes, self.high_watermark if committed_only else None,
+                             min_one_batch=min_one_batch)
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now: int | None = None) -> bool:
+        """A follower fetched at `fetch_offset` (its LEO); returns whether the HW moved."""
+        state = self.remote.get(replica_id)
+        if state is None:
+            return False
+        now = now_ms() if now is None else now
+        state.log_end_offset = fetch_offset
+        state.last_fetch_ms = now
+        if fetch_offset >= self.log.log_end_offset:
+            state.last_caught_up_ms = now
+        return self.maybe_increment_high_watermark()
+
+    def offset_for_timestamp(self, timestamp: int, *, committed_only: bool,
+                             current_leader_epoch: int = NO_EPOCH) -> tuple[int, int, int]:
+        """ListOffsets: (timestamp, offset, leader epoch of that offset); -1 timestamp = latest,
+        -2 = earliest, -3 = the record with the max timestamp (KIP-734). A lookup by time that
+        finds nothing below the fetchable end returns (-1, -1, -1)."""
+        self.require_leader(current_leader_epoch)
+        end = self.high_watermark if committed_only else self.log.log_end_offset
+        if timestamp == -2:
+            offset = self.log.log_start_offset
+            return -1, offset, self.log.epoch_cache.epoch_for_offset(offset)
+        if timestamp == -1:
+            return -1, end, self.log.epoch_cache.epoch_for_offset(end - 1) if end > 0 else self.leader_epoch
+        if timestamp == -3:
+            found = self.log.max_timestamp_and_offset()
+        else:
+            found = self.log.fetch_offset_by_timestamp(timestamp)
+        if found is None or found[0] >= end:
+            return -1, -1, -1
+        offset, ts = found
+        return ts, offset, self.log.epoch_cache.epoch_for_offset(offset)

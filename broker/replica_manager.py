@@ -1,0 +1,314 @@
+"""All partition replicas of this broker (Kafka `ReplicaManager`).
+
+Controller side: `become_leader_or_follower` (LeaderAndIsr), `update_metadata`, `stop_replicas`,
+each fenced by controller epoch (older -> STALE_CONTROLLER_EPOCH for the whole request) and broker
+epoch (a request for an earlier registration of this broker -> STALE_BROKER_EPOCH); per partition
+a state whose leader epoch is not newer than the one held is ignored with STALE_CONTROLLER_EPOCH,
+as Kafka's becomeLeaderOrFollower does.
+
+Client side: `append_records` (Produce, acks 0/1/-1 with waiting for the HW), `fetch` (consumers up
+to the HW with min_bytes/max_wait long polling; followers to the LEO), `list_offsets`.
+
+Delayed operations wait on `Watchers` keyed by partition; every change of a partition's LEO, HW or
+role notifies its key. High watermarks are checkpointed every
+`replica.high.watermark.checkpoint.interval.ms` and at shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import trio
+
+from broker.config import BrokerConfig
+from broker.delayed import Watchers
+from broker.errors import StaleBrokerEpoch, StaleControllerEpoch, UnknownTopicOrPartition, error_code_for
+from broker.metadata_cache import MetadataCache, partition_states
+from broker.partition import Partition
+from protocol.errors import ErrorCode
+from protocol.types import ZERO_UUID
+from storage.log_manager import LogManager
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+CONSUMER_REPLICA_ID = -1
+
+
+class ReplicaManager:
+    def __init__(self, config: BrokerConfig, log_manager: LogManager, metadata_cache: MetadataCache):
+        self.config = config
+        self.broker_id = config.broker_id
+        self.log_manager = log_manager
+        self.metadata_cache = metadata_cache
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.controller_epoch = 0
+        self.broker_epoch = -1
+        self.watchers = Watchers()
+        self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
+
+    # ---- lookups ---------------------------------------------------------------------------------
+    def get_partition(self, topic: str, index: int) -> Partition:
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            raise UnknownTopicOrPartition(f"{topic}-{index} is not hosted on broker {self.broker_id}")
+        return partition
+
+    def _changed(self, tp: TopicPartition) -> None:
+        self.watchers.notify(tp)
+
+    # ---- controller requests -------------------------------------------------------------------
+    def _check_controller(self, body) -> None:
+        if body.controller_epoch < self.controller_epoch:
+            raise StaleControllerEpoch(f"controller epoch {body.controller_epoch} < {self.controller_epoch}")
+        broker_epoch = body.get("broker_epoch", -1)
+        if broker_epoch != -1 and self.broker_epoch != -1 and broker_epoch < self.broker_epoch:
+            raise StaleBrokerEpoch(f"broker epoch {broker_epoch} < {self.broker_epoch}")
+        self.controller_epoch = body.controller_epoch
+
+    def become_leader_or_follower(self, body, version: int) -> dict:
+        """LeaderAndIsr v0-7 -> response body for that version."""
+        try:
+            self._check_controller(body)
+        except (StaleControllerEpoch, StaleBrokerEpoch) as e:
+            log.warning("rejected LeaderAndIsr: %s", e)
+            return self._leader_and_isr_response(version, error_code_for(e), [])
+        results = []
+        for state in partition_states(body):
+            tp = (state["topic_name"], state["partition_index"])
+            results.append((tp, state.get("topic_id", ZERO_UUID), self._apply_partition_state(tp, state)))
+        return self._leader_and_isr_response(version, ErrorCode.NONE, results)
+
+    def _apply_partition_state(self, tp: TopicPartition, state) -> ErrorCode:
+        if self.broker_id not in state["replicas"]:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partition = self.partitions.get(tp)
+        if partition is not None and state["leader_epoch"] <= partition.leader_epoch:
+            log.info("ignoring LeaderAndIsr for %s: leader epoch %d is not above %d", tp,
+                     state["leader_epoch"], partition.leader_epoch)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if partition is None:
+            topic_log = self.log_manager.get_or_create_log(tp)
+            topic_id = state.get("topic_id", ZERO_UUID)
+            partition = Partition(tp[0], tp[1], self.broker_id, topic_log,
+                                  topic_id=None if topic_id == ZERO_UUID else topic_id,
+                                  high_watermark=topic_log.log_start_offset)
+            self.partitions[tp] = partition
+        checkpointed = self._checkpointed_hw.pop(tp, None)
+        if state["leader"] == self.broker_id:
+            partition.make_leader(state, checkpointed)
+            log.info("became leader of %s at epoch %d (ISR %s, LEO %d, HW %d)", tp, partition.leader_epoch,
+                     partition.isr, partition.log_end_offset, partition.high_watermark)
+        else:
+            partition.make_follower(state, checkpointed)
+            log.info("became follower of %s at epoch %d (leader %d)", tp, partition.leader_epoch, partition.leader_id)
+        self._changed(tp)
+        return ErrorCode.NONE
+
+    @staticmethod
+    def _leader_and_isr_response(version: int, error: ErrorCode, results: list) -> dict:
+        if version < 5:
+            return {"error_code": error, "partition_errors": [
+                {"topic_name": tp[0], "partition_index": tp[1], "error_code": code} for tp, _, code in results]}
+        topics: dict[Any, list] = {}
+        for tp, topic_id, code in results:
+            topics.setdefault((tp[0], topic_id), []).append({"partition_index": tp[1], "error_code": code})
+        return {"error_code": error, "topics": [{"topic_id": tid, "partition_errors": errs}
+                                                  for (_, tid), errs in topics.items()]}
+
+    def update_metadata(self, body) -> dict:
+        """UpdateMetadata v0-8 -> response body."""
+        try:
+            self._check_controller(body)
+        except (StaleControllerEpoch, StaleBrokerEpoch) as e:
+            log.warning("rejected UpdateMetadata: %s", e)
+            return {"error_code": error_code_for(e)}
+        self.metadata_cache.update(body)
+        return {"error_code": ErrorCode.NONE}
+
+    def stop_replicas(self, body, version: int) -> dict:
+        """StopReplica v0-4: stop hosting the partitions, deleting their logs when asked."""
+        try:
+            self._check_controller(body)
+        except (StaleControllerEpoch, StaleBrokerEpoch) as e:
+            return {"error_code": error_code_for(e), "partition_errors": []}
+        requests = []   # (topic, partition, delete, leader epoch)
+        for p in body.ungrouped_partitions:
+            requests.append((p.topic_name, p.partition_index, body.delete_partitions, -1))
+        for t in body.topics:
+            requests += [(t.name, i, body.delete_partitions, -1) for i in t.partition_indexes]
+        for t in body.topic_states:
+            requests += [(t.topic_name, p.partition_index, p.delete_partition, p.leader_epoch)
+                         for p in t.partition_states]
+        errors = []
+        for topic, index, delete, epoch in requests:
+            errors.append({"topic_name": topic, "partition_index": index,
+                           "error_code": self._stop_replica((topic, index), delete, epoch)})
+        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+
+    def _stop_replica(self, tp: TopicPartition, delete: bool, leader_epoch: int) -> ErrorCode:
+        partition = self.partitions.get(tp)
+        # -1: no epoch given; -2: the sentinel a controller sends while deleting a topic.
+        if partition is not None and leader_epoch >= 0 and leader_epoch < partition.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        self.partitions.pop(tp, None)
+        self._changed(tp)
+        if delete:
+            self.log_manager.delete_log(tp)
+            self._checkpointed_hw.pop(tp, None)
+        return ErrorCode.NONE
+
+    # ---- produce -------------------------------------------------------------------------------
+    async def append_records(self, acks: int, timeout_ms: int, topic_data) -> list[dict]:
+        """Produce: append every partition's records, then for acks=-1 wait until the HW covers
+        them. Returns the `responses` of a Produce response (v3-9 names)."""
+        results: dict[TopicPartition, dict] = {}
+        waiting: dict[TopicPartition, int] = {}   # tp -> offset the HW must reach
+        for topic in topic_data:
+            for p in topic.partition_data:
+                tp = (topic.name, p.index)
+                results[tp] = self._append_one(tp, acks, p.records, waiting)
+        if waiting:
+            await self._await_replication(waiting, results, timeout_ms)
+        responses: dict[str, list] = {}
+        for (topic, index), r in results.items():
+            responses.setdefault(topic, []).append({"index": index, **r})
+        return [{"name": t, "partition_responses": ps} for t, ps in responses.items()]
+
+    def _append_one(self, tp: TopicPartition, acks: int, records, waiting: dict) -> dict:
+        failed = {"base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1}
+        if acks not in (-1, 0, 1):
+            return {**failed, "error_code": ErrorCode.INVALID_REQUIRED_ACKS}
+        try:
+            partition = self.get_partition(*tp)
+            if records is None:
+                return {**failed, "error_code": ErrorCode.CORRUPT_MESSAGE, "error_message": "null records"}
+            info = partition.append_records_as_leader(records, acks, self.config["min.insync.replicas"])
+        except Exception as e:  # mapped to Kafka's code; unexpected ones are logged
+            code = error_code_for(e)
+            if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+                log.exception("append to %s failed", tp)
+            return {**failed, "error_code": code, "error_message": str(e)[:200]}
+        self._changed(tp)
+        if acks == -1:
+            waiting[tp] = info.last_offset + 1
+        return {"error_code": ErrorCode.NONE, "base_offset": info.first_offset,
+                "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset}
+
+    async def _await_replication(self, waiting: dict[TopicPartition, int], results: dict, timeout_ms: int) -> None:
+        def settled(tp: TopicPartition, required: int) -> ErrorCode | None:
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if partition.high_watermark >= required:
+                return ErrorCode.NONE
+            if len(partition.isr) < self.config["min.insync.replicas"]:
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return None
+
+        def done() -> bool:
+            return all(settled(tp, off) is not None for tp, off in waiting.items())
+
+        await self.watchers.wait_for(list(waiting), done, timeout_ms / 1000)
+        for tp, required in waiting.items():
+            outcome = settled(tp, required)
+            code = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
+            if code != ErrorCode.NONE:
+                results[tp]["error_code"] = code
+
+    # ---- fetch ---------------------------------------------------------------------------------
+    async def fetch(self, body) -> dict:
+        """Fetch v4-12 -> response body. Sessions (KIP-227) are not kept: session_id 0 tells
+        clients to send full fetches."""
+        if body.get("session_id", 0) != 0 and body.get("session_epoch", -1) > 0:
+            return {"error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
+        follower = body.replica_id >= 0
+        responses, total, errors = self._read(body, follower)
+        if not errors and body.max_wait_ms > 0 and total < body.min_bytes:
+            keys = [(t.topic, p.partition) for t in body.topics for p in t.partitions]
+
+            def enough() -> bool:
+                nonlocal responses, total, errors
+                responses, total, errors = self._read(body, follower)
+                return errors or total >= body.min_bytes
+
+            await self.watchers.wait_for(keys, enough, body.max_wait_ms / 1000)
+        return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+
+    def _read(self, body, follower: bool) -> tuple[list, int, bool]:
+        responses, total, errors = [], 0, False
+        budget = body.max_bytes
+        for topic in body.topics:
+            parts = []
+            for p in topic.partitions:
+                entry = self._read_one(topic.topic, p, follower, budget, first=(total == 0), replica_id=body.replica_id)
+                size = len(entry["records"] or b"")
+                total += size
+                budget = max(0, budget - size)
+                errors = errors or entry["error_code"] != ErrorCode.NONE
+                parts.append(entry)
+            responses.append({"topic": topic.topic, "partitions": parts})
+        return responses, total, errors
+
+    def _read_one(self, topic: str, p, follower: bool, budget: int, first: bool, replica_id: int) -> dict:
+        entry = {"partition_index": p.partition, "error_code": ErrorCode.NONE, "high_watermark": -1,
+                 "last_stable_offset": -1, "log_start_offset": -1, "records": b"",
+                 "aborted_transactions": None, "preferred_read_replica": -1}
+        try:
+            partition = self.get_partition(topic, p.partition)
+            if follower:
+                partition.require_leader(p.current_leader_epoch)
+                if partition.update_follower_fetch(replica_id, p.fetch_offset):
+                    self._changed(partition.tp)
+            info = partition.read(p.fetch_offset, min(p.partition_max_bytes, budget), committed_only=not follower,
+                                  min_one_batch=first, current_leader_epoch=p.current_leader_epoch)
+            entry["records"] = info.records
+        except Exception as e:
+            entry["error_code"] = error_code_for(e)
+            entry["records"] = None if entry["error_code"] != ErrorCode.OFFSET_OUT_OF_RANGE else b""
+            if entry["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR:
+                log.exception("fetch from %s-%d failed", topic, p.partition)
+        partition = self.partitions.get((topic, p.partition))
+        if partition is not None and entry["error_code"] in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
+            entry["high_watermark"] = entry["last_stable_offset"] = partition.high_watermark
+            entry["log_start_offset"] = partition.log.log_start_offset
+        return entry
+
+    # ---- list offsets --------------------------------------------------------------------------
+    def list_offsets(self, body, version: int) -> list[dict]:
+        """ListOffsets v1-7 -> `topics` of the response."""
+        out = []
+        for topic in body.topics:
+            parts = []
+            for p in topic.partitions:
+                entry = {"partition_index": p.partition_index, "error_code": ErrorCode.NONE,
+                         "timestamp": -1, "offset": -1, "leader_epoch": -1}
+                try:
+                    partition = self.get_partition(topic.name, p.partition_index)
+                    ts, offset, epoch = partition.offset_for_timestamp(
+                        p.timestamp, committed_only=body.replica_id == CONSUMER_REPLICA_ID,
+                        current_leader_epoch=p.current_leader_epoch)
+                    entry.update(timestamp=ts, offset=offset)
+                    if version >= 4:   # not in v1-3 (and not ignorable)
+                        entry["leader_epoch"] = epoch
+                except Exception as e:
+                    entry["error_code"] = error_code_for(e)
+                parts.append(entry)
+            out.append({"name": topic.name, "partitions": parts})
+        return out
+
+    # ---- high watermarks -------------------------------------------------------------------------
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        hws = {tp: p.high_watermark for tp, p in self.partitions.items()}
+        hws.update({tp: hw for tp, hw in self._checkpointed_hw.items() if tp not in hws})
+        return hws
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Checkpoint high watermarks periodically until cancelled."""
+        task_status.started()
+        interval = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000
+        while True:
+            await trio.sleep(interval)
+            snapshot = self.log_manager.high_watermark_snapshot(self.high_watermarks())
+            await trio.to_thread.run_sync(self.log_manager.write_checkpoints, snapshot)

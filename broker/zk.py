@@ -1,0 +1,169 @@
+"""ZooKeeper for trio: the one module that imports kazoo.
+
+kazoo runs its own threads. Every blocking call here goes through `trio.to_thread.run_sync`;
+kazoo's callbacks (session state changes, data/children watches) never touch trio objects: they
+post into a trio memory channel through the trio token (`run_sync_soon`), as ENVIRONMENT.md
+measured. A ZooKeeper that cannot be reached within `connection_timeout_ms` raises
+`ZkUnavailable` with the connect string.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.handlers.threading import KazooTimeoutError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ZkClient", "ZkUnavailable", "NodeExistsError", "NoNodeError", "BadVersionError",
+           "NotEmptyError", "Stat"]
+
+
+class ZkUnavailable(Exception):
+    """ZooKeeper did not answer in time."""
+
+
+@dataclass(frozen=True)
+class Stat:
+    """The parts of a znode's stat this project uses: `version` is Kafka's zkVersion, `czxid`
+    the creating transaction (Kafka's broker epoch for /brokers/ids/<id>)."""
+
+    version: int
+    czxid: int
+    ephemeral_owner: int
+
+    @classmethod
+    def of(cls, zstat) -> "Stat":
+        return cls(zstat.version, zstat.czxid, zstat.ephemeralOwner)
+
+
+class ZkClient:
+    def __init__(self, connect: str, *, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000):
+        self.connect = connect
+        self.connection_timeout_ms = connection_timeout_ms
+        self._kazoo = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000,
+                                  connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2})
+        self._state_send, self.state_changes = trio.open_memory_channel(64)
+        self._token: trio.lowlevel.TrioToken | None = None
+
+    # ---- session -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect; raises ZkUnavailable. Session state changes then arrive on `state_changes`
+        as "CONNECTED" / "SUSPENDED" / "LOST"."""
+        self._token = trio.lowlevel.current_trio_token()
+        hosts, slash, chroot = self.connect.partition("/")
+        if slash and chroot.strip("/"):
+            await self._ensure_chroot(hosts, "/" + chroot.strip("/"))
+        self._kazoo.add_listener(self._on_state)
+        try:
+            await trio.to_thread.run_sync(self._kazoo.start, self.connection_timeout_ms / 1000)
+        except KazooTimeoutError:
+            await trio.to_thread.run_sync(self._kazoo.close)
+            raise ZkUnavailable(f"ZooKeeper at {self.connect} did not answer within "
+                                f"{self.connection_timeout_ms} ms") from None
+
+    async def _ensure_chroot(self, hosts: str, chroot: str) -> None:
+        """A chroot in the connect string must exist before use; create it as Kafka does."""
+        def create() -> None:
+            client = KazooClient(hosts=hosts, timeout=self._kazoo._session_timeout / 1000)
+            try:
+                client.start(self.connection_timeout_ms / 1000)
+                client.ensure_path(chroot)
+            except KazooTimeoutError:
+                raise ZkUnavailable(f"ZooKeeper at {hosts} did not answer within "
+                                    f"{self.connection_timeout_ms} ms") from None
+            finally:
+                client.stop()
+                client.close()
+        await trio.to_thread.run_sync(create)
+
+    def _on_state(self, state: str) -> None:   # kazoo thread
+        name = {KazooState.CONNECTED: "CONNECTED", KazooState.SUSPENDED: "SUSPENDED",
+                KazooState.LOST: "LOST"}.get(state, str(state))
+        self._post(self._state_send, name)
+
+    def _post(self, channel, item) -> None:   # kazoo thread -> trio
+        def deliver():
+            try:
+                channel.send_nowait(item)
+            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+                log.warning("dropped ZooKeeper event %r: nobody is reading", item)
+        if self._token is not None:
+            try:
+                self._token.run_sync_soon(deliver)
+            except trio.RunFinishedError:
+                pass
+
+    async def close(self) -> None:
+        await trio.to_thread.run_sync(self._kazoo.stop)
+        await trio.to_thread.run_sync(self._kazoo.close)
+
+    @property
+    def session_id(self) -> int | None:
+        sid = self._kazoo.client_id
+        return sid[0] if sid else None
+
+    # ---- data ----------------------------------------------------------------------------------
+    async def _call(self, fn, *args, **kwargs) -> Any:
+        return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+    async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False,
+                     makepath: bool = False) -> str:
+        """Create a znode; raises NodeExistsError / NoNodeError. Returns the created path."""
+        return await self._call(self._kazoo.create, path, data, ephemeral=ephemeral, sequence=sequence,
+                                makepath=makepath)
+
+    async def ensure_path(self, path: str) -> None:
+        await self._call(self._kazoo.ensure_path, path)
+
+    async def get(self, path: str) -> tuple[bytes, Stat]:
+        """(data, stat); raises NoNodeError."""
+        data, zstat = await self._call(self._kazoo.get, path)
+        return data, Stat.of(zstat)
+
+    async def get_or_none(self, path: str) -> tuple[bytes, Stat] | None:
+        try:
+            return await self.get(path)
+        except NoNodeError:
+            return None
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+        """Conditional update when version >= 0; raises BadVersionError / NoNodeError."""
+        return Stat.of(await self._call(self._kazoo.set, path, data, version))
+
+    async def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
+        await self._call(self._kazoo.delete, path, version, recursive)
+
+    async def exists(self, path: str) -> Stat | None:
+        zstat = await self._call(self._kazoo.exists, path)
+        return Stat.of(zstat) if zstat else None
+
+    async def get_children(self, path: str) -> list[str]:
+        return await self._call(self._kazoo.get_children, path)
+
+    # ---- watches -------------------------------------------------------------------------------
+    async def watch_children(self, path: str, buffer: int = 256) -> trio.MemoryReceiveChannel:
+        """A channel that receives the child list of `path` now and after every change
+        (kazoo ChildrenWatch, re-armed across reconnects)."""
+        send, receive = trio.open_memory_channel(buffer)
+
+        def on_children(children):   # kazoo thread
+            self._post(send, sorted(children))
+        await self.ensure_path(path)
+        await trio.to_thread.run_sync(lambda: self._kazoo.ChildrenWatch(path, on_children))
+        return receive
+
+    async def watch_data(self, path: str, buffer: int = 256) -> trio.MemoryReceiveChannel:
+        """A channel that receives (data or None, stat or None) for `path` now and after every
+        change, creation or deletion (kazoo DataWatch)."""
+        send, receive = trio.open_memory_channel(buffer)
+
+        def on_data(data, zstat, event=None):   # kazoo thread (first call: the constructing thread)
+            self._post(send, (data, Stat.of(zstat) if zstat else None))
+        await trio.to_thread.run_sync(lambda: self._kazoo.DataWatch(path, on_data))
+        return receive

@@ -1,0 +1,156 @@
+"""One connection to one broker: correlation ids, pipelining, ApiVersions negotiation.
+
+`async with Connection.open(host, port) as conn:` connects, negotiates versions (ApiVersions v3,
+falling back to the version the broker's v0 UNSUPPORTED_VERSION answer names, KIP-511), and runs a
+reader task in its own nursery. `await conn.request(api_key, body)` may be called by many tasks at
+once: requests are written whole and in order, responses are matched by correlation id. The version
+used is the highest both sides serve. A broken connection fails every pending request with
+`ConnectionClosed`; nothing is retried here (that is `Cluster`'s job).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+from typing import AsyncIterator
+
+import trio
+
+from protocol.api import API_VERSIONS_KEY, SCHEMAS, decode_response, encode_request
+from protocol.errors import ErrorCode, MalformedMessage, ProtocolError
+from protocol.framing import FrameDecoder
+from protocol.types import FieldDict
+
+log = logging.getLogger(__name__)
+
+
+class ConnectionClosed(Exception):
+    """The connection broke (or could not be made) before the response arrived."""
+
+
+class UnsupportedByBroker(Exception):
+    """No version of the API is served by both sides."""
+
+
+class _Pending:
+    __slots__ = ("api_key", "version", "done", "result", "error")
+
+    def __init__(self, api_key: int, version: int):
+        self.api_key, self.version = api_key, version
+        self.done = trio.Event()
+        self.result: FieldDict | None = None
+        self.error: BaseException | None = None
+
+
+class Connection:
+    def __init__(self, stream: trio.SocketStream, host: str, port: int, client_id: str):
+        self.stream = stream
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        self._correlation = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._send_lock = trio.Lock()
+        self._closed: BaseException | None = None
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(cls, host: str, port: int, *, client_id: str = "minikafka",
+                   connect_timeout_s: float = 10.0) -> AsyncIterator["Connection"]:
+        try:
+            with trio.fail_after(connect_timeout_s):
+                stream = await trio.open_tcp_stream(host, port)
+        except (OSError, trio.TooSlowError) as e:
+            raise ConnectionClosed(f"cannot connect to {host}:{port}: {e or 'timed out'}") from None
+        conn = cls(stream, host, port, client_id)
+        async with stream, trio.open_nursery() as nursery:
+            nursery.start_soon(conn._read_loop)
+            try:
+                await conn._negotiate()
+                yield conn
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _negotiate(self) -> None:
+        ours = SCHEMAS[API_VERSIONS_KEY].max_version
+        response = await self.request(API_VERSIONS_KEY, {"client_software_name": "minikafka",
+                                                         "client_software_version": "0.1.0"}, version=ours)
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            theirs = next((k.max_version for k in response.api_keys if k.api_key == API_VERSIONS_KEY), 0)
+            response = await self.request(API_VERSIONS_KEY, {}, version=min(ours, theirs))
+        if response.error_code != ErrorCode.NONE:
+            raise ConnectionClosed(f"ApiVersions failed on {self.host}:{self.port}: {ErrorCode(response.error_code).name}")
+        self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+    def version_for(self, api_key: int) -> int:
+        """The highest version both sides serve; raises UnsupportedByBroker."""
+        ours = SCHEMAS[api_key]
+        lo, hi = self.api_versions.get(api_key, (None, None))
+        if lo is None or max(lo, ours.min_version) > min(hi, ours.max_version):
+            raise UnsupportedByBroker(f"{self.host}:{self.port} serves no common version of {ours.name}")
+        return min(hi, ours.max_version)
+
+    async def request(self, api_key: int, body: dict, *, version: int | None = None, timeout_s: float = 30.0,
+                      expect_response: bool = True) -> FieldDict | None:
+        """Send one request and wait for its response body (None when expect_response=False,
+        as for Produce with acks=0). Raises ConnectionClosed, trio.TooSlowError, ProtocolError."""
+        if self._closed is not None:
+            raise ConnectionClosed(str(self._closed))
+        version = self.version_for(api_key) if version is None else version
+        correlation_id = next(self._correlation) & 0x7FFFFFFF
+        frame = encode_request(api_key, version, correlation_id, body, client_id=self.client_id)
+        pending = _Pending(api_key, version)
+        if expect_response:
+            self._pending[correlation_id] = pending
+        try:
+            async with self._send_lock:
+                await self.stream.send_all(frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+            self._pending.pop(correlation_id, None)
+            self._fail(ConnectionClosed(f"{self.host}:{self.port}: {e}"))
+            raise ConnectionClosed(f"{self.host}:{self.port}: {e}") from None
+        if not expect_response:
+            return None
+        try:
+            with trio.fail_after(timeout_s):
+                await pending.done.wait()
+        finally:
+            self._pending.pop(correlation_id, None)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    async def _read_loop(self) -> None:
+        decoder = FrameDecoder(max_frame_size=1 << 30)
+        try:
+            while data := await self.stream.receive_some(1 << 16):
+                for frame in decoder.feed(data):
+                    self._deliver(frame)
+            self._fail(ConnectionClosed(f"{self.host}:{self.port} closed the connection"))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+            self._fail(ConnectionClosed(f"{self.host}:{self.port}: {e}"))
+
+    def _deliver(self, frame: bytes) -> None:
+        correlation_id = int.from_bytes(frame[:4], "big", signed=True)
+        pending = self._pending.get(correlation_id)
+        if pending is None:
+            log.warning("response with unknown correlation id %d from %s:%d", correlation_id, self.host, self.port)
+            return
+        try:
+            _, pending.result = decode_response(pending.api_key, pending.version, frame)
+        except MalformedMessage as e:
+            if pending.api_key == API_VERSIONS_KEY and pending.version > 0:
+                try:  # KIP-511: a broker that does not know our version answers in v0
+                    _, pending.result = decode_response(API_VERSIONS_KEY, 0, frame)
+                except ProtocolError:
+                    pending.error = e
+            else:
+                pending.error = e
+        pending.done.set()
+
+    def _fail(self, error: BaseException) -> None:
+        self._closed = error
+        for pending in list(self._pending.values()):
+            pending.error = error
+            pending.done.set()

@@ -1,0 +1,105 @@
+"""Broker processes for a local cluster (and the tests): start, stop (SIGTERM), kill (SIGKILL).
+
+`BrokerProcess.start(...)` runs `python -m minikafka_cli.main broker` with a generated
+`server.properties` and waits for its readiness line, which carries the bound port (listeners may
+use port 0). Logs go to `<directory>/broker.log`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+READY = re.compile(r"minikafka broker (\d+) started, listening on [A-Z_]+://([^:]+):(\d+)")
+
+
+class BrokerStartError(RuntimeError):
+    pass
+
+
+@dataclass
+class BrokerProcess:
+    broker_id: int
+    directory: Path
+    properties: dict[str, str]
+    process: subprocess.Popen | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    stdout_lines: list[str] = field(default_factory=list)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @classmethod
+    def create(cls, broker_id: int, directory: Path, zookeeper_connect: str, port: int = 0,
+               **overrides: str) -> "BrokerProcess":
+        directory.mkdir(parents=True, exist_ok=True)
+        props = {"broker.id": str(broker_id), "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                 "log.dirs": str(directory / "logs"), "zookeeper.connect": zookeeper_connect,
+                 "zookeeper.session.timeout.ms": "6000", "zookeeper.connection.timeout.ms": "10000"}
+        props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
+        return cls(broker_id, directory, props)
+
+    def start(self, timeout_s: float = 30.0) -> "BrokerProcess":
+        config = self.directory / "server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+        log_file = open(self.directory / "broker.log", "ab")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.process = subprocess.Popen([sys.executable, "-m", "minikafka_cli.main", "broker", "--config", str(config)],
+                                        stdout=subprocess.PIPE, stderr=log_file, stdin=subprocess.DEVNULL, env=env,
+                                        cwd=Path(__file__).resolve().parent.parent, text=True)
+        log_file.close()
+        deadline = time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.process.stdout, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not sel.select(remaining):
+                    self.kill()
+                    raise BrokerStartError(f"broker {self.broker_id} did not start in {timeout_s} s:\n{self.log_tail()}")
+                line = self.process.stdout.readline()
+                if not line:
+                    self.process.wait()
+                    raise BrokerStartError(f"broker {self.broker_id} exited with {self.process.returncode}:\n"
+                                           f"{self.log_tail()}")
+                self.stdout_lines.append(line)
+                m = READY.search(line)
+                if m:
+                    self.host, self.port = m.group(2), int(m.group(3))
+                    if self.properties["listeners"].endswith(":0"):
+                        self.properties["listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"  # same port on restart
+                    return self
+
+    def log_tail(self, chars: int = 3000) -> str:
+        path = self.directory / "broker.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM and wait; returns the exit status."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
