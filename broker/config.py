@@ -67,6 +67,17 @@ def _listeners(value: str) -> list[Listener]:
     return parsed
 
 
+def _zk_connect(value: str) -> str:
+    """`host:port[,host:port...][/chroot]`."""
+    hosts, _, chroot = value.strip().partition("/")
+    entries = [h.strip() for h in hosts.split(",")]
+    if not hosts or any(not re.fullmatch(r"[A-Za-z0-9_.\-\[\]:]+:\d{1,5}", h) for h in entries):
+        raise ValueError("must be host:port[,host:port...][/chroot]")
+    if chroot and not re.fullmatch(r"[A-Za-z0-9_.\-/]+", chroot):
+        raise ValueError(f"invalid chroot /{chroot}")
+    return value.strip()
+
+
 def _int_at_least(lo: int) -> Callable[[str], int]:
     def parse(value: str) -> int:
         n = int(value)
@@ -81,7 +92,7 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "broker.id": (_int_at_least(0), None),
     "listeners": (_listeners, "PLAINTEXT://:9092"),
     "advertised.listeners": (_listeners, ""),
-    "zookeeper.connect": (str, None),
+    "zookeeper.connect": (_zk_connect, None),
     "zookeeper.session.timeout.ms": (_int_at_least(1), 18000),
     "zookeeper.connection.timeout.ms": (_int_at_least(1), 18000),
     "log.dirs": (_list, ""),

@@ -68,13 +68,25 @@ class Broker:
         ports = {listener.name: port for listener, port in bound}
         endpoints = [(a.name, a.host or "127.0.0.1", a.port or ports.get(a.name, 0)) for a in advertised]
         self.registration = zkdata.BrokerRegistration(self.config.broker_id, endpoints, self.config["broker.rack"] or None)
-        try:
-            await self.zk.create(zkdata.broker_path(self.config.broker_id), self.registration.encode(), ephemeral=True)
-        except NodeExistsError:
-            raise BrokerStartupError(f"broker.id {self.config.broker_id} is already registered in ZooKeeper "
-                                     f"({zkdata.broker_path(self.config.broker_id)})") from None
-        _, stat = await self.zk.get(zkdata.broker_path(self.config.broker_id))
+        path = zkdata.broker_path(self.config.broker_id)
+        # A registration left by a killed process of this broker vanishes when its session expires:
+        # wait that long; a live broker with the same id keeps it, and we refuse to start.
+        with trio.move_on_after(self.config["zookeeper.session.timeout.ms"] / 1000 + 2):
+            while True:
+                try:
+                    await self.zk.create(path, self.registration.encode(), ephemeral=True)
+                    break
+                except NodeExistsError:
+                    log.info("%s exists; waiting for an expired session's registration to go", path)
+                    await trio.sleep(0.25)
+        if not self.registration_done(await self.zk.get_or_none(path)):
+            raise BrokerStartupError(f"broker.id {self.config.broker_id} is already registered in ZooKeeper ({path})")
+        _, stat = await self.zk.get(path)
         self.replica_manager.broker_epoch = stat.czxid
+
+    def registration_done(self, found) -> bool:
+        """Whether the registration znode is ours (owned by this ZooKeeper session)."""
+        return found is not None and found[1].ephemeral_owner == self.zk.session_id
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Run until SIGTERM/SIGINT (or cancellation), then shut down cleanly."""
@@ -142,9 +154,12 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s %(levelname)s [broker {config.broker_id}] %(name)s: %(message)s")
     logging.getLogger("kazoo").setLevel(logging.WARNING)
+    failure = None
     try:
         trio.run(Broker(config).run)
-    except BrokerStartupError as e:
-        print(f"minikafka broker: cannot start: {e}", file=sys.stderr)
+    except* BrokerStartupError as group:   # raised inside the broker's nursery, so grouped
+        failure = group.exceptions[0]
+    if failure is not None:
+        print(f"minikafka broker: cannot start: {failure}", file=sys.stderr)
         return 1
     return 0

@@ -44,7 +44,7 @@ class BrokerProcess:
         directory.mkdir(parents=True, exist_ok=True)
         props = {"broker.id": str(broker_id), "listeners": f"PLAINTEXT://127.0.0.1:{port}",
                  "log.dirs": str(directory / "logs"), "zookeeper.connect": zookeeper_connect,
-                 "zookeeper.session.timeout.ms": "6000", "zookeeper.connection.timeout.ms": "10000"}
+                 "zookeeper.session.timeout.ms": "3000", "zookeeper.connection.timeout.ms": "10000"}
         props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
         return cls(broker_id, directory, props)
 

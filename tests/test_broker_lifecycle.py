@@ -1,0 +1,106 @@
+"""Broker process lifecycle: ZooKeeper registration, refusing a duplicate id, SIGTERM's clean
+shutdown, and kill -9 + restart losing nothing acknowledged."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import trio
+from kazoo.client import KazooClient
+
+from client.connection import Connection
+from controller_stub import assign
+from protocol import record_batch as rb
+from protocol.errors import ErrorCode
+from test_broker_errors import fetch_body, produce_body
+
+
+@pytest.fixture
+def zk(zookeeper, zk_connect):
+    root = KazooClient(hosts=zookeeper.connect)
+    root.start(10)
+    root.ensure_path("/" + zk_connect.split("/", 1)[1])
+    root.stop()
+    client = KazooClient(hosts=zk_connect)
+    client.start(10)
+    yield client
+    client.stop()
+    client.close()
+
+
+def test_registration_json_and_duplicate_id(start_broker, zk):
+    broker = start_broker(3, broker_rack="r1")
+    data, stat = zk.get("/brokers/ids/3")
+    info = json.loads(data)
+    assert stat.ephemeralOwner != 0
+    assert info["version"] == 5 and info["host"] == "127.0.0.1" and info["port"] == broker.port
+    assert info["endpoints"] == [f"PLAINTEXT://127.0.0.1:{broker.port}"] and info["rack"] == "r1"
+    assert info["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"} and info["jmx_port"] == -1
+    assert json.loads(zk.get("/cluster/id")[0])["version"] == "1"
+    with pytest.raises(Exception, match="already registered"):
+        start_broker(3)
+    assert broker.alive
+
+
+def test_bad_configuration_is_one_clear_line(tmp_path):
+    cmd = [sys.executable, "-m", "minikafka_cli.main", "broker", "--override"]
+    for override, message in (("broker.id=-4", "broker.id"), ("listeners=nonsense", "listeners"),
+                              ("zookeeper.connect=", "zookeeper.connect"), ("zookeeper.connect=nohost", "zookeeper"),
+                              ("log.segment.bytes=small", "log.segment.bytes"), ("num.partitions=0", "num.partitions")):
+        key = override.split("=")[0]
+        result = subprocess.run(cmd + [override] + ["--override", "broker.id=1"] * (key != "broker.id")
+                                + ["--override", "zookeeper.connect=127.0.0.1:1"] * (key != "zookeeper.connect"),
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr and "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+    # ZooKeeper that does not answer: exit 1 after zookeeper.connection.timeout.ms, one clear line
+    result = subprocess.run(cmd + ["broker.id=1", "--override", "zookeeper.connect=127.0.0.1:1",
+                                   "--override", "zookeeper.connection.timeout.ms=500"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and "cannot start: ZooKeeper at 127.0.0.1:1 did not answer" in result.stderr
+
+
+async def test_sigterm_is_a_clean_shutdown(start_broker, zk):
+    broker = start_broker(1)
+    await assign([broker], {"t": [[1]]})
+    async with Connection.open(broker.host, broker.port) as conn:
+        await conn.request(0, produce_body("t", 0, rb.build_batch([(None, b"x")] * 3)))
+    assert await trio.to_thread.run_sync(broker.stop) == 0
+    assert zk.exists("/brokers/ids/1") is None
+    logs = broker.directory / "logs"
+    assert (logs / ".kafka_cleanshutdown").exists()
+    assert (logs / "replication-offset-checkpoint").read_text() == "0\n1\nt 0 3\n"
+    assert (logs / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 3\n"
+    await trio.to_thread.run_sync(broker.start)
+    assert "recovering" not in broker.log_tail(100000)
+
+
+async def test_kill_9_and_restart_keeps_every_acknowledged_record(start_broker):
+    broker = start_broker(1)
+    await assign([broker], {"t": [[1], [1]]})
+    acked = {0: [], 1: []}
+    async with Connection.open(broker.host, broker.port) as conn:
+        for i in range(200):
+            p = i % 2
+            r = await conn.request(0, produce_body("t", p, rb.build_batch([(b"k%d" % i, b"v%d" % i)] * (1 + i % 3))))
+            part = r.responses[0].partition_responses[0]
+            assert part.error_code == ErrorCode.NONE
+            acked[p] += [(part.base_offset + j, b"v%d" % i) for j in range(1 + i % 3)]
+    broker.kill()
+    await trio.to_thread.run_sync(broker.start)
+    assert "no clean shutdown marker; recovering" in broker.log_tail(100000)
+    await assign([broker], {"t": [[1], [1]]}, leader_epoch=1, controller_epoch=2)
+    async with Connection.open(broker.host, broker.port) as conn:
+        for p in (0, 1):
+            got, offset = [], 0
+            while True:
+                f = (await conn.request(1, fetch_body("t", p, offset))).responses[0].partitions[0]
+                assert f.error_code == ErrorCode.NONE
+                records = [(r.offset, r.value) for pos, h in rb.iter_batches(f.records)
+                           for r in rb.decode_records(f.records, pos, h)]
+                if not records:
+                    break
+                got += records
+                offset = records[-1][0] + 1
+            assert got == acked[p]
