@@ -138,3 +138,22 @@ def test_stop_replica_with_and_without_delete(rm):
     r = rm.stop_replicas(body, 4)
     assert [e["error_code"] for e in r["partition_errors"]] == [0, 0] and not rm.partitions
     assert not directory.exists() and rm.log_manager.get_log(("t", 1)) is not None
+
+
+async def test_fetch_byte_limits(rm):
+    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (1, [1], [1])}), 7)
+    for index in (0, 1):
+        for i in range(5):
+            await rm.append_records(1, 1000, produce("t", index, [b"x" * 1000], 1))
+    size = len(rb.build_batch([(None, b"x" * 1000)]))
+
+    async def fetch(max_bytes, partition_max_bytes):
+        body = decoded(1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
+                               "topics": [{"topic": "t", "partitions": [
+                                   {"partition": i, "fetch_offset": 0, "partition_max_bytes": partition_max_bytes}
+                                   for i in (0, 1)]}]})
+        parts = (await rm.fetch(body))["responses"][0]["partitions"]
+        return [len(p["records"]) // size for p in parts]
+    assert await fetch(1 << 20, 2 * size) == [2, 2]          # partition_max_bytes per partition
+    assert await fetch(3 * size, 1 << 20) == [3, 0]          # max_bytes for the whole response
+    assert await fetch(10, 10) == [1, 0]                     # the first batch even when larger (KIP-74)
