@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
@@ -15,6 +16,9 @@ class BrokerContext:
     cluster_id: str
     metadata_cache: MetadataCache
     replica_manager: ReplicaManager
+    zk: Any = None                 # broker.zk.ZkClient (auto topic creation)
+    controller: Any = None         # controller.controller.KafkaController
+    topic_configs: dict = field(default_factory=dict)   # topic -> {key: value} from /config/topics
 
     @property
     def broker_id(self) -> int:

@@ -27,6 +27,9 @@ from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer
 from broker.zk import NodeExistsError, ZkClient, ZkUnavailable
+from client.connection import Connection, ConnectionClosed
+from controller.controller import KafkaController
+from storage.config import LogConfig
 from storage.errors import StorageError
 from storage.log_manager import LogManager
 
@@ -48,6 +51,12 @@ class Broker:
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"])
         self.metadata_cache = MetadataCache(listener=config.listeners[0].name)
         self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata_cache)
+        self.topic_configs = self.replica_manager.topic_configs
+        default_log_config = self.log_manager.config
+        self.log_manager.topic_config = lambda topic: LogConfig.from_topic_config(
+            {k: v for k, v in self.topic_configs.get(topic, {}).items() if k != "min.insync.replicas"},
+            base=default_log_config)
+        self.controller = KafkaController(config, self.zk)
         self.log_manager.high_watermark = lambda tp: (
             self.replica_manager.partitions[tp].high_watermark if tp in self.replica_manager.partitions else 0)
         self.server: KafkaServer | None = None
@@ -102,7 +111,8 @@ class Broker:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:
                 raise BrokerStartupError(str(e)) from None
-            context = BrokerContext(self.config, cluster_id, self.metadata_cache, self.replica_manager)
+            context = BrokerContext(self.config, cluster_id, self.metadata_cache, self.replica_manager, zk=self.zk,
+                                    controller=self.controller, topic_configs=self.topic_configs)
             self.server = KafkaServer(self.config.listeners, HANDLERS, context, advertised_api_versions,
                                       max_request_bytes=self.config["socket.request.max.bytes"],
                                       idle_timeout_ms=self.config["connections.max.idle.ms"])
@@ -112,6 +122,8 @@ class Broker:
                     await self._register(bound)
                     await nursery.start(self.log_manager.run)
                     await nursery.start(self.replica_manager.run)
+                    await nursery.start(self.controller.run)
+                    nursery.start_soon(self._watch_session)
                     endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in self.registration.endpoints)
                     print(f"minikafka broker {self.config.broker_id} started, listening on {endpoints}", flush=True)
                     log.info("broker %d started (cluster %s, broker epoch %d)", self.config.broker_id, cluster_id,
@@ -120,12 +132,72 @@ class Broker:
                     async for signum in signals:
                         log.info("received %s: shutting down", signal.Signals(signum).name)
                         break
+                    if self.config["controlled.shutdown.enable"]:
+                        await self._controlled_shutdown()
                     await self.server.stop()
                     nursery.cancel_scope.cancel()
             await self._shutdown()
         finally:
             with trio.CancelScope(shield=True):
                 await self.zk.close()
+
+    async def _watch_session(self) -> None:
+        """Kafka's session handling: while ZooKeeper is unreachable keep serving with the last
+        metadata; when the session is lost, resign as controller; when a new session comes up,
+        register again and rejoin the election."""
+        lost = suspended = False
+        async for state in self.zk.state_changes:
+            if state == "SUSPENDED":
+                suspended = True
+                log.warning("ZooKeeper connection lost; serving with the last known metadata")
+            elif state == "LOST":
+                log.warning("ZooKeeper session expired")
+                lost = True
+                self.controller.post("resign")
+            elif state == "CONNECTED":
+                if suspended or lost:
+                    log.info("ZooKeeper connection re-established%s", " with a new session" if lost else "")
+                suspended = False
+                if lost:
+                    lost = False
+                    try:
+                        await self.zk.create(zkdata.broker_path(self.config.broker_id), self.registration.encode(),
+                                             ephemeral=True)
+                        _, stat = await self.zk.get(zkdata.broker_path(self.config.broker_id))
+                        self.replica_manager.broker_epoch = stat.czxid
+                    except NodeExistsError:
+                        pass
+                    self.controller.post("elect")
+
+    async def _controlled_shutdown(self) -> None:
+        """Ask the controller to move leadership away first (ControlledShutdown v3), retrying up to
+        controlled.shutdown.max.retries times within 30 s; then shut down regardless."""
+        body = {"broker_id": self.config.broker_id, "broker_epoch": self.replica_manager.broker_epoch}
+        backoff = min(self.config["controlled.shutdown.retry.backoff.ms"] / 1000, 1.0)
+        with trio.move_on_after(30):
+            for attempt in range(max(1, self.config["controlled.shutdown.max.retries"])):
+                try:
+                    if self.controller.active:
+                        code, remaining = await self.controller.request("controlled_shutdown", tuple(body.values()))
+                    else:
+                        found = await self.zk.get_or_none(zkdata.CONTROLLER)
+                        controller_id = zkdata.decode_controller(found[0]) if found else -1
+                        reg = await self.zk.get_or_none(zkdata.broker_path(controller_id))
+                        if reg is None:
+                            raise ConnectionClosed("no controller")
+                        _, host, port = zkdata.BrokerRegistration.decode(controller_id, reg[0]).endpoints[0]
+                        async with Connection.open(host, port) as conn:
+                            response = await conn.request(7, body, timeout_s=10)
+                        code, remaining = response.error_code, response.remaining_partitions
+                    if code == 0 and not remaining:
+                        log.info("controlled shutdown succeeded")
+                        return
+                    log.info("controlled shutdown attempt %d: error %s, %d partitions still led here",
+                             attempt + 1, code, len(remaining))
+                except (ConnectionClosed, trio.TooSlowError) as e:
+                    log.info("controlled shutdown attempt %d failed: %s", attempt + 1, e)
+                await trio.sleep(backoff)
+        log.warning("controlled shutdown did not complete; shutting down anyway")
 
     async def _shutdown(self) -> None:
         with trio.CancelScope(shield=True):

@@ -47,6 +47,11 @@ class ReplicaManager:
         self.broker_epoch = -1
         self.watchers = Watchers()
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
+        self.topic_configs: dict[str, dict[str, str]] = {}   # /config/topics overrides, shared with the broker
+
+    def min_insync_replicas(self, topic: str) -> int:
+        """`min.insync.replicas`: the topic's override, else the broker's."""
+        return int(self.topic_configs.get(topic, {}).get("min.insync.replicas", self.config["min.insync.replicas"]))
 
     # ---- lookups ---------------------------------------------------------------------------------
     def get_partition(self, topic: str, index: int) -> Partition:
@@ -184,7 +189,7 @@ class ReplicaManager:
             partition = self.get_partition(*tp)
             if records is None:
                 return {**failed, "error_code": ErrorCode.CORRUPT_MESSAGE, "error_message": "null records"}
-            info = partition.append_records_as_leader(records, acks, self.config["min.insync.replicas"])
+            info = partition.append_records_as_leader(records, acks, self.min_insync_replicas(tp[0]))
         except Exception as e:  # mapped to Kafka's code; unexpected ones are logged
             code = error_code_for(e)
             if code == ErrorCode.UNKNOWN_SERVER_ERROR:
@@ -203,7 +208,7 @@ class ReplicaManager:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             if partition.high_watermark >= required:
                 return ErrorCode.NONE
-            if len(partition.isr) < self.config["min.insync.replicas"]:
+            if len(partition.isr) < self.min_insync_replicas(tp[0]):
                 return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
             return None
 

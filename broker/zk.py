@@ -146,6 +146,30 @@ class ZkClient:
     async def get_children(self, path: str) -> list[str]:
         return await self._call(self._kazoo.get_children, path)
 
+    async def fenced_write(self, fence_path: str, fence_version: int, ops: list[tuple]) -> list:
+        """Apply `ops` atomically, only while `fence_path` still has zkVersion `fence_version`
+        (how a controller fences its writes with /controller_epoch). ops: ("create", path, data) or
+        ("set", path, data, version). Returns the per-op results; raises BadVersionError when the
+        fence or a conditional update fails, NodeExistsError / NoNodeError likewise."""
+        def run():
+            tx = self._kazoo.transaction()
+            tx.check(fence_path, fence_version)
+            for op in ops:
+                if op[0] == "create":
+                    tx.create(op[1], op[2])
+                else:
+                    tx.set_data(op[1], op[2], op[3])
+            return tx.commit()
+        results = await trio.to_thread.run_sync(run)
+        # a failed multi-op does not raise in kazoo: it returns exception objects
+        errors = [r for r in results if isinstance(r, Exception)]
+        real = [e for e in errors if type(e).__name__ != "RolledBackError"]
+        if real:
+            raise real[0]
+        if errors:
+            raise BadVersionError()
+        return [Stat.of(r) if hasattr(r, "version") else r for r in results[1:]]
+
     # ---- watches -------------------------------------------------------------------------------
     async def watch_children(self, path: str, buffer: int = 256) -> trio.MemoryReceiveChannel:
         """A channel that receives the child list of `path` now and after every change

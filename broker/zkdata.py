@@ -85,3 +85,71 @@ def decode_cluster_id(data: bytes) -> str:
 def new_cluster_id() -> str:
     """Kafka's format: a random UUID, URL-safe base64 without padding (22 characters)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def topic_id_to_str(topic_id: uuid.UUID) -> str:
+    """Kafka's Uuid string: URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def topic_id_from_str(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def encode_topic_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID) -> bytes:
+    """/brokers/topics/<topic>, version 3 (topic ids, KIP-516)."""
+    return _dumps({"version": 3, "topic_id": topic_id_to_str(topic_id),
+                   "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
+                   "adding_replicas": {}, "removing_replicas": {}})
+
+
+def decode_topic_assignment(data: bytes) -> tuple[dict[int, list[int]], uuid.UUID | None]:
+    body = json.loads(data)
+    topic_id = body.get("topic_id")
+    return ({int(p): list(r) for p, r in body["partitions"].items()},
+            topic_id_from_str(topic_id) if topic_id else None)
+
+
+@dataclass(frozen=True)
+class LeaderIsr:
+    """/brokers/topics/<t>/partitions/<p>/state (version 1) plus its zkVersion."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int = 0
+
+    def encode(self) -> bytes:
+        return _dumps({"controller_epoch": self.controller_epoch, "leader": self.leader, "version": 1,
+                       "leader_epoch": self.leader_epoch, "isr": list(self.isr)})
+
+    @classmethod
+    def decode(cls, data: bytes, zk_version: int) -> "LeaderIsr":
+        body = json.loads(data)
+        return cls(body["leader"], body["leader_epoch"], tuple(body["isr"]), body["controller_epoch"], zk_version)
+
+
+def encode_controller(broker_id: int) -> bytes:
+    return _dumps({"version": 1, "brokerid": broker_id, "timestamp": str(int(time.time() * 1000))})
+
+
+def decode_controller(data: bytes) -> int:
+    return int(json.loads(data)["brokerid"])
+
+
+def encode_topic_config(config: dict[str, str]) -> bytes:
+    return _dumps({"version": 1, "config": dict(config)})
+
+
+def decode_topic_config(data: bytes) -> dict[str, str]:
+    return dict(json.loads(data).get("config", {}))
+
+
+def encode_partitions(partitions: list[tuple[str, int]]) -> bytes:
+    """The body of isr_change notifications and /admin/preferred_replica_election."""
+    return _dumps({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+
+
+def decode_partitions(data: bytes) -> list[tuple[str, int]]:
+    return [(p["topic"], int(p["partition"])) for p in json.loads(data).get("partitions", [])]

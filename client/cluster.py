@@ -18,7 +18,7 @@ from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 import trio
 
-from client.connection import Connection, ConnectionClosed
+from client.connection import Connection, ConnectionClosed, unwrap_single
 from protocol.errors import RETRIABLE, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -88,13 +88,15 @@ class Cluster:
     async def open(cls, bootstrap: str | list[str], *, client_id: str = "minikafka", retries: int = 8,
                    backoff_ms: int = 100, max_backoff_ms: int = 2000,
                    request_timeout_ms: int = 30000) -> AsyncIterator["Cluster"]:
-        async with trio.open_nursery() as nursery:
-            cluster = cls(parse_bootstrap(bootstrap), nursery, client_id=client_id, retries=retries,
-                          backoff_ms=backoff_ms, max_backoff_ms=max_backoff_ms, request_timeout_ms=request_timeout_ms)
-            try:
-                yield cluster
-            finally:
-                nursery.cancel_scope.cancel()
+        bootstrap_servers = parse_bootstrap(bootstrap)
+        with unwrap_single():
+            async with trio.open_nursery() as nursery:
+                cluster = cls(bootstrap_servers, nursery, client_id=client_id, retries=retries, backoff_ms=backoff_ms,
+                              max_backoff_ms=max_backoff_ms, request_timeout_ms=request_timeout_ms)
+                try:
+                    yield cluster
+                finally:
+                    nursery.cancel_scope.cancel()
 
     # ---- connections -----------------------------------------------------------------------------
     async def connect(self, host: str, port: int) -> Connection:

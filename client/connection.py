@@ -25,6 +25,19 @@ from protocol.types import FieldDict
 log = logging.getLogger(__name__)
 
 
+@contextlib.contextmanager
+def unwrap_single():
+    """Re-raise a lone exception that a nursery wrapped in an ExceptionGroup as itself, so callers
+    of our context managers can catch `ConnectionClosed` & co. (the background tasks of these
+    nurseries never raise; an error comes from the caller's own block)."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+
+
 class ConnectionClosed(Exception):
     """The connection broke (or could not be made) before the response arrived."""
 
@@ -64,13 +77,15 @@ class Connection:
         except (OSError, trio.TooSlowError) as e:
             raise ConnectionClosed(f"cannot connect to {host}:{port}: {e or 'timed out'}") from None
         conn = cls(stream, host, port, client_id)
-        async with stream, trio.open_nursery() as nursery:
-            nursery.start_soon(conn._read_loop)
-            try:
-                await conn._negotiate()
-                yield conn
-            finally:
-                nursery.cancel_scope.cancel()
+        async with stream:
+            with unwrap_single():
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(conn._read_loop)
+                    try:
+                        await conn._negotiate()
+                        yield conn
+                    finally:
+                        nursery.cancel_scope.cancel()
 
     async def _negotiate(self) -> None:
         ours = SCHEMAS[API_VERSIONS_KEY].max_version

@@ -65,3 +65,14 @@ async def test_unreachable_bootstrap_is_a_clear_error():
     async with Cluster.open("127.0.0.1:1", retries=0) as cluster:
         with pytest.raises(ConnectionClosed, match="no broker reachable"):
             await cluster.refresh_metadata()
+
+
+async def test_errors_inside_a_connection_block_are_not_wrapped(start_broker):
+    from client import Connection
+    broker = start_broker(1)
+    with pytest.raises(ConnectionClosed):
+        async with Connection.open(broker.host, broker.port):
+            raise ConnectionClosed("from the block")
+    with pytest.raises(KafkaError):
+        async with Cluster.open(broker.bootstrap):
+            raise KafkaError(ErrorCode.NOT_CONTROLLER)

@@ -8,7 +8,7 @@ decides what ApiVersions advertises: an API is advertised only if a handler serv
 
 from __future__ import annotations
 
-from broker.handlers import api_versions, controller_requests, fetch, list_offsets, metadata, produce
+from broker.handlers import admin, api_versions, controller_requests, fetch, list_offsets, metadata, produce
 from protocol.api import SCHEMAS
 
 HANDLERS = {
@@ -18,6 +18,7 @@ HANDLERS = {
     fetch.API_KEY: fetch.handle,
     list_offsets.API_KEY: list_offsets.handle,
     **controller_requests.HANDLERS,
+    **admin.HANDLERS,
 }
 
 

@@ -1,7 +1,9 @@
 """Metadata (key 3) v1-12: brokers, cluster id, controller id, and topics with their partitions'
 leader, leader epoch, replicas, ISR and offline replicas, all from the metadata cache (what the
 controller last sent in UpdateMetadata). `topics` null asks for every topic; a topic may be named
-or, from v10, given by id. Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION."""
+or, from v10, given by id. An unknown topic is created when `auto.create.topics.enable` and the
+request allow it (answering LEADER_NOT_AVAILABLE until its leaders exist), else it answers
+UNKNOWN_TOPIC_OR_PARTITION."""
 
 from protocol.errors import ErrorCode
 
@@ -9,9 +11,25 @@ from protocol.errors import ErrorCode
 API_KEY = 3
 
 
+async def _auto_create(ctx, name: str) -> dict:
+    """Kafka's ZooKeeper mode: the broker writes the new topic to ZooKeeper itself and answers
+    LEADER_NOT_AVAILABLE until the controller has elected its leaders."""
+    from controller.topics import TopicError, plan_topic, write_topic
+    code = ErrorCode.LEADER_NOT_AVAILABLE
+    try:
+        assignment = plan_topic(name, ctx.config["num.partitions"], ctx.config["default.replication.factor"],
+                                sorted(ctx.metadata_cache.brokers), {})
+        await write_topic(ctx.zk, name, assignment, {})
+    except TopicError as e:
+        code = e.code if e.code != ErrorCode.TOPIC_ALREADY_EXISTS else ErrorCode.LEADER_NOT_AVAILABLE
+    return {"error_code": code, "name": name, "partitions": []}
+
+
 async def handle(ctx, request):
     cache = ctx.metadata_cache
     body = request.body
+    auto_create = ctx.config["auto.create.topics.enable"] and ctx.zk is not None and \
+        (request.api_version < 4 or body.allow_auto_topic_creation)
     if body.topics is None:
         names = sorted(cache.partitions)
     else:
@@ -23,7 +41,10 @@ async def handle(ctx, request):
             topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": name,
                            "partitions": []})
             continue
-        topics.append(cache.topic_metadata(name))
+        topic = cache.topic_metadata(name)
+        if topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and auto_create:
+            topic = await _auto_create(ctx, name)
+        topics.append(topic)
     return {"throttle_time_ms": 0, "cluster_id": ctx.cluster_id, "controller_id": cache.controller_id,
             "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
                         for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)],

@@ -1,0 +1,42 @@
+"""Admin APIs served by the active controller (others answer NOT_CONTROLLER, as Kafka's
+ZooKeeper mode does): CreateTopics (key 19) v2-7, DeleteTopics (key 20) v1-6,
+ControlledShutdown (key 7) v0-3."""
+
+from protocol.errors import ErrorCode
+from protocol.types import ZERO_UUID
+
+
+def _not_controller(ctx) -> bool:
+    return ctx.controller is None or not ctx.controller.active
+
+
+async def create_topics(ctx, request):
+    body = request.body
+    if _not_controller(ctx):
+        results = [{"name": t.name, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": "not the controller"}
+                   for t in body.topics]
+    else:
+        results = await ctx.controller.request("create_topics", body, timeout_s=max(body.timeout_ms / 1000, 5))
+    return {"throttle_time_ms": 0, "topics": results}
+
+
+async def delete_topics(ctx, request):
+    body = request.body
+    names = list(body.topic_names) + [t.name for t in body.topics if t.name is not None]
+    if _not_controller(ctx):
+        results = [(n, ErrorCode.NOT_CONTROLLER) for n in names]
+    else:
+        results = await ctx.controller.request("delete_topics_request", names, timeout_s=max(body.timeout_ms / 1000, 5))
+    return {"throttle_time_ms": 0, "responses": [{"name": n, "topic_id": ZERO_UUID, "error_code": code}
+                                                 for n, code in results]}
+
+
+async def controlled_shutdown(ctx, request):
+    body = request.body
+    if _not_controller(ctx):
+        return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
+    code, remaining = await ctx.controller.request("controlled_shutdown", (body.broker_id, body.broker_epoch))
+    return {"error_code": code, "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining]}
+
+
+HANDLERS = {19: create_topics, 20: delete_topics, 7: controlled_shutdown}

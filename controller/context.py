@@ -1,0 +1,72 @@
+"""The controller's view of the cluster (Kafka `ControllerContext`), loaded from ZooKeeper on
+failover and changed only by the controller's single event loop (so it needs no locks).
+
+Partition states (Kafka `PartitionStateMachine`): NonExistent -> New -> Online <-> Offline ->
+NonExistent; each state lists the states it may be entered from (`VALID_PREVIOUS`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from broker.zkdata import BrokerRegistration, LeaderIsr
+
+TopicPartition = tuple[str, int]
+
+NON_EXISTENT, NEW, ONLINE, OFFLINE = "NonExistent", "New", "Online", "Offline"
+VALID_PREVIOUS = {
+    NEW: {NON_EXISTENT},
+    ONLINE: {NEW, ONLINE, OFFLINE},
+    OFFLINE: {NEW, ONLINE, OFFLINE},
+    NON_EXISTENT: {OFFLINE},
+}
+
+
+class IllegalStateChange(Exception):
+    pass
+
+
+@dataclass
+class ControllerContext:
+    epoch: int = 0
+    epoch_zk_version: int = -1
+    live_brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    broker_epochs: dict[int, int] = field(default_factory=dict)
+    shutting_down: set[int] = field(default_factory=set)
+    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    leadership: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
+    partition_states: dict[TopicPartition, str] = field(default_factory=dict)
+
+    @property
+    def live_ids(self) -> set[int]:
+        return set(self.live_brokers)
+
+    def replicas(self, tp: TopicPartition) -> list[int]:
+        return self.assignments.get(tp[0], {}).get(tp[1], [])
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [(t, p) for t, parts in self.assignments.items() for p in parts]
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        return [(topic, p) for p in self.assignments.get(topic, {})]
+
+    def partitions_on(self, broker_id: int) -> list[TopicPartition]:
+        return [tp for tp in self.all_partitions() if broker_id in self.replicas(tp)]
+
+    def set_state(self, tp: TopicPartition, state: str) -> None:
+        current = self.partition_states.get(tp, NON_EXISTENT)
+        if current not in VALID_PREVIOUS[state]:
+            raise IllegalStateChange(f"{tp}: {current} -> {state}")
+        if state == NON_EXISTENT:
+            self.partition_states.pop(tp, None)
+        else:
+            self.partition_states[tp] = state
+
+    def remove_topic(self, topic: str) -> None:
+        for tp in self.partitions_of(topic):
+            self.leadership.pop(tp, None)
+            self.partition_states.pop(tp, None)
+        self.assignments.pop(topic, None)
+        self.topic_ids.pop(topic, None)

@@ -1,0 +1,84 @@
+"""Topic creation in ZooKeeper, shared by CreateTopics (on the controller) and auto-creation on
+Metadata (on any broker, as Kafka's ZooKeeper mode does): validation with Kafka's error codes, the
+rack-unaware assignment, then /config/topics/<topic> and /brokers/topics/<topic> (with a new topic
+id). The controller's watch on /brokers/topics then creates the partitions.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from broker import zkdata
+from broker.zk import NodeExistsError, ZkClient
+from controller.assignment import InvalidReplicationFactor, assign_replicas
+from protocol.errors import ErrorCode
+from storage.config import LogConfig
+
+LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_NAME_LENGTH = 249
+TOPIC_CONFIG_KEYS = {f.replace("_", ".") for f in LogConfig.__dataclass_fields__} | {"min.insync.replicas",
+                                                                                    "cleanup.policy",
+                                                                                    "unclean.leader.election.enable"}
+
+
+class TopicError(Exception):
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = ErrorCode(code)
+
+
+def validate_name(name: str) -> None:
+    if not name or name in (".", "..") or len(name) > MAX_NAME_LENGTH or not LEGAL_TOPIC.match(name):
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"topic name {name!r} is illegal: it must be 1-249 of [a-zA-Z0-9._-], not '.' or '..'")
+
+
+def validate_configs(configs: dict[str, str]) -> None:
+    for key in configs:
+        if key not in TOPIC_CONFIG_KEYS:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {key!r}")
+    try:
+        LogConfig.from_topic_config({k: v for k, v in configs.items() if k.replace(".", "_") in
+                                     LogConfig.__dataclass_fields__})
+        if "min.insync.replicas" in configs and int(configs["min.insync.replicas"]) < 1:
+            raise ValueError("min.insync.replicas must be >= 1")
+    except ValueError as e:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
+
+
+def plan_topic(name: str, num_partitions: int, replication_factor: int, live_brokers: list[int], configs: dict,
+               manual: dict[int, list[int]] | None = None) -> dict[int, list[int]]:
+    """Validate and choose an assignment; raises TopicError with Kafka's code."""
+    validate_name(name)
+    validate_configs(configs)
+    if manual:
+        if sorted(manual) != list(range(len(manual))):
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered 0..n-1")
+        for p, replicas in manual.items():
+            if not replicas or len(set(replicas)) != len(replicas) or any(r not in live_brokers for r in replicas):
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"partition {p}: replicas {replicas}")
+        return manual
+    if num_partitions <= 0:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"number of partitions must be larger than 0, got {num_partitions}")
+    try:
+        return assign_replicas(num_partitions, replication_factor, live_brokers)
+    except InvalidReplicationFactor as e:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
+
+
+async def write_topic(zk: ZkClient, name: str, assignment: dict[int, list[int]], configs: dict) -> uuid.UUID:
+    """Write the topic's config and assignment; raises TopicError(TOPIC_ALREADY_EXISTS)."""
+    if await zk.exists(zkdata.topic_path(name)) is not None:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+    topic_id = uuid.uuid4()
+    await zk.ensure_path(zkdata.CONFIG_TOPICS)
+    try:
+        await zk.create(f"{zkdata.CONFIG_TOPICS}/{name}", zkdata.encode_topic_config(configs))
+    except NodeExistsError:
+        await zk.set(f"{zkdata.CONFIG_TOPICS}/{name}", zkdata.encode_topic_config(configs))
+    try:
+        await zk.create(zkdata.topic_path(name), zkdata.encode_topic_assignment(assignment, topic_id), makepath=True)
+    except NodeExistsError:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists") from None
+    return topic_id

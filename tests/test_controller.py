@@ -1,0 +1,243 @@
+"""The controller with real ZooKeeper and three real broker processes."""
+
+import collections
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+import trio
+from kazoo.client import KazooClient
+
+from client import Cluster
+from client.connection import Connection
+from protocol.errors import ErrorCode
+
+
+@pytest.fixture
+def zk(zookeeper, zk_connect):
+    root = KazooClient(hosts=zookeeper.connect)
+    root.start(10)
+    root.ensure_path("/" + zk_connect.split("/", 1)[1])
+    root.stop()
+    client = KazooClient(hosts=zk_connect)
+    client.start(10)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def three(start_broker):
+    return {i: start_broker(i) for i in (1, 2, 3)}
+
+
+def controller_of(zk):
+    data = zk.get("/controller")[0] if zk.exists("/controller") else None
+    return json.loads(data)["brokerid"] if data else None
+
+
+async def wait_until(predicate, timeout_s=20.0, interval=0.05):
+    start = trio.current_time()
+    with trio.fail_after(timeout_s):
+        while True:
+            value = await trio.to_thread.run_sync(predicate) if getattr(predicate, "_sync", False) else predicate()
+            if value:
+                return trio.current_time() - start
+            await trio.sleep(interval)
+
+
+async def metadata(broker, topics=None):
+    async with Connection.open(broker.host, broker.port) as conn:
+        return await conn.request(3, {"topics": None if topics is None else [{"name": t} for t in topics],
+                                      "allow_auto_topic_creation": False})
+
+
+def leaders(md, topic):
+    t = next(t for t in md.topics if t.name == topic)
+    return {p.partition_index: (p.leader_id, p.leader_epoch, tuple(p.isr_nodes)) for p in t.partitions}
+
+
+async def create_topic(broker, name, partitions=6, rf=3, configs=None, retry_not_controller=True):
+    """CreateTopics; NOT_CONTROLLER is retried (as clients do) while a new controller finishes its
+    failover: /controller names it a moment before it is active."""
+    with trio.fail_after(15):
+        while True:
+            async with Connection.open(broker.host, broker.port) as conn:
+                r = await conn.request(19, {"topics": [{"name": name, "num_partitions": partitions,
+                                                        "replication_factor": rf, "configs": [
+                                                            {"name": k, "value": v} for k, v in (configs or {}).items()]}],
+                                            "timeout_ms": 10000})
+            if r.topics[0].error_code != ErrorCode.NOT_CONTROLLER or not retry_not_controller:
+                return r.topics[0]
+            await trio.sleep(0.05)
+
+
+async def all_agree(brokers, topic):
+    """Every broker's Metadata gives the same leaders; returns them."""
+    views = [leaders(await metadata(b, [topic]), topic) if b.alive else None for b in brokers]
+    views = [v for v in views if v is not None]
+    return views[0] if views and all(v == views[0] for v in views) and views[0] else None
+
+
+async def test_one_controller_failover_and_epoch(three, zk):
+    await wait_until(lambda: controller_of(zk) is not None and zk.exists("/controller_epoch"))
+    first = controller_of(zk)
+    epoch = int(zk.get("/controller_epoch")[0])
+    # every broker learns the controller id from UpdateMetadata
+    for b in three.values():
+        with trio.fail_after(10):
+            while (await metadata(b)).controller_id != first:
+                await trio.sleep(0.05)
+    three[first].kill()
+    start = time.monotonic()
+    await wait_until(lambda: controller_of(zk) not in (None, first), timeout_s=30)
+    elapsed = time.monotonic() - start
+    print(f"controller failover after kill -9: {elapsed:.2f} s (session timeout 3 s)")
+    assert int(zk.get("/controller_epoch")[0]) == epoch + 1
+    assert elapsed < 3 + 3    # zookeeper.session.timeout.ms + a measured bound (~0.5 s seen)
+
+
+async def test_create_topic_spreads_leaders_and_metadata_agrees(three, zk):
+    await wait_until(lambda: controller_of(zk) is not None)
+    controller = three[controller_of(zk)]
+    other = next(b for i, b in three.items() if i != controller.broker_id)
+    assert (await create_topic(other, "t", retry_not_controller=False)).error_code == ErrorCode.NOT_CONTROLLER
+    result = await create_topic(controller, "t")
+    assert result.error_code == ErrorCode.NONE and result.num_partitions == 6 and result.replication_factor == 3
+    for name, partitions, rf, code in (("t", 1, 1, ErrorCode.TOPIC_ALREADY_EXISTS), ("bad/name", 1, 1,
+                                        ErrorCode.INVALID_TOPIC_EXCEPTION), ("x", 1, 4, ErrorCode.INVALID_REPLICATION_FACTOR),
+                                       ("y", 0, 1, ErrorCode.INVALID_PARTITIONS)):
+        assert (await create_topic(controller, name, partitions, rf)).error_code == code, name
+    assert (await create_topic(controller, "z", 1, 1, {"retention.ms": "soon"})).error_code == ErrorCode.INVALID_CONFIG
+    view = None
+    with trio.fail_after(10):
+        while not (view := await all_agree(list(three.values()), "t")):
+            await trio.sleep(0.05)
+    assert collections.Counter(leader for leader, _, _ in view.values()) == {1: 2, 2: 2, 3: 2}
+    assert all(sorted(isr) == [1, 2, 3] for _, _, isr in view.values())
+    assert json.loads(zk.get("/brokers/topics/t/partitions/0/state")[0])["leader"] == view[0][0]
+    kcat = subprocess.run(["kcat", "-L", "-b", controller.bootstrap, "-t", "t"], capture_output=True, text=True,
+                          timeout=30)
+    assert 'topic "t" with 6 partitions' in kcat.stdout and "3 brokers" in kcat.stdout
+
+
+async def test_leader_failover_and_restart_as_follower(three, zk):
+    await wait_until(lambda: controller_of(zk) is not None)
+    controller_id = controller_of(zk)
+    assert (await create_topic(three[controller_id], "t", partitions=3)).error_code == 0
+    with trio.fail_after(10):
+        while not (before := await all_agree(list(three.values()), "t")):
+            await trio.sleep(0.05)
+    victim = next(leader for leader, _, _ in before.values() if leader != controller_id)
+    led = [p for p, (leader, _, _) in before.items() if leader == victim]
+    three[victim].kill()
+    start = time.monotonic()
+    survivors = [b for i, b in three.items() if i != victim]
+    with trio.fail_after(20):
+        while True:
+            view = await all_agree(survivors, "t")
+            if view and all(view[p][0] not in (victim, -1) for p in led):
+                break
+            await trio.sleep(0.05)
+    print(f"new leaders {[view[p][0] for p in led]} {time.monotonic() - start:.2f} s after kill -9 (session 3 s)")
+    for p in led:
+        assert view[p][1] == before[p][1] + 1 and view[p][0] in before[p][2]
+    for p, (leader, epoch, isr) in view.items():
+        assert victim not in isr
+    await trio.to_thread.run_sync(three[victim].start)
+    with trio.fail_after(15):
+        while True:
+            md = await metadata(three[victim], ["t"])
+            if md.topics and md.topics[0].error_code == 0 and len(md.brokers) == 3:
+                break
+            await trio.sleep(0.05)
+    assert all(leader != victim for leader, _, _ in leaders(md, "t").values())   # back as a follower
+    assert (three[victim].directory / "logs" / "t-0").exists()
+
+
+async def test_controlled_shutdown_leaves_no_partition_leaderless(three, zk):
+    await wait_until(lambda: controller_of(zk) is not None)
+    controller_id = controller_of(zk)
+    assert (await create_topic(three[controller_id], "t", partitions=6)).error_code == 0
+    with trio.fail_after(10):
+        while not await all_agree(list(three.values()), "t"):
+            await trio.sleep(0.05)
+    victim = next(i for i in three if i != controller_id)
+    observer = three[controller_id]
+    leaderless = []
+    done = trio.Event()
+
+    async def poll():
+        while not done.is_set():
+            md = await metadata(observer, ["t"])
+            for p in md.topics[0].partitions:
+                if p.leader_id < 0 or p.error_code != 0:
+                    leaderless.append(p.partition_index)
+            await trio.sleep(0.005)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(poll)
+        assert await trio.to_thread.run_sync(three[victim].stop) == 0
+        await trio.sleep(0.5)
+        done.set()
+    assert not leaderless
+    view = leaders(await metadata(observer, ["t"]), "t")
+    assert all(leader != victim for leader, _, _ in view.values())
+    assert "controlled shutdown succeeded" in three[victim].log_tail(100000)
+
+
+async def test_zombie_controller_cannot_act(three, zk):
+    await wait_until(lambda: controller_of(zk) is not None and zk.exists("/controller_epoch"))
+    old = controller_of(zk)
+    epoch = int(zk.get("/controller_epoch")[0])
+    three[old].process.send_signal(signal.SIGSTOP)
+    try:
+        await wait_until(lambda: controller_of(zk) not in (None, old), timeout_s=30)
+        new = controller_of(zk)
+        assert (await create_topic(three[new], "t", partitions=2, rf=2)).error_code == 0
+    finally:
+        three[old].process.send_signal(signal.SIGCONT)
+    await wait_until(lambda: "resigns as controller" in three[old].log_tail(200000), timeout_s=20)
+    assert int(zk.get("/controller_epoch")[0]) == epoch + 1 and controller_of(zk) == new
+    # whatever the zombie might still send carries the old epoch, and brokers refuse it
+    async with Connection.open(three[new].host, three[new].port) as conn:
+        r = await conn.request(6, {"controller_id": old, "controller_epoch": epoch, "broker_epoch": -1,
+                                   "topic_states": [], "live_brokers": []})
+    assert r.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    with trio.fail_after(15):
+        while not await all_agree(list(three.values()), "t"):
+            await trio.sleep(0.05)
+
+
+async def test_delete_topic_everywhere(three, zk):
+    await wait_until(lambda: controller_of(zk) is not None)
+    controller = three[controller_of(zk)]
+    assert (await create_topic(controller, "gone", partitions=3)).error_code == 0
+    with trio.fail_after(10):
+        while not await all_agree(list(three.values()), "gone"):
+            await trio.sleep(0.05)
+    dirs = [b.directory / "logs" / f"gone-{p}" for b in three.values() for p in range(3)]
+    assert all(d.exists() for d in dirs)
+    async with Connection.open(controller.host, controller.port) as conn:
+        r = await conn.request(20, {"topic_names": ["gone", "never"], "timeout_ms": 10000}, version=5)
+    assert [(x.name, x.error_code) for x in r.responses] == [("gone", 0), ("never", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    with trio.fail_after(10):
+        while any(d.exists() for d in dirs):
+            await trio.sleep(0.05)
+    for b in three.values():
+        md = await metadata(b, ["gone"])
+        assert md.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert not zk.exists("/brokers/topics/gone") and not zk.exists("/admin/delete_topics/gone")
+
+
+async def test_metadata_auto_creates_topics(three, zk):
+    await wait_until(lambda: controller_of(zk) is not None)
+    broker = three[1]
+    async with Cluster.open(broker.bootstrap) as cluster:
+        conn = await cluster.any_connection()
+        r = await conn.request(3, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": True})
+        assert r.topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+        with trio.fail_after(10):
+            while (await conn.request(3, {"topics": [{"name": "auto"}]})).topics[0].error_code != 0:
+                await trio.sleep(0.05)
