@@ -200,6 +200,11 @@ class KafkaController:
         for path, kind in ((zkdata.BROKER_IDS, "broker_change"), (zkdata.TOPICS, "topic_change"),
                            (zkdata.DELETE_TOPICS, "delete_topics"), (zkdata.ISR_CHANGE_NOTIFICATION, "isr_change")):
             await self._watch_children(path, kind)
+        handle = _WatchHandle()
+        self._watches.append(handle)
+        await trio.to_thread.run_sync(lambda: self.zk._kazoo.DataWatch(
+            zkdata.PREFERRED_REPLICA_ELECTION, lambda data, stat, event=None: self._post_from_kazoo(
+                handle, "preferred_election", None if data is None else zkdata.decode_partitions(data))))
         await self._load_context()
         # Announce everything: metadata to all, roles to every replica, then elect missing leaders.
         live = self.ctx.live_ids
@@ -502,7 +507,15 @@ class KafkaController:
             self._send_batch()
 
     async def _on_preferred_election_notification(self, partitions) -> None:
-        await self._preferred_election(partitions)
+        """/admin/preferred_replica_election (written by admin tools): elect, then remove it."""
+        if partitions is None:
+            return
+        results = await self._preferred_election([tp for tp in partitions if tp[0] in self.ctx.assignments])
+        log.info("controller: preferred replica election %s", {f"{t}-{p}": c.name for (t, p), c in results.items()})
+        try:
+            await self.zk.delete(zkdata.PREFERRED_REPLICA_ELECTION)
+        except NoNodeError:
+            pass
 
     async def _preferred_election(self, partitions: list[TopicPartition] | None) -> dict[TopicPartition, ErrorCode]:
         """Move leadership to each partition's first assigned replica where it is live and in the

@@ -241,3 +241,46 @@ async def test_metadata_auto_creates_topics(three, zk):
         with trio.fail_after(10):
             while (await conn.request(3, {"topics": [{"name": "auto"}]})).topics[0].error_code != 0:
                 await trio.sleep(0.05)
+
+
+async def test_preferred_replica_election_through_zookeeper(three, zk):
+    await wait_until(lambda: controller_of(zk) is not None)
+    controller = three[controller_of(zk)]
+    assert (await create_topic(controller, "p", partitions=3)).error_code == 0
+    with trio.fail_after(10):
+        while not await all_agree(list(three.values()), "p"):
+            await trio.sleep(0.05)
+    zk.create("/admin/preferred_replica_election",
+              json.dumps({"version": 1, "partitions": [{"topic": "p", "partition": 0}]}).encode(), makepath=True)
+    await wait_until(lambda: not zk.exists("/admin/preferred_replica_election"), timeout_s=10)
+    assert "preferred replica election {'p-0': 'ELECTION_NOT_NEEDED'}" in controller.log_tail(200000)
+
+
+async def test_brokers_keep_serving_while_zookeeper_is_down(tmp_path):
+    """A ZooKeeper of its own: stop it, the broker keeps serving with its last metadata; start it
+    again on the same port and the broker's session carries on."""
+    from local_cluster.brokers import BrokerProcess
+    from local_cluster.zookeeper import ZooKeeperProcess
+    zk_proc = ZooKeeperProcess.start(tmp_path / "zk")
+    broker = BrokerProcess.create(1, tmp_path / "b1", zk_proc.connect, zookeeper_session_timeout_ms="10000")
+    try:
+        await trio.to_thread.run_sync(broker.start)
+        assert (await create_topic(broker, "t", partitions=1, rf=1)).error_code == 0
+        with trio.fail_after(10):
+            while not await all_agree([broker], "t"):
+                await trio.sleep(0.05)
+        zk_proc.kill()
+        await wait_until(lambda: "serving with the last known metadata" in broker.log_tail(100000))
+        lines = "".join(f"k{i}:v{i}\n" for i in range(5))
+        p = subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", "t", "-K", ":"], input=lines,
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        c = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", "t", "-o", "beginning", "-e", "-f", "%s\\n"],
+                           capture_output=True, text=True, timeout=30)
+        assert c.stdout.split() == [f"v{i}" for i in range(5)]
+        zk_proc = await trio.to_thread.run_sync(lambda: ZooKeeperProcess.start(tmp_path / "zk", port=zk_proc.port))
+        await wait_until(lambda: "ZooKeeper connection re-established" in broker.log_tail(100000), timeout_s=20)
+        assert broker.alive
+    finally:
+        broker.kill()
+        zk_proc.kill()
