@@ -29,6 +29,22 @@ def zk_connect(zookeeper):
 
 
 @pytest.fixture
+def zk(zookeeper, zk_connect):
+    """A kazoo client inside the test's chroot (created first, as a broker would)."""
+    from kazoo.client import KazooClient
+    root = KazooClient(hosts=zookeeper.connect)
+    root.start(10)
+    root.ensure_path("/" + zk_connect.split("/", 1)[1])
+    root.stop()
+    root.close()
+    client = KazooClient(hosts=zk_connect)
+    client.start(10)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
 def start_broker(tmp_path, zk_connect):
     """Start broker processes: `start_broker(broker_id, **overrides)`; all are killed at the end."""
     started = []

@@ -7,26 +7,12 @@ import sys
 
 import pytest
 import trio
-from kazoo.client import KazooClient
 
 from client.connection import Connection
 from controller_stub import assign
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 from test_broker_errors import fetch_body, produce_body
-
-
-@pytest.fixture
-def zk(zookeeper, zk_connect):
-    root = KazooClient(hosts=zookeeper.connect)
-    root.start(10)
-    root.ensure_path("/" + zk_connect.split("/", 1)[1])
-    root.stop()
-    client = KazooClient(hosts=zk_connect)
-    client.start(10)
-    yield client
-    client.stop()
-    client.close()
 
 
 def test_registration_json_and_duplicate_id(start_broker, zk):
