@@ -20,8 +20,11 @@ def three(start_broker):
 
 
 def controller_of(zk):
-    data = zk.get("/controller")[0] if zk.exists("/controller") else None
-    return json.loads(data)["brokerid"] if data else None
+    from kazoo.exceptions import NoNodeError
+    try:
+        return json.loads(zk.get("/controller")[0])["brokerid"]
+    except NoNodeError:   # none elected, or its owner just died
+        return None
 
 
 async def wait_until(predicate, timeout_s=20.0, interval=0.05):
