@@ -51,6 +51,7 @@ class Broker:
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"])
         self.metadata_cache = MetadataCache(listener=config.listeners[0].name)
         self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata_cache)
+        self.replica_manager.zk = self.zk
         self.topic_configs = self.replica_manager.topic_configs
         default_log_config = self.log_manager.config
         self.log_manager.topic_config = lambda topic: LogConfig.from_topic_config(

@@ -34,11 +34,13 @@ def now_ms() -> int:
 
 @dataclass
 class ReplicaState:
-    """A follower as its leader sees it."""
+    """A follower as its leader sees it (Kafka `Replica`)."""
 
     log_end_offset: int = -1
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
+    last_fetch_leader_leo: int = -1   # the leader's LEO when this follower last fetched
+    last_sent_hw: int = -1            # the HW this follower was last told
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Partition:
     replicas: list[int] = field(default_factory=list)
     high_watermark: int = 0
     remote: dict[int, ReplicaState] = field(default_factory=dict)
+    isr_update_failed: bool = False   # a conditional ISR write lost: wait for the controller
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -87,8 +90,14 @@ class Partition:
             hw = self.high_watermark if checkpointed_hw is None else checkpointed_hw
             self.high_watermark = max(self.log.log_start_offset, min(hw, self.log.log_end_offset))
         self._apply(state)
-        self.remote = {r: self.remote.get(r, ReplicaState()) if was_leader else ReplicaState()
+        # A new leader stamps where its epoch starts (KIP-101): followers truncate against it.
+        if self.leader_epoch > self.log.epoch_cache.latest_epoch:
+            self.log.epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
+        now = now_ms()
+        self.remote = {r: self.remote.get(r, ReplicaState(last_caught_up_ms=now)) if was_leader
+                       else ReplicaState(last_caught_up_ms=now)
                        for r in self.replicas if r != self.local_broker_id}
+        self.isr_update_failed = False
         self.maybe_increment_high_watermark()
         return not was_leader
 
@@ -151,16 +160,37 @@ class Partition:
                              min_one_batch=min_one_batch)
 
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now: int | None = None) -> bool:
-        """A follower fetched at `fetch_offset` (its LEO); returns whether the HW moved."""
+        """A follower fetched at `fetch_offset` (its LEO); returns whether the HW moved.
+
+        Kafka's caught-up rule: the follower is caught up now if it reached our LEO, and was
+        caught up at its previous fetch if it has now reached the LEO we had then."""
         state = self.remote.get(replica_id)
         if state is None:
             return False
         now = now_ms() if now is None else now
-        state.log_end_offset = fetch_offset
-        state.last_fetch_ms = now
-        if fetch_offset >= self.log.log_end_offset:
+        leo = self.log.log_end_offset
+        if fetch_offset >= leo:
             state.last_caught_up_ms = now
+        elif fetch_offset >= state.last_fetch_leader_leo >= 0:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        state.log_end_offset = fetch_offset
+        state.last_fetch_leader_leo = leo
+        state.last_fetch_ms = now
         return self.maybe_increment_high_watermark()
+
+    def out_of_sync_replicas(self, max_lag_ms: int, now: int | None = None) -> list[int]:
+        """ISR followers not caught up within `replica.lag.time.max.ms` (to shrink away)."""
+        now = now_ms() if now is None else now
+        return [r for r in self.isr if r != self.local_broker_id and r in self.remote
+                and now - self.remote[r].last_caught_up_ms > max_lag_ms]
+
+    def should_expand_isr(self, replica_id: int) -> bool:
+        """A follower outside the ISR that reached the HW and the current epoch's start offset."""
+        state = self.remote.get(replica_id)
+        if state is None or replica_id in self.isr or not self.is_leader:
+            return False
+        epoch_start = next((o for e, o in self.log.epoch_cache.entries if e == self.leader_epoch), 0)
+        return state.log_end_offset >= self.high_watermark and state.log_end_offset >= epoch_start
 
     def offset_for_timestamp(self, timestamp: int, *, committed_only: bool,
                              current_leader_epoch: int = NO_EPOCH) -> tuple[int, int, int]:

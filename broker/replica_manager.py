@@ -17,6 +17,7 @@ role notifies its key. High watermarks are checkpointed every
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import trio
@@ -25,7 +26,9 @@ from broker.config import BrokerConfig
 from broker.delayed import Watchers
 from broker.errors import StaleBrokerEpoch, StaleControllerEpoch, UnknownTopicOrPartition, error_code_for
 from broker.metadata_cache import MetadataCache, partition_states
+from broker import zkdata
 from broker.partition import Partition
+from broker.replica_fetcher import ReplicaFetcher
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
 from storage.log_manager import LogManager
@@ -48,6 +51,12 @@ class ReplicaManager:
         self.watchers = Watchers()
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
         self.topic_configs: dict[str, dict[str, str]] = {}   # /config/topics overrides, shared with the broker
+        self.zk = None                                        # broker.zk.ZkClient: ISR writes (set by the broker)
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._nursery: trio.Nursery | None = None
+        self._expand_send, self._expand_receive = trio.open_memory_channel(math.inf)
+        self._expand_pending: set[TopicPartition] = set()
+        self._isr_lock = trio.Lock()
 
     def min_insync_replicas(self, topic: str) -> int:
         """`min.insync.replicas`: the topic's override, else the broker's."""
@@ -79,13 +88,14 @@ class ReplicaManager:
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             log.warning("rejected LeaderAndIsr: %s", e)
             return self._leader_and_isr_response(version, error_code_for(e), [])
+        leaders = {lead.broker_id: (lead.host_name, lead.port) for lead in body.live_leaders}
         results = []
         for state in partition_states(body):
             tp = (state["topic_name"], state["partition_index"])
-            results.append((tp, state.get("topic_id", ZERO_UUID), self._apply_partition_state(tp, state)))
+            results.append((tp, state.get("topic_id", ZERO_UUID), self._apply_partition_state(tp, state, leaders)))
         return self._leader_and_isr_response(version, ErrorCode.NONE, results)
 
-    def _apply_partition_state(self, tp: TopicPartition, state) -> ErrorCode:
+    def _apply_partition_state(self, tp: TopicPartition, state, leaders: dict[int, tuple[str, int]]) -> ErrorCode:
         if self.broker_id not in state["replicas"]:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         partition = self.partitions.get(tp)
@@ -101,6 +111,7 @@ class ReplicaManager:
                                   high_watermark=topic_log.log_start_offset)
             self.partitions[tp] = partition
         checkpointed = self._checkpointed_hw.pop(tp, None)
+        self._stop_fetching(tp)
         if state["leader"] == self.broker_id:
             partition.make_leader(state, checkpointed)
             log.info("became leader of %s at epoch %d (ISR %s, LEO %d, HW %d)", tp, partition.leader_epoch,
@@ -108,6 +119,8 @@ class ReplicaManager:
         else:
             partition.make_follower(state, checkpointed)
             log.info("became follower of %s at epoch %d (leader %d)", tp, partition.leader_epoch, partition.leader_id)
+            if partition.leader_id in leaders:
+                self._start_fetching(partition, *leaders[partition.leader_id])
         self._changed(tp)
         return ErrorCode.NONE
 
@@ -158,6 +171,7 @@ class ReplicaManager:
         if partition is not None and leader_epoch >= 0 and leader_epoch < partition.leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH
         self.partitions.pop(tp, None)
+        self._stop_fetching(tp)
         self._changed(tp)
         if delete:
             self.log_manager.delete_log(tp)
@@ -251,7 +265,8 @@ class ReplicaManager:
                 size = len(entry["records"] or b"")
                 total += size
                 budget = max(0, budget - size)
-                errors = errors or entry["error_code"] != ErrorCode.NONE
+                # an error, or (for a follower) a high watermark it has not been told yet, answers now
+                errors = errors or entry["error_code"] != ErrorCode.NONE or entry.pop("_hw_news", False)
                 parts.append(entry)
             responses.append({"topic": topic.topic, "partitions": parts})
         return responses, total, errors
@@ -266,6 +281,9 @@ class ReplicaManager:
                 partition.require_leader(p.current_leader_epoch)
                 if partition.update_follower_fetch(replica_id, p.fetch_offset):
                     self._changed(partition.tp)
+                if partition.should_expand_isr(replica_id) and partition.tp not in self._expand_pending:
+                    self._expand_pending.add(partition.tp)
+                    self._expand_send.send_nowait(partition.tp)
             info = partition.read(p.fetch_offset, min(p.partition_max_bytes, budget), committed_only=not follower,
                                   min_one_batch=first, current_leader_epoch=p.current_leader_epoch)
             entry["records"] = info.records
@@ -278,6 +296,10 @@ class ReplicaManager:
         if partition is not None and entry["error_code"] in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
             entry["high_watermark"] = entry["last_stable_offset"] = partition.high_watermark
             entry["log_start_offset"] = partition.log.log_start_offset
+            remote = partition.remote.get(replica_id) if follower else None
+            if remote is not None:
+                entry["_hw_news"] = partition.high_watermark > remote.last_sent_hw
+                remote.last_sent_hw = partition.high_watermark
         return entry
 
     # ---- list offsets --------------------------------------------------------------------------
@@ -310,10 +332,86 @@ class ReplicaManager:
         return hws
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Checkpoint high watermarks periodically until cancelled."""
-        task_status.started()
+        """Own the replica fetchers and run the periodic work (HW checkpoints, ISR shrink, ISR
+        expansion) until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._checkpoint_high_watermarks)
+            if self.zk is not None:
+                nursery.start_soon(self._shrink_isr_periodically)
+                nursery.start_soon(self._expand_isr_on_request)
+            task_status.started()
+
+    async def _checkpoint_high_watermarks(self) -> None:
         interval = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000
         while True:
             await trio.sleep(interval)
             snapshot = self.log_manager.high_watermark_snapshot(self.high_watermarks())
             await trio.to_thread.run_sync(self.log_manager.write_checkpoints, snapshot)
+
+    # ---- replica fetchers (follower side) -----------------------------------------------------
+    def _start_fetching(self, partition: Partition, host: str, port: int) -> None:
+        fetcher = self.fetchers.get(partition.leader_id)
+        if fetcher is not None and (fetcher.host, fetcher.port) != (host, port):
+            fetcher.scope.cancel()
+            fetcher = None
+        if fetcher is None:
+            fetcher = ReplicaFetcher(self.broker_id, partition.leader_id, host, port, self.config, self._changed)
+            self.fetchers[partition.leader_id] = fetcher
+            if self._nursery is not None:
+                self._nursery.start_soon(fetcher.run)
+        fetcher.add(partition)
+
+    def _stop_fetching(self, tp: TopicPartition) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove(tp)
+
+    # ---- ISR maintenance (leader side) --------------------------------------------------------
+    async def _shrink_isr_periodically(self) -> None:
+        max_lag = self.config["replica.lag.time.max.ms"]
+        while True:
+            await trio.sleep(max_lag / 2000)
+            for partition in [p for p in self.partitions.values() if p.is_leader and not p.isr_update_failed]:
+                lagging = partition.out_of_sync_replicas(max_lag)
+                if lagging:
+                    log.info("shrinking ISR of %s from %s: %s not caught up within %d ms", partition.tp,
+                             partition.isr, lagging, max_lag)
+                    await self._write_isr(partition, [r for r in partition.isr if r not in lagging])
+
+    async def _expand_isr_on_request(self) -> None:
+        async for tp in self._expand_receive:
+            self._expand_pending.discard(tp)
+            partition = self.partitions.get(tp)
+            if partition is None or partition.isr_update_failed:
+                continue
+            joiners = [r for r in partition.replicas if partition.should_expand_isr(r)]
+            if joiners:
+                log.info("expanding ISR of %s from %s with %s", tp, partition.isr, joiners)
+                await self._write_isr(partition, partition.isr + joiners)
+
+    async def _write_isr(self, partition: Partition, new_isr: list[int]) -> bool:
+        """Write the new ISR to the partition state znode, conditionally on its zkVersion, then
+        notify the controller through /isr_change_notification. A lost race means this broker's
+        view is stale: it stops changing the ISR until the controller's next LeaderAndIsr."""
+        async with self._isr_lock:
+            if self.partitions.get(partition.tp) is not partition or not partition.is_leader:
+                return False
+            state = zkdata.LeaderIsr(self.broker_id, partition.leader_epoch, tuple(new_isr), partition.controller_epoch,
+                                     partition.partition_epoch)
+            try:
+                stat = await self.zk.set(zkdata.partition_state_path(*partition.tp), state.encode(),
+                                         version=partition.partition_epoch)
+            except Exception as e:
+                partition.isr_update_failed = True
+                log.warning("ISR update of %s failed (%s): leaving it to the controller", partition.tp, type(e).__name__)
+                return False
+            partition.isr = list(new_isr)
+            partition.partition_epoch = stat.version
+            partition.maybe_increment_high_watermark()
+            self._changed(partition.tp)
+            try:
+                await self.zk.create(f"{zkdata.ISR_CHANGE_NOTIFICATION}/isr_change_",
+                                     zkdata.encode_partitions([partition.tp]), sequence=True, makepath=True)
+            except Exception as e:
+                log.warning("ISR change notification for %s failed: %s", partition.tp, e)
+            return True

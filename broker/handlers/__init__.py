@@ -8,7 +8,8 @@ decides what ApiVersions advertises: an API is advertised only if a handler serv
 
 from __future__ import annotations
 
-from broker.handlers import admin, api_versions, controller_requests, fetch, list_offsets, metadata, produce
+from broker.handlers import (admin, api_versions, controller_requests, fetch, list_offsets, metadata,
+                             offset_for_leader_epoch, produce)
 from protocol.api import SCHEMAS
 
 HANDLERS = {
@@ -17,6 +18,7 @@ HANDLERS = {
     produce.API_KEY: produce.handle,
     fetch.API_KEY: fetch.handle,
     list_offsets.API_KEY: list_offsets.handle,
+    offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.handle,
     **controller_requests.HANDLERS,
     **admin.HANDLERS,
 }

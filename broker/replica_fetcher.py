@@ -1,0 +1,162 @@
+"""Replica fetchers (Kafka `ReplicaFetcherThread`, as trio tasks): one per leader broker, covering
+every partition this broker follows on that leader.
+
+For each partition the fetcher first truncates by leader epoch (OffsetForLeaderEpoch to the leader,
+`truncation.truncation_offset`), then fetches from its LEO with its current leader epoch
+(`replica_id` = this broker), appends the batches exactly as the leader stored them, and takes the
+leader's high watermark (follower HW = min(leader HW, own LEO)). Errors back a partition off for
+`replica.fetch.backoff.ms`; a broken connection reconnects with backoff. The replica manager adds,
+re-targets and removes partitions on LeaderAndIsr / StopReplica.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import trio
+
+from broker.truncation import truncation_offset
+from client.connection import Connection, ConnectionClosed
+from protocol.errors import ErrorCode, ProtocolError
+from storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from broker.partition import Partition
+
+log = logging.getLogger(__name__)
+
+FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
+
+
+@dataclass
+class FetchState:
+    partition: "Partition"
+    leader_epoch: int
+    truncated: bool = False
+    delay_until: float = 0.0
+
+
+class ReplicaFetcher:
+    def __init__(self, broker_id: int, leader_id: int, host: str, port: int, config, on_change):
+        self.broker_id, self.leader_id = broker_id, leader_id
+        self.host, self.port = host, port
+        self.config = config
+        self.on_change = on_change            # called with a tp after its log or HW changed
+        self.partitions: dict[tuple[str, int], FetchState] = {}
+        self._wakeup = trio.Event()
+        self.scope = trio.CancelScope()
+
+    def add(self, partition: "Partition") -> None:
+        self.partitions[partition.tp] = FetchState(partition, partition.leader_epoch)
+        self._wakeup.set()
+
+    def remove(self, tp) -> None:
+        self.partitions.pop(tp, None)
+
+    async def run(self) -> None:
+        backoff = self.config["replica.fetch.backoff.ms"] / 1000
+        with self.scope:
+            while True:
+                try:
+                    async with Connection.open(self.host, self.port, client_id=f"replica-fetcher-{self.broker_id}") as conn:
+                        while True:
+                            if not self.partitions:
+                                self._wakeup = trio.Event()
+                                await self._wakeup.wait()
+                            await self._truncate(conn)
+                            await self._fetch(conn)
+                except (ConnectionClosed, trio.TooSlowError, ProtocolError) as e:
+                    log.info("fetcher for leader %d (%s:%d): %s; retrying in %.1f s", self.leader_id, self.host,
+                             self.port, e, backoff)
+                    await trio.sleep(backoff)
+
+    def _ready(self, truncated: bool) -> list[tuple[tuple[str, int], FetchState]]:
+        now = trio.current_time()
+        return [(tp, s) for tp, s in self.partitions.items() if s.truncated == truncated and s.delay_until <= now]
+
+    def _back_off(self, state: FetchState) -> None:
+        state.delay_until = trio.current_time() + self.config["replica.fetch.backoff.ms"] / 1000
+
+    async def _truncate(self, conn: Connection) -> None:
+        pending = self._ready(truncated=False)
+        if not pending:
+            return
+        topics: dict[str, list] = {}
+        for (topic, index), state in pending:
+            topics.setdefault(topic, []).append({"partition": index, "current_leader_epoch": state.leader_epoch,
+                                                 "leader_epoch": state.partition.log.epoch_cache.latest_epoch})
+        response = await conn.request(OFFSET_FOR_LEADER_EPOCH, {"replica_id": self.broker_id, "topics": [
+            {"topic": t, "partitions": ps} for t, ps in topics.items()]}, timeout_s=30)
+        for t in response.topics:
+            for p in t.partitions:
+                state = self.partitions.get((t.topic, p.partition))
+                if state is None:
+                    continue
+                if p.error_code != ErrorCode.NONE:
+                    log.info("OffsetForLeaderEpoch %s-%d on leader %d: %s", t.topic, p.partition, self.leader_id,
+                             ErrorCode(p.error_code).name)
+                    self._back_off(state)
+                    continue
+                partition = state.partition
+                offset = truncation_offset(partition.log.epoch_cache, partition.log_end_offset,
+                                           partition.high_watermark, p.leader_epoch, p.end_offset)
+                if offset < partition.log_end_offset:
+                    log.info("truncating %s-%d from LEO %d to %d (leader %d epoch %d ends at %d)", t.topic, p.partition,
+                             partition.log_end_offset, offset, self.leader_id, p.leader_epoch, p.end_offset)
+                    partition.log.truncate_to(offset)
+                    partition.high_watermark = min(partition.high_watermark, partition.log_end_offset)
+                state.truncated = True
+
+    async def _fetch(self, conn: Connection) -> None:
+        ready = self._ready(truncated=True)
+        if not ready:
+            await trio.sleep(min(0.1, self.config["replica.fetch.backoff.ms"] / 1000))
+            return
+        topics: dict[str, list] = {}
+        for (topic, index), state in ready:
+            log_ = state.partition.log
+            topics.setdefault(topic, []).append({
+                "partition": index, "current_leader_epoch": state.leader_epoch, "fetch_offset": log_.log_end_offset,
+                "last_fetched_epoch": log_.epoch_cache.latest_epoch, "log_start_offset": log_.log_start_offset,
+                "partition_max_bytes": self.config["replica.fetch.max.bytes"]})
+        body = {"replica_id": self.broker_id, "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
+                "min_bytes": self.config["replica.fetch.min.bytes"],
+                "max_bytes": self.config["replica.fetch.response.max.bytes"], "isolation_level": 0,
+                "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+        response = await conn.request(FETCH, body, timeout_s=30 + self.config["replica.fetch.wait.max.ms"] / 1000)
+        for t in response.responses:
+            for p in t.partitions:
+                state = self.partitions.get((t.topic, p.partition_index))
+                if state is not None and state.truncated:
+                    self._apply(state, p)
+
+    def _apply(self, state: FetchState, p) -> None:
+        partition = state.partition
+        code = ErrorCode(p.error_code)
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE and partition.log_end_offset < p.log_start_offset:
+            log.info("%s-%d: LEO %d is below the leader's log start %d; starting over there", *partition.tp,
+                     partition.log_end_offset, p.log_start_offset)
+            partition.log.truncate_fully_and_start_at(p.log_start_offset)
+            partition.high_watermark = p.log_start_offset
+            return
+        if code != ErrorCode.NONE:
+            if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                state.truncated = False          # diverged: ask for the epoch's end offset again
+            log.info("fetch %s-%d from leader %d: %s", *partition.tp, self.leader_id, code.name)
+            self._back_off(state)
+            return
+        try:
+            if p.records:
+                partition.log.append_as_follower(p.records)
+        except (StorageError, ProtocolError) as e:
+            log.warning("follower append to %s-%d failed (%s); truncating again before fetching", *partition.tp, e)
+            state.truncated = False
+            self._back_off(state)
+            return
+        if p.log_start_offset > partition.log.log_start_offset:
+            partition.log.maybe_increment_log_start_offset(p.log_start_offset)
+        partition.high_watermark = min(p.high_watermark, partition.log_end_offset)
+        self.on_change(partition.tp)

@@ -1,0 +1,52 @@
+"""Shared helpers for the replication tests (three broker processes, one ZooKeeper chroot)."""
+
+import json
+
+import trio
+
+from client.connection import Connection
+from protocol.errors import ErrorCode
+
+
+def partition_state(zk, topic, partition):
+    return json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")[0])
+
+
+def controller_of(zk):
+    from kazoo.exceptions import NoNodeError
+    try:
+        return json.loads(zk.get("/controller")[0])["brokerid"]
+    except NoNodeError:
+        return None
+
+
+async def wait_for(predicate, timeout_s=20.0, interval=0.05, what="condition"):
+    with trio.fail_after(timeout_s):
+        while not predicate():
+            await trio.sleep(interval)
+
+
+async def create_topic(brokers, zk, name, partitions=1, rf=3, configs=None):
+    """CreateTopics on the active controller (retrying NOT_CONTROLLER while one is elected)."""
+    with trio.fail_after(20):
+        while True:
+            cid = controller_of(zk)
+            if cid is not None and cid in brokers:
+                b = brokers[cid]
+                async with Connection.open(b.host, b.port) as conn:
+                    r = await conn.request(19, {"topics": [{"name": name, "num_partitions": partitions,
+                                                            "replication_factor": rf, "configs": [
+                                                                {"name": k, "value": v} for k, v in (configs or {}).items()]}],
+                                                "timeout_ms": 10000})
+                code = r.topics[0].error_code
+                if code == ErrorCode.NONE:
+                    return
+                assert code == ErrorCode.NOT_CONTROLLER, ErrorCode(code).name
+            await trio.sleep(0.1)
+
+
+def log_bytes(broker, topic, partition, up_to_bytes=None):
+    """The concatenated .log segments of a replica (the bytes on disk)."""
+    d = broker.directory / "logs" / f"{topic}-{partition}"
+    data = b"".join(p.read_bytes() for p in sorted(d.glob("*.log")))
+    return data if up_to_bytes is None else data[:up_to_bytes]
