@@ -38,3 +38,68 @@ async def test_steady_state_replicas_are_byte_identical_and_hw_reaches_leo(start
         assert await trio.to_thread.run_sync(b.stop) == 0
         text = (b.directory / "logs" / "replication-offset-checkpoint").read_text()
         assert "r 0 500" in text, (b.broker_id, text)
+
+
+async def produce(broker, topic, value, acks, timeout_ms=2000):
+    from client.connection import Connection
+    async with Connection.open(broker.host, broker.port) as conn:
+        r = await conn.request(0, {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": rb.build_batch([(None, value)])}]}]},
+            timeout_s=timeout_ms / 1000 + 10)
+    return r.responses[0].partition_responses[0]
+
+
+async def latest_offset(broker, topic):
+    from client.connection import Connection
+    async with Connection.open(broker.host, broker.port) as conn:
+        r = await conn.request(2, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "timestamp": -1}]}]})
+    return r.topics[0].partitions[0].offset
+
+
+async def test_a_paused_follower_leaves_and_rejoins_the_isr(start_broker, zk):
+    import signal
+    brokers = start_three(start_broker, zookeeper_session_timeout_ms="10000")
+    await create_topic(brokers, zk, "s", rf=3, configs={"min.insync.replicas": "2"})
+    await wait_for(lambda: sorted(partition_state(zk, "s", 0)["isr"]) == [1, 2, 3])
+    leader = brokers[partition_state(zk, "s", 0)["leader"]]
+    follower = next(b for b in brokers.values() if b is not leader)
+    assert (await produce(leader, "s", b"before", -1)).error_code == ErrorCode.NONE
+    follower.process.send_signal(signal.SIGSTOP)
+    try:
+        await wait_for(lambda: follower.broker_id not in partition_state(zk, "s", 0)["isr"], timeout_s=10)
+        assert zk.exists(f"/brokers/ids/{follower.broker_id}")     # shrunk for lag, not for a dead session
+        assert len(partition_state(zk, "s", 0)["isr"]) == 2
+        assert (await produce(leader, "s", b"during", -1)).error_code == ErrorCode.NONE   # min ISR 2 holds
+    finally:
+        follower.process.send_signal(signal.SIGCONT)
+    await wait_for(lambda: sorted(partition_state(zk, "s", 0)["isr"]) == [1, 2, 3], timeout_s=15)
+    await wait_for(lambda: len({log_bytes(b, "s", 0) for b in brokers.values()}) == 1, timeout_s=10)
+
+
+async def test_min_insync_replicas_with_two_followers_down(start_broker, zk):
+    import signal
+    brokers = start_three(start_broker, zookeeper_session_timeout_ms="10000")
+    await create_topic(brokers, zk, "m", rf=3, configs={"min.insync.replicas": "2"})
+    await wait_for(lambda: sorted(partition_state(zk, "m", 0)["isr"]) == [1, 2, 3])
+    leader = brokers[partition_state(zk, "m", 0)["leader"]]
+    followers = [b for b in brokers.values() if b is not leader]
+    assert (await produce(leader, "m", b"ok", -1)).error_code == ErrorCode.NONE
+    for f in followers:
+        f.process.send_signal(signal.SIGSTOP)
+    try:
+        # the ISR still lists them: acks=all cannot be satisfied and says so (never a false success)
+        r = await produce(leader, "m", b"unreplicated", -1, timeout_ms=500)
+        assert r.error_code == ErrorCode.REQUEST_TIMED_OUT
+        assert len(partition_state(zk, "m", 0)["isr"]) == 3
+        await wait_for(lambda: partition_state(zk, "m", 0)["isr"] == [leader.broker_id], timeout_s=10)
+        before = await latest_offset(leader, "m")
+        r = await produce(leader, "m", b"refused", -1)
+        assert r.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert await latest_offset(leader, "m") == before          # nothing was appended
+        assert (await produce(leader, "m", b"acks1", 1)).error_code == ErrorCode.NONE
+    finally:
+        for f in followers:
+            f.process.send_signal(signal.SIGCONT)
+    await wait_for(lambda: sorted(partition_state(zk, "m", 0)["isr"]) == [1, 2, 3], timeout_s=15)
+    assert (await produce(leader, "m", b"again", -1)).error_code == ErrorCode.NONE
