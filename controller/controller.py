@@ -266,6 +266,8 @@ class KafkaController:
             return
         assignment, topic_id = zkdata.decode_topic_assignment(found[0])
         self.ctx.assignments[topic] = assignment
+        config = await self.zk.get_or_none(f"{zkdata.CONFIG_TOPICS}/{topic}")
+        self.ctx.topic_configs[topic] = zkdata.decode_topic_config(config[0]) if config else {}
         if topic_id is not None:
             self.ctx.topic_ids[topic] = topic_id
         for p in assignment:
@@ -330,18 +332,27 @@ class KafkaController:
                 self.ctx.leadership[tp] = LeaderIsr.decode(found[0], found[1].version)
         return False
 
+    def _unclean_allowed(self, topic: str) -> bool:
+        """`unclean.leader.election.enable`: the topic's override, else the broker's."""
+        value = self.ctx.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        return self.config["unclean.leader.election.enable"] if value is None else value.strip().lower() == "true"
+
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
         """New/Offline -> Online with the offline (or new-partition) selector."""
-        unclean = self.config["unclean.leader.election.enable"]
         for tp in partitions:
             live = self.ctx.live_ids - self.ctx.shutting_down
             replicas = self.ctx.replicas(tp)
+            unclean = self._unclean_allowed(tp[0])
 
-            def choose(current, replicas=replicas, live=live):
+            def choose(current, replicas=replicas, live=live, unclean=unclean, tp=tp):
                 if current is None:   # a new partition: all live replicas start in sync
                     live_replicas = [r for r in replicas if r in live]
                     return (live_replicas[0], live_replicas) if live_replicas else None
-                return election.offline_partition_leader(replicas, list(current.isr), live, unclean)
+                chosen = election.offline_partition_leader(replicas, list(current.isr), live, unclean)
+                if chosen is not None and chosen[0] not in current.isr:
+                    log.warning("UNCLEAN leader election for %s-%d: broker %d leads without being in the ISR %s; "
+                                "records only the old ISR held are lost", *tp, chosen[0], list(current.isr))
+                return chosen
             if await self._change_leadership(tp, choose):
                 self.ctx.set_state(tp, ONLINE)
             elif tp in self.ctx.leadership and self.ctx.leadership[tp].leader not in live:
