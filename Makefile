@@ -35,6 +35,7 @@ run: setup
 bench: setup
 	$(PY) -m bench.protocol_bench
 	$(PY) -m bench.storage_bench
+	$(PY) -m bench.replication_bench
 
 # Regenerates protocol/schemas from ../shared/kafka-message-specs (checked in; a test keeps it a no-op).
 regen: setup
