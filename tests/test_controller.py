@@ -12,19 +12,12 @@ import trio
 from client import Cluster
 from client.connection import Connection
 from protocol.errors import ErrorCode
+from replication_helpers import controller_of
 
 
 @pytest.fixture
 def three(start_broker):
     return {i: start_broker(i) for i in (1, 2, 3)}
-
-
-def controller_of(zk):
-    from kazoo.exceptions import NoNodeError
-    try:
-        return json.loads(zk.get("/controller")[0])["brokerid"]
-    except NoNodeError:   # none elected, or its owner just died
-        return None
 
 
 async def wait_until(predicate, timeout_s=20.0, interval=0.05):
