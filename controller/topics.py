@@ -17,7 +17,8 @@ from storage.config import LogConfig
 
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
-TOPIC_CONFIG_KEYS = {f.replace("_", ".") for f in LogConfig.__dataclass_fields__} | {"min.insync.replicas",
+TOPIC_CONFIG_KEYS = {f.replace("_", ".") for f in LogConfig.__dataclass_fields__ if f != "producer_id_expiration_ms"} | {
+                                                                                    "min.insync.replicas",
                                                                                     "cleanup.policy",
                                                                                     "unclean.leader.election.enable"}
 

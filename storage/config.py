@@ -26,6 +26,7 @@ class LogConfig:
     max_message_bytes: int = 1048588            # max.message.bytes (largest batch accepted)
     message_timestamp_type: str = "CreateTime"  # message.timestamp.type: CreateTime | LogAppendTime
     file_delete_delay_ms: int = 60000           # file.delete.delay.ms
+    producer_id_expiration_ms: int = 86400000   # broker-level producer.id.expiration.ms (not a topic key)
 
     def __post_init__(self):
         for key, lo in (("segment_bytes", 14), ("segment_ms", 1), ("segment_index_bytes", 8),
@@ -57,7 +58,8 @@ class LogConfig:
         simple = {"log.segment.bytes": "segment_bytes", "log.index.size.max.bytes": "segment_index_bytes",
                   "log.index.interval.bytes": "index_interval_bytes", "log.retention.bytes": "retention_bytes",
                   "log.flush.interval.messages": "flush_messages", "log.flush.interval.ms": "flush_ms",
-                  "message.max.bytes": "max_message_bytes", "log.segment.delete.delay.ms": "file_delete_delay_ms"}
+                  "message.max.bytes": "max_message_bytes", "log.segment.delete.delay.ms": "file_delete_delay_ms",
+                  "producer.id.expiration.ms": "producer_id_expiration_ms"}
         for key, name in simple.items():
             if key in props:
                 out[name] = _int(key, props[key])

@@ -40,6 +40,7 @@ from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
 from storage.config import LogConfig
 from storage.epoch_cache import LeaderEpochCache
 from storage.errors import InvalidAppendOffset, OffsetOutOfRange, RecordTooLarge, StorageError
+from storage.producer_state import ProducerStateManager
 from storage.segment import LogSegment, check_contiguous
 
 
@@ -82,7 +83,8 @@ class _Batches:
 
 class Log:
     def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], *,
-                 log_start_offset: int, recovery_point: int, epoch_cache: LeaderEpochCache):
+                 log_start_offset: int, recovery_point: int, epoch_cache: LeaderEpochCache,
+                 producer_state: ProducerStateManager | None = None):
         if not segments:
             raise ValueError("a log has at least one segment")
         self.dir = directory
@@ -92,6 +94,7 @@ class Log:
         self.log_start_offset = log_start_offset
         self.recovery_point = min(recovery_point, self.log_end_offset)
         self.epoch_cache = epoch_cache
+        self.producer_state = producer_state or ProducerStateManager(directory, config.producer_id_expiration_ms)
         self._unflushed_records = 0
         self.last_flush_ms = int(time.time() * 1000)
 
@@ -146,6 +149,9 @@ class Log:
         LogAppendTime if configured. Raises CorruptRecordBatch (CRC, count, magic),
         RecordTooLarge. `records` is not modified or copied."""
         parsed = self._parse(records, validate_records)
+        duplicate = self._check_producers(parsed)
+        if duplicate is not None:
+            return duplicate
         now = int(time.time() * 1000) if now_ms is None else now_ms
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         offset = first = self.log_end_offset
@@ -163,8 +169,29 @@ class Log:
         if leader_epoch > self.epoch_cache.latest_epoch:
             self.epoch_cache.assign(leader_epoch, first)
         self._write(buffers, parsed, first, offset - 1, max_ts, max_ts_offset)
+        base = first
+        for _, header in parsed.batches:
+            self.producer_state.update_from_header(header._replace(base_offset=base))
+            base += header.last_offset_delta + 1
         return LogAppendInfo(first, offset - 1, max_ts, max_ts_offset, now if append_time else -1,
                              len(parsed.batches), parsed.records, parsed.size, self.log_start_offset)
+
+    def _check_producers(self, parsed: _Batches) -> "LogAppendInfo | None":
+        """Idempotent producers: a retried batch is answered with its original offsets (nothing is
+        appended); otherwise each batch's epoch and sequence must be valid (OutOfOrderSequence,
+        InvalidProducerEpoch)."""
+        pending: dict[int, tuple[int, int]] = {}
+        for _, header in parsed.batches:
+            if header.producer_id < 0 or header.base_sequence < 0 or header.is_control:
+                continue
+            duplicate = self.producer_state.find_duplicate(header.producer_id, header.producer_epoch,
+                                                           header.base_sequence, header.last_sequence)
+            if duplicate is not None:
+                return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
+                                     duplicate.last_offset, -1, 0, 0, 0, self.log_start_offset)
+            self.producer_state.check(header.producer_id, header.producer_epoch, header.base_sequence, pending)
+            pending[header.producer_id] = (header.producer_epoch, header.last_sequence)
+        return None
 
     @staticmethod
     def _set_append_time(prefix: bytearray, rest, now: int) -> None:
@@ -192,6 +219,8 @@ class Log:
                 max_ts, max_ts_offset = header.max_timestamp, header.last_offset
             expected = header.next_offset
         self._write([parsed.view], parsed, first, expected - 1, max_ts, max_ts_offset)
+        for _, header in parsed.batches:
+            self.producer_state.update_from_header(header)
         return LogAppendInfo(first, expected - 1, max_ts, max_ts_offset, -1, len(parsed.batches),
                              parsed.records, parsed.size, self.log_start_offset)
 
@@ -233,6 +262,7 @@ class Log:
             return self.active_segment
         active.on_become_inactive()
         self._add_segment(LogSegment(self.dir, base, self.config, new=True))
+        self.producer_state.take_snapshot()
         return self.active_segment
 
     # ---- reads -------------------------------------------------------------------------------
@@ -319,6 +349,8 @@ class Log:
         leo = self.log_end_offset
         self.recovery_point = min(self.recovery_point, leo)
         self.epoch_cache.truncate_from_end(leo)
+        self.producer_state.truncate_to(leo)
+        self.producer_state.delete_snapshots_from(leo + 1)
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -329,6 +361,8 @@ class Log:
         self._add_segment(LogSegment(self.dir, offset, self.config, new=True))
         self.log_start_offset = self.recovery_point = offset
         self.epoch_cache.clear()
+        self.producer_state.reset(offset)
+        self.producer_state.delete_snapshots_from(0)
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
         """Raise the log start offset (DeleteRecords, retention); never above the high watermark
@@ -403,7 +437,11 @@ class Log:
         self.last_flush_ms = int(time.time() * 1000)
 
     def close(self) -> None:
-        """Close every segment (indexes trimmed). Data not flushed stays in the page cache."""
+        """Snapshot the producer state, close every segment (indexes trimmed). Data not flushed
+        stays in the page cache."""
+        if self.producer_state.producers:
+            self.producer_state.map_end_offset = self.log_end_offset
+            self.producer_state.take_snapshot()
         for segment in self._segments:
             segment.close()
 

@@ -23,6 +23,7 @@ from storage.config import LogConfig
 from storage.epoch_cache import LeaderEpochCache
 from storage.errors import CorruptCheckpoint, CorruptIndex
 from storage.log import Log
+from storage.producer_state import CorruptSnapshot
 from storage.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
 log = logging.getLogger(__name__)
@@ -105,4 +106,29 @@ def load_log(directory: Path, config: LogConfig, *, clean_shutdown: bool, recove
         result.truncate_fully_and_start_at(result.log_start_offset)
     if recovered:
         result.complete_flush(leo)
+    _load_producer_state(result)
     return result
+
+
+def _load_producer_state(lg: Log) -> None:
+    """The latest usable snapshot at or below LEO, then every batch header after it (Kafka's
+    `ProducerStateManager` load + `rebuildProducerState`). Snapshots above LEO are stale."""
+    state = lg.producer_state
+    state.delete_snapshots_from(lg.log_end_offset + 1)
+    start = lg.log_start_offset
+    for offset, path in reversed(state.snapshots()):
+        try:
+            state.load_snapshot(path)
+            start = offset
+            break
+        except CorruptSnapshot as e:
+            log.warning("%s; rebuilding producer state from the log", e)
+            path.unlink(missing_ok=True)
+            state.reset(lg.log_start_offset)
+    segments = lg.segments
+    for segment, next_segment in zip(segments, segments[1:] + [None]):
+        if next_segment is not None and next_segment.base_offset <= start:
+            continue   # wholly below the snapshot
+        for _, header in segment.headers(0):
+            if header.next_offset > start:
+                state.update_from_header(header)

@@ -1,0 +1,205 @@
+"""Idempotent-producer state of one partition replica (Kafka `ProducerStateManager`).
+
+For each producer id: its epoch and the metadata of its last 5 batches (first/last sequence, first/
+last offset, max timestamp). Rules for a batch from a client (Kafka 3.x `ProducerAppendInfo`):
+- a batch matching a cached one (epoch, first and last sequence) is a duplicate: the caller answers
+  with the cached offsets and appends nothing;
+- an epoch older than the producer's -> InvalidProducerEpoch;
+- a newer epoch must start at sequence 0 -> else OutOfOrderSequence;
+- the same epoch must continue the sequence (last + 1, wrapping from 2**31-1 to 0) -> else
+  OutOfOrderSequence; a producer with no state here (expired, or never seen) may start anywhere.
+Replicated batches (followers, recovery) update the state without checks.
+
+Snapshots: `<offset>.snapshot` in the partition directory, Kafka's format v1: int16 version, uint32
+CRC-32C of the rest, int32 count, then per producer int64 id, int16 epoch, int32 last sequence,
+int64 last offset, int32 offset delta, int64 timestamp, int32 coordinator epoch (-1), int64 current
+transaction first offset (-1). As Kafka, a snapshot keeps each producer's last batch; batches after
+the snapshot offset are rebuilt from batch headers on load.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import crc32c
+
+from protocol.errors import ErrorCode
+from storage.errors import StorageError
+
+NUM_BATCHES_TO_RETAIN = 5
+NO_PRODUCER_ID = -1
+NO_EPOCH = -1
+NO_SEQUENCE = -1
+SEQUENCE_LIMIT = 1 << 31
+SNAPSHOT_SUFFIX = ".snapshot"
+_SNAPSHOT_VERSION = 1
+_ENTRY = struct.Struct(">qhiqiqiq")
+_HEADER = struct.Struct(">hIi")
+
+
+class OutOfOrderSequence(StorageError):
+    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpoch(StorageError):
+    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class CorruptSnapshot(StorageError):
+    pass
+
+
+@dataclass(frozen=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass
+class ProducerEntry:
+    epoch: int = NO_EPOCH
+    batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    last_timestamp: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == SEQUENCE_LIMIT - 1)
+
+
+def last_sequence(first_seq: int, last_offset_delta: int) -> int:
+    return (first_seq + last_offset_delta) % SEQUENCE_LIMIT
+
+
+class ProducerStateManager:
+    def __init__(self, directory: Path | None = None, expiration_ms: int = 86400000):
+        self.dir = directory
+        self.expiration_ms = expiration_ms
+        self.producers: dict[int, ProducerEntry] = {}
+        self.map_end_offset = 0   # batches below this offset are reflected in the state
+
+    # ---- checks (client appends) ---------------------------------------------------------------
+    def find_duplicate(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        entry = self.producers.get(producer_id)
+        if entry is None or entry.epoch != epoch:
+            return None
+        return next((b for b in entry.batches if b.first_seq == first_seq and b.last_seq == last_seq), None)
+
+    def check(self, producer_id: int, epoch: int, first_seq: int, pending: dict | None = None) -> None:
+        """Validate a client batch (after duplicates are ruled out). `pending` carries the
+        (epoch, last sequence) of earlier batches of the same request not yet applied."""
+        entry = self.producers.get(producer_id)
+        current_epoch = entry.epoch if entry else NO_EPOCH
+        current_last = entry.last_seq if entry else NO_SEQUENCE
+        if pending and producer_id in pending:
+            current_epoch, current_last = pending[producer_id]
+        if epoch < current_epoch:
+            raise InvalidProducerEpoch(f"producer {producer_id}: epoch {epoch} is older than {current_epoch}")
+        if epoch != current_epoch:
+            if first_seq != 0 and current_epoch != NO_EPOCH:
+                raise OutOfOrderSequence(f"producer {producer_id}: new epoch {epoch} must start at sequence 0, "
+                                         f"got {first_seq}")
+        elif current_epoch != NO_EPOCH and current_last != NO_SEQUENCE and not in_sequence(current_last, first_seq):
+            raise OutOfOrderSequence(f"producer {producer_id}: sequence {first_seq} does not follow {current_last}")
+
+    # ---- updates ---------------------------------------------------------------------------------
+    def update(self, producer_id: int, epoch: int, first_seq: int, last_seq: int, first_offset: int,
+               last_offset: int, timestamp: int) -> None:
+        """Record an appended batch (leader, follower or recovery)."""
+        if producer_id == NO_PRODUCER_ID:
+            return
+        entry = self.producers.setdefault(producer_id, ProducerEntry())
+        if epoch != entry.epoch:
+            entry.batches.clear()
+            entry.epoch = epoch
+        entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        self.map_end_offset = max(self.map_end_offset, last_offset + 1)
+
+    def update_from_header(self, header) -> None:
+        """A batch's header (RecordBatch v2) as stored, offsets assigned."""
+        if header.producer_id != NO_PRODUCER_ID and header.base_sequence != NO_SEQUENCE and not header.is_control:
+            self.update(header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence,
+                        header.base_offset, header.last_offset, header.max_timestamp)
+        self.map_end_offset = max(self.map_end_offset, header.next_offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Forget batches at or above `offset` (the log was truncated there); a producer left with
+        no batch is forgotten (it is accepted again at any sequence, as an unknown producer)."""
+        for pid in list(self.producers):
+            entry = self.producers[pid]
+            kept = [b for b in entry.batches if b.last_offset < offset]
+            if not kept:
+                del self.producers[pid]
+                continue
+            entry.batches.clear()
+            entry.batches.extend(kept)
+        self.map_end_offset = min(self.map_end_offset, offset)
+
+    def reset(self, offset: int = 0) -> None:
+        self.producers.clear()
+        self.map_end_offset = offset
+
+    def remove_expired(self, now_ms: int | None = None) -> list[int]:
+        """Drop producers idle for longer than `producer.id.expiration.ms`."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        expired = [pid for pid, e in self.producers.items() if now - e.last_timestamp > self.expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return expired
+
+    # ---- snapshots -------------------------------------------------------------------------------
+    def snapshot_path(self, offset: int) -> Path:
+        return self.dir / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+    def take_snapshot(self) -> Path | None:
+        """Write `<map end offset>.snapshot` (atomically); returns its path."""
+        if self.dir is None:
+            return None
+        entries = [_ENTRY.pack(pid, e.epoch, e.last_seq, e.batches[-1].last_offset,
+                               e.batches[-1].last_offset - e.batches[-1].first_offset, e.last_timestamp, -1, -1)
+                   for pid, e in sorted(self.producers.items()) if e.batches]
+        body = struct.pack(">i", len(entries)) + b"".join(entries)
+        data = struct.pack(">hI", _SNAPSHOT_VERSION, crc32c.crc32c(body)) + body
+        path = self.snapshot_path(self.map_end_offset)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        return path
+
+    def snapshots(self) -> list[tuple[int, Path]]:
+        if self.dir is None or not self.dir.exists():
+            return []
+        return sorted((int(p.stem), p) for p in self.dir.glob(f"*{SNAPSHOT_SUFFIX}") if p.stem.isdigit())
+
+    def load_snapshot(self, path: Path) -> None:
+        """Replace the state with a snapshot's; raises CorruptSnapshot."""
+        data = path.read_bytes()
+        if len(data) < _HEADER.size:
+            raise CorruptSnapshot(f"{path}: {len(data)} bytes")
+        version, crc, count = _HEADER.unpack_from(data)
+        if version != _SNAPSHOT_VERSION or crc32c.crc32c(data[6:]) != crc or len(data) != _HEADER.size + count * _ENTRY.size:
+            raise CorruptSnapshot(f"{path}: bad version, CRC or length")
+        self.producers.clear()
+        for pid, epoch, last_seq, last_offset, delta, ts, _, _ in _ENTRY.iter_unpack(data[_HEADER.size:]):
+            entry = self.producers[pid] = ProducerEntry(epoch=epoch, last_timestamp=ts)
+            entry.batches.append(BatchMetadata((last_seq - delta) % SEQUENCE_LIMIT, last_seq, last_offset - delta,
+                                               last_offset, ts))
+        self.map_end_offset = int(path.stem)
+
+    def delete_snapshots_from(self, offset: int) -> None:
+        """Remove snapshots at or above `offset` (after truncation)."""
+        for snap_offset, path in self.snapshots():
+            if snap_offset >= offset:
+                path.unlink(missing_ok=True)
