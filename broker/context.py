@@ -19,6 +19,7 @@ class BrokerContext:
     zk: Any = None                 # broker.zk.ZkClient (auto topic creation)
     controller: Any = None         # controller.controller.KafkaController
     topic_configs: dict = field(default_factory=dict)   # topic -> {key: value} from /config/topics
+    producer_ids: Any = None       # broker.producer_ids.ProducerIdManager (InitProducerId)
 
     @property
     def broker_id(self) -> int:

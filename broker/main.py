@@ -24,6 +24,7 @@ from broker.config import BrokerConfig, ConfigError, load_config
 from broker.context import BrokerContext
 from broker.handlers import HANDLERS, advertised_api_versions
 from broker.metadata_cache import MetadataCache
+from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer
 from broker.zk import NodeExistsError, ZkClient, ZkUnavailable
@@ -113,7 +114,8 @@ class Broker:
             except StorageError as e:
                 raise BrokerStartupError(str(e)) from None
             context = BrokerContext(self.config, cluster_id, self.metadata_cache, self.replica_manager, zk=self.zk,
-                                    controller=self.controller, topic_configs=self.topic_configs)
+                                    controller=self.controller, topic_configs=self.topic_configs,
+                                    producer_ids=ProducerIdManager(self.zk, self.config.broker_id))
             self.server = KafkaServer(self.config.listeners, HANDLERS, context, advertised_api_versions,
                                       max_request_bytes=self.config["socket.request.max.bytes"],
                                       idle_timeout_ms=self.config["connections.max.idle.ms"])

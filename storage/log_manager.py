@@ -12,7 +12,8 @@ A corrupt checkpoint never stops startup and never loses data: recovery points f
 
 `run()` owns the periodic tasks (trio, in its own nursery): time-based flushes (`flush.ms`),
 checkpoints (`log.flush.offset.checkpoint.interval.ms`, default 60 s) and retention
-(`log.retention.check.interval.ms`, default 300 s). fsync and file deletion go through
+(`log.retention.check.interval.ms`, default 300 s), which also expires idle producer ids
+(`producer.id.expiration.ms`). fsync and file deletion go through
 `trio.to_thread`; state changes stay on the trio thread.
 """
 
@@ -208,6 +209,9 @@ class LogManager:
         """Detach expired segments (trio thread), delete their files (worker thread)."""
         deleted = 0
         for tp, lg in list(self.logs.items()):
+            expired = lg.producer_state.remove_expired()
+            if expired:
+                log.info("%s-%d: producer ids %s expired (producer.id.expiration.ms)", *tp, expired)
             hw = self.high_watermark(tp) if self.high_watermark else lg.log_end_offset
             doomed = lg.detach_old_segments(hw, now_ms)
             for segment in doomed:

@@ -8,8 +8,8 @@ decides what ApiVersions advertises: an API is advertised only if a handler serv
 
 from __future__ import annotations
 
-from broker.handlers import (admin, api_versions, controller_requests, fetch, list_offsets, metadata,
-                             offset_for_leader_epoch, produce)
+from broker.handlers import (admin, api_versions, controller_requests, fetch, init_producer_id, list_offsets,
+                             metadata, offset_for_leader_epoch, produce)
 from protocol.api import SCHEMAS
 
 HANDLERS = {
@@ -19,6 +19,7 @@ HANDLERS = {
     fetch.API_KEY: fetch.handle,
     list_offsets.API_KEY: list_offsets.handle,
     offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.handle,
+    init_producer_id.API_KEY: init_producer_id.handle,
     **controller_requests.HANDLERS,
     **admin.HANDLERS,
 }
