@@ -104,8 +104,13 @@ class Cluster:
         key = (host, port)
         while key in self._connecting:
             await self._connecting[key].wait()
-        if key in self._connections:
-            return self._connections[key]
+        cached = self._connections.get(key)
+        if cached is not None and cached.closed:
+            self.drop(cached)                     # the broker went away: open a new connection
+            while key in self._connections:
+                await trio.sleep(0)
+        elif cached is not None:
+            return cached
         ready = self._connecting[key] = trio.Event()
         try:
             conn, scope = await self._nursery.start(self._hold, host, port)
@@ -149,11 +154,21 @@ class Cluster:
 
     # ---- metadata ---------------------------------------------------------------------------------
     async def refresh_metadata(self, topics: list[str] | None = None) -> Metadata:
-        """Metadata for `topics` (None: all topics), merged into `self.metadata`."""
-        conn = await self.any_connection()
+        """Metadata for `topics` (None: all topics), merged into `self.metadata`; asks the
+        brokers in turn until one answers (raises ConnectionClosed when none does)."""
         body = {"topics": None if topics is None else [{"name": t} for t in topics],
                 "allow_auto_topic_creation": False}
-        response = await conn.request(3, body, timeout_s=self.request_timeout_s)
+        candidates = list(self.bootstrap) + [hp for hp in self.metadata.brokers.values() if hp not in self.bootstrap]
+        response, errors = None, []
+        for host, port in candidates:
+            try:
+                conn = await self.connect(host, port)
+                response = await conn.request(3, body, timeout_s=self.request_timeout_s)
+                break
+            except (ConnectionClosed, trio.TooSlowError) as e:
+                errors.append(f"{host}:{port}: {e or 'timed out'}")
+        if response is None:
+            raise ConnectionClosed("no broker reachable: " + "; ".join(errors))
         md = self.metadata
         md.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
         md.controller_id, md.cluster_id = response.controller_id, response.cluster_id

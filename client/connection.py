@@ -47,7 +47,7 @@ class UnsupportedByBroker(Exception):
 
 
 class _Pending:
-    __slots__ = ("api_key", "version", "done", "result", "error")
+    __slots__ = ("api_key", "version", "done", "result", "error", "correlation_id")
 
     def __init__(self, api_key: int, version: int):
         self.api_key, self.version = api_key, version
@@ -98,6 +98,11 @@ class Connection:
             raise ConnectionClosed(f"ApiVersions failed on {self.host}:{self.port}: {ErrorCode(response.error_code).name}")
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
+    @property
+    def closed(self) -> bool:
+        """The connection broke; requests on it fail at once."""
+        return self._closed is not None
+
     def version_for(self, api_key: int) -> int:
         """The highest version both sides serve; raises UnsupportedByBroker."""
         ours = SCHEMAS[api_key]
@@ -110,12 +115,22 @@ class Connection:
                       expect_response: bool = True) -> FieldDict | None:
         """Send one request and wait for its response body (None when expect_response=False,
         as for Produce with acks=0). Raises ConnectionClosed, trio.TooSlowError, ProtocolError."""
+        pending = await self.send(api_key, body, version=version, expect_response=expect_response)
+        if pending is None:
+            return None
+        return await self.wait(pending, timeout_s)
+
+    async def send(self, api_key: int, body: dict, *, version: int | None = None,
+                   expect_response: bool = True) -> "_Pending | None":
+        """Write a request now and return a handle for `wait` (pipelining: requests go out in the
+        order `send` is called, and the broker answers in that order)."""
         if self._closed is not None:
             raise ConnectionClosed(str(self._closed))
         version = self.version_for(api_key) if version is None else version
         correlation_id = next(self._correlation) & 0x7FFFFFFF
         frame = encode_request(api_key, version, correlation_id, body, client_id=self.client_id)
         pending = _Pending(api_key, version)
+        pending.correlation_id = correlation_id
         if expect_response:
             self._pending[correlation_id] = pending
         try:
@@ -125,13 +140,15 @@ class Connection:
             self._pending.pop(correlation_id, None)
             self._fail(ConnectionClosed(f"{self.host}:{self.port}: {e}"))
             raise ConnectionClosed(f"{self.host}:{self.port}: {e}") from None
-        if not expect_response:
-            return None
+        return pending if expect_response else None
+
+    async def wait(self, pending: "_Pending", timeout_s: float = 30.0) -> FieldDict:
+        """The response body of a request from `send`."""
         try:
             with trio.fail_after(timeout_s):
                 await pending.done.wait()
         finally:
-            self._pending.pop(correlation_id, None)
+            self._pending.pop(pending.correlation_id, None)
         if pending.error is not None:
             raise pending.error
         return pending.result

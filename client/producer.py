@@ -1,0 +1,306 @@
+"""A producer on the trio client core: batching per partition, idempotent by default.
+
+`async with Producer.open(cluster) as producer: delivery = await producer.send(topic, value, key=...)`
+then `await delivery.wait()` -> `RecordMetadata` (or `KafkaError`); `await producer.flush()` waits
+for everything sent so far.
+
+Rules (Kafka's producer, KIP-98 idempotence):
+- keyed records go to murmur2(key) % partitions (Kafka's default partitioner); unkeyed ones
+  round-robin over partitions, batch by batch;
+- idempotent (the default): a producer id from InitProducerId; each partition numbers its records
+  with a sequence (from 0, wrapping at 2**31-1); acks is forced to all;
+- up to `max_in_flight` (<= 5) batches of a partition are in flight on one connection, written in
+  sequence order; a retriable failure makes the sender wait for the rest of the window, then resend
+  every unacknowledged batch in order with the same sequences (the broker answers duplicates with
+  their original offsets), so retries neither duplicate nor reorder;
+- a batch that fails for good leaves a gap in its partition's sequence: the producer bumps its
+  epoch for that partition and restarts at sequence 0 (KIP-360), so later batches are accepted;
+- a batch not acknowledged within `delivery_timeout_ms` fails with REQUEST_TIMED_OUT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Sequence
+
+import trio
+
+from client.cluster import Cluster, KafkaError
+from client.connection import ConnectionClosed, unwrap_single
+from protocol import record_batch as rb
+from protocol.errors import RETRIABLE, ErrorCode
+
+log = logging.getLogger(__name__)
+
+SEQUENCE_LIMIT = 1 << 31
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (as `Utils.murmur2`), a signed 32-bit result."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i:i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = length % 4
+    base = length - tail
+    if tail == 3:
+        h ^= data[base + 2] << 16
+    if tail >= 2:
+        h ^= data[base + 1] << 8
+    if tail >= 1:
+        h ^= data[base]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """Kafka's default partitioner for a keyed record: toPositive(murmur2(key)) % partitions."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+@dataclass(frozen=True)
+class RecordMetadata:
+    topic: str
+    partition: int
+    offset: int
+
+
+class Delivery:
+    """The outcome of one `send`: `await delivery.wait()`."""
+
+    def __init__(self) -> None:
+        self._done = trio.Event()
+        self.metadata: RecordMetadata | None = None
+        self.error: KafkaError | None = None
+
+    def _complete(self, metadata: RecordMetadata | None, error: KafkaError | None) -> None:
+        self.metadata, self.error = metadata, error
+        self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    async def wait(self) -> RecordMetadata:
+        await self._done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.metadata
+
+
+@dataclass
+class _Batch:
+    records: list            # (key, value, headers, timestamp)
+    deliveries: list
+    epoch: int = -1
+    base_sequence: int = -1
+    data: bytes = b""
+    created: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _PartitionState:
+    queue: deque = field(default_factory=deque)        # (record, delivery) not yet batched
+    unacked: deque = field(default_factory=deque)      # batches sent or to send, in sequence order
+    next_sequence: int = 0
+    epoch: int = 0
+    wakeup: trio.Event = field(default_factory=trio.Event)
+    idle: trio.Event = field(default_factory=trio.Event)
+
+
+class Producer:
+    def __init__(self, cluster: Cluster, nursery: trio.Nursery, *, acks: int, idempotent: bool, max_in_flight: int,
+                 linger_ms: int, batch_size: int, compression: int, request_timeout_ms: int, delivery_timeout_ms: int):
+        self._validate(acks, idempotent, max_in_flight)
+        self.cluster = cluster
+        self._nursery = nursery
+        self.acks, self.idempotent, self.max_in_flight = acks, idempotent, max_in_flight
+        self.linger_s, self.batch_size, self.compression = linger_ms / 1000, batch_size, compression
+        self.request_timeout_ms, self.delivery_timeout_s = request_timeout_ms, delivery_timeout_ms / 1000
+        self.producer_id = -1
+        self.partitions: dict[tuple[str, int], _PartitionState] = {}
+        self._round_robin: dict[str, itertools.count] = {}
+
+    @staticmethod
+    def _validate(acks: int, idempotent: bool, max_in_flight: int) -> None:
+        if acks not in (-1, 0, 1):
+            raise ValueError(f"acks must be -1 (all), 0 or 1, got {acks}")
+        if idempotent and acks != -1:
+            raise ValueError("an idempotent producer needs acks=all (-1)")
+        if not 1 <= max_in_flight <= 5:
+            raise ValueError("max_in_flight must be 1..5")
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(cls, cluster: Cluster, *, acks: int = -1, idempotent: bool = True, max_in_flight: int = 5,
+                   linger_ms: int = 5, batch_size: int = 16384, compression: int = rb.NONE,
+                   request_timeout_ms: int = 30000, delivery_timeout_ms: int = 120000) -> AsyncIterator["Producer"]:
+        """Raises ValueError for inconsistent settings (idempotence needs acks=-1; max_in_flight
+        1..5) before anything is sent."""
+        cls._validate(acks, idempotent, max_in_flight)
+        with unwrap_single():
+            async with trio.open_nursery() as nursery:
+                producer = cls(cluster, nursery, acks=acks, idempotent=idempotent, max_in_flight=max_in_flight,
+                               linger_ms=linger_ms, batch_size=batch_size, compression=compression,
+                               request_timeout_ms=request_timeout_ms, delivery_timeout_ms=delivery_timeout_ms)
+                if idempotent:
+                    await producer._init_producer_id()
+                try:
+                    yield producer
+                    await producer.flush()
+                finally:
+                    nursery.cancel_scope.cancel()
+
+    async def _init_producer_id(self) -> None:
+        async def attempt(refresh):
+            conn = await self.cluster.any_connection()
+            r = await conn.request(22, {"transactional_id": None, "transaction_timeout_ms": 60000})
+            if r.error_code != ErrorCode.NONE:
+                raise KafkaError(r.error_code, "InitProducerId")
+            return r.producer_id, r.producer_epoch
+        self.producer_id, epoch = await self.cluster.retry(attempt, "InitProducerId")
+        self._base_epoch = epoch
+
+    # ---- sending -------------------------------------------------------------------------------
+    async def send(self, topic: str, value: bytes | None, *, key: bytes | None = None,
+                   headers: Sequence[tuple[str, bytes | None]] = (), partition: int | None = None,
+                   timestamp_ms: int | None = None) -> Delivery:
+        """Queue one record; returns its `Delivery`. Raises KafkaError for an unknown topic."""
+        if partition is None:
+            count = len(await self._partitions_of(topic))
+            if key is not None:
+                partition = partition_for_key(key, count)
+            else:
+                partition = next(self._round_robin.setdefault(topic, itertools.count())) % count
+        tp = (topic, partition)
+        state = self.partitions.get(tp)
+        if state is None:
+            state = self.partitions[tp] = _PartitionState(epoch=getattr(self, "_base_epoch", -1))
+            state.idle.set()
+            self._nursery.start_soon(self._sender, tp, state)
+        delivery = Delivery()
+        state.queue.append(((key, value, list(headers), timestamp_ms), delivery))
+        state.idle = trio.Event() if state.idle.is_set() else state.idle
+        state.wakeup.set()
+        return delivery
+
+    async def flush(self) -> None:
+        """Wait until every record sent so far is acknowledged or failed."""
+        for state in list(self.partitions.values()):
+            await state.idle.wait()
+
+    async def _partitions_of(self, topic: str) -> dict:
+        parts = self.cluster.metadata.topics.get(topic)
+        if parts is None:
+            await self.cluster.retry(lambda refresh: self.cluster.partition_info(topic, 0, refresh=True), "metadata")
+            parts = self.cluster.metadata.topics[topic]
+        return parts
+
+    def _make_batch(self, state: _PartitionState) -> _Batch:
+        records, deliveries, size = [], [], 0
+        while state.queue and (not records or size < self.batch_size):
+            record, delivery = state.queue.popleft()
+            records.append(record)
+            deliveries.append(delivery)
+            size += len(record[1] or b"") + len(record[0] or b"") + 20
+        batch = _Batch(records, deliveries)
+        if self.idempotent:
+            batch.epoch, batch.base_sequence = state.epoch, state.next_sequence
+            state.next_sequence = (state.next_sequence + len(records)) % SEQUENCE_LIMIT
+        batch.data = rb.build_batch(records, compression=self.compression, producer_id=self.producer_id,
+                                    producer_epoch=batch.epoch, base_sequence=batch.base_sequence)
+        return batch
+
+    async def _sender(self, tp: tuple[str, int], state: _PartitionState) -> None:
+        while True:
+            if not state.queue and not state.unacked:
+                state.idle.set()
+                state.wakeup = trio.Event()
+                await state.wakeup.wait()
+                await trio.sleep(self.linger_s)
+            while state.queue:
+                state.unacked.append(self._make_batch(state))
+            await self._send_window(tp, state)
+
+    async def _send_window(self, tp: tuple[str, int], state: _PartitionState) -> None:
+        """Send the unacknowledged batches in order, `max_in_flight` at a time; on a retriable
+        failure back off, then start again from the oldest unacknowledged batch."""
+        backoff = 0.1
+        while state.unacked:
+            self._expire(tp, state)
+            if not state.unacked:
+                return
+            try:
+                conn = await self.cluster.leader_connection(*tp, refresh=backoff > 0.1)
+                in_flight = deque()
+                window = list(itertools.islice(state.unacked, self.max_in_flight))
+                for batch in window:
+                    body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.request_timeout_ms,
+                            "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1], "records": batch.data}]}]}
+                    in_flight.append((batch, await conn.send(0, body, expect_response=self.acks != 0)))
+                retry = False
+                for batch, pending in in_flight:
+                    if pending is None:   # acks=0: nothing comes back
+                        self._complete(tp, state, batch, -1, None)
+                        continue
+                    response = await conn.wait(pending, self.request_timeout_ms / 1000 + 5)
+                    part = response.responses[0].partition_responses[0]
+                    code = ErrorCode(part.error_code)
+                    if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER) and not retry:
+                        self._complete(tp, state, batch, part.base_offset, None)
+                    elif retry or code in RETRIABLE or code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and batch is not window[0]:
+                        retry = True      # this and every later batch go again, in order
+                    else:
+                        self._fail_for_good(tp, state, batch, KafkaError(code, f"{tp[0]}-{tp[1]}"))
+                if retry:
+                    raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "retrying the window")
+                backoff = 0.1
+            except (KafkaError, ConnectionClosed, trio.TooSlowError) as e:
+                if isinstance(e, KafkaError) and not e.retriable:
+                    for batch in list(state.unacked)[:1]:
+                        self._fail_for_good(tp, state, batch, e)
+                    continue
+                log.info("produce to %s-%d: %s; resending %d batches in %.1f s", *tp, e, len(state.unacked), backoff)
+                await trio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    def _complete(self, tp, state: _PartitionState, batch: _Batch, base_offset: int, error) -> None:
+        if state.unacked and state.unacked[0] is batch:
+            state.unacked.popleft()
+        for i, delivery in enumerate(batch.deliveries):
+            delivery._complete(RecordMetadata(tp[0], tp[1], base_offset + i if base_offset >= 0 else -1), error)
+
+    def _fail_for_good(self, tp, state: _PartitionState, batch: _Batch, error: KafkaError) -> None:
+        """A batch that will never be written: fail it and (idempotent) bump this partition's
+        epoch and renumber the batches after it from sequence 0 (KIP-360)."""
+        if batch in state.unacked:
+            state.unacked.remove(batch)
+        for delivery in batch.deliveries:
+            delivery._complete(None, error)
+        if self.idempotent:
+            state.epoch += 1
+            state.next_sequence = 0
+            for later in state.unacked:
+                later.epoch, later.base_sequence = state.epoch, state.next_sequence
+                state.next_sequence = (state.next_sequence + len(later.records)) % SEQUENCE_LIMIT
+                later.data = rb.build_batch(later.records, compression=self.compression, producer_id=self.producer_id,
+                                            producer_epoch=later.epoch, base_sequence=later.base_sequence)
+
+    def _expire(self, tp, state: _PartitionState) -> None:
+        now = time.monotonic()
+        while state.unacked and now - state.unacked[0].created > self.delivery_timeout_s:
+            self._fail_for_good(tp, state, state.unacked[0],
+                                KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"delivery timeout for {tp[0]}-{tp[1]}"))
