@@ -35,6 +35,8 @@ StaleControllerEpoch = _error("StaleControllerEpoch", ErrorCode.STALE_CONTROLLER
                               "A controller request with an older controller epoch than already seen.")
 StaleBrokerEpoch = _error("StaleBrokerEpoch", ErrorCode.STALE_BROKER_EPOCH,
                           "A controller request addressed to an earlier registration of this broker.")
+OffsetNotAvailable = _error("OffsetNotAvailable", ErrorCode.OFFSET_NOT_AVAILABLE,
+                            "A new leader whose HW has not yet reached its epoch's start offset (KIP-207).")
 RequestTimedOut = _error("RequestTimedOut", ErrorCode.REQUEST_TIMED_OUT, "A delayed operation timed out.")
 
 

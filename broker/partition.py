@@ -22,7 +22,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from broker.errors import FencedLeaderEpoch, NotEnoughReplicas, NotLeaderOrFollower, UnknownLeaderEpoch
+from broker.errors import (FencedLeaderEpoch, NotEnoughReplicas, NotLeaderOrFollower, OffsetNotAvailable,
+                           UnknownLeaderEpoch)
 from storage.log import Log, LogAppendInfo, LogReadInfo
 
 NO_EPOCH = -1
@@ -59,6 +60,7 @@ class Partition:
     high_watermark: int = 0
     remote: dict[int, ReplicaState] = field(default_factory=dict)
     isr_update_failed: bool = False   # a conditional ISR write lost: wait for the controller
+    epoch_start_offset: int = 0       # our LEO when this leadership began
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -93,6 +95,7 @@ class Partition:
         # A new leader stamps where its epoch starts (KIP-101): followers truncate against it.
         if self.leader_epoch > self.log.epoch_cache.latest_epoch:
             self.log.epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
+        self.epoch_start_offset = self.log.log_end_offset
         now = now_ms()
         self.remote = {r: self.remote.get(r, ReplicaState(last_caught_up_ms=now)) if was_leader
                        else ReplicaState(last_caught_up_ms=now)
@@ -156,8 +159,18 @@ class Partition:
         """Read for a consumer (committed_only: up to the HW, leader only) or a follower (to the
         LEO). Raises NotLeaderOrFollower, fencing errors, OffsetOutOfRange."""
         self.require_leader(current_leader_epoch)
+        if committed_only:
+            self._require_caught_up_high_watermark()
         return self.log.read(fetch_offset, max_bytes, self.high_watermark if committed_only else None,
                              min_one_batch=min_one_batch)
+
+    def _require_caught_up_high_watermark(self) -> None:
+        """A new leader may know a lower HW than its predecessor told consumers; until its HW
+        reaches the start of its epoch, consumers get OFFSET_NOT_AVAILABLE (retriable, as Kafka's
+        KIP-207) instead of a high watermark that went backwards."""
+        if self.high_watermark < self.epoch_start_offset:
+            raise OffsetNotAvailable(f"{self.tp}: HW {self.high_watermark} is below the epoch start "
+                                     f"{self.epoch_start_offset}")
 
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now: int | None = None) -> bool:
         """A follower fetched at `fetch_offset` (its LEO); returns whether the HW moved.
@@ -198,6 +211,8 @@ class Partition:
         -2 = earliest, -3 = the record with the max timestamp (KIP-734). A lookup by time that
         finds nothing below the fetchable end returns (-1, -1, -1)."""
         self.require_leader(current_leader_epoch)
+        if committed_only:
+            self._require_caught_up_high_watermark()
         end = self.high_watermark if committed_only else self.log.log_end_offset
         if timestamp == -2:
             offset = self.log.log_start_offset

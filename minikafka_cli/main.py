@@ -1,5 +1,5 @@
 """The `minikafka` command line: `broker` (one broker process), `produce` (records from stdin or a
-file), and `run`, the main job, which says plainly that it is not built yet rather than pretending.
+file), `consume` (print records), and `run`, the main job, which says plainly that it is not built yet rather than pretending.
 Bad arguments exit 2 with argparse's one-line message.
 """
 
@@ -12,15 +12,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("run", help="the main job on an embedded local cluster (not yet built)")
     from broker import main as broker_main
-    from minikafka_cli import produce
+    from minikafka_cli import consume, produce
     broker_parser = sub.add_parser("broker", help="run one broker process (Kafka's server.properties keys)")
     broker_main.add_arguments(broker_parser)
     produce.add_arguments(sub.add_parser("produce", help="produce records, one per line, from stdin or a file"))
+    consume.add_arguments(sub.add_parser("consume", help="print a topic's records"))
     args = parser.parse_args(argv)
     if args.command == "broker":
         return broker_main.run(args)
     if args.command == "produce":
         return produce.run(args)
+    if args.command == "consume":
+        return consume.run(args)
     if args.command == "run":
         print("minikafka run: not yet — the local cluster arrives with the main-job issue.")
         return 0

@@ -157,3 +157,25 @@ async def test_fetch_byte_limits(rm):
     assert await fetch(1 << 20, 2 * size) == [2, 2]          # partition_max_bytes per partition
     assert await fetch(3 * size, 1 << 20) == [3, 0]          # max_bytes for the whole response
     assert await fetch(10, 10) == [1, 0]                     # the first batch even when larger (KIP-74)
+
+
+async def test_a_new_leader_behind_on_its_hw_answers_offset_not_available(rm):
+    # this replica followed with a stale HW, then leads with followers that have not fetched yet
+    rm.become_leader_or_follower(leader_and_isr({("t", 0): (2, [2, 1], [2, 1])}), 7)
+    partition = rm.partitions[("t", 0)]
+    partition.log.append_as_follower(rb.build_batch([(None, b"a"), (None, b"b")], partition_leader_epoch=0))
+    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2])}, leader_epoch=1), 7)
+    assert partition.high_watermark == 0 and partition.epoch_start_offset == 2
+    fetch = decoded(1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1000, "topics": [
+        {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1000}]}]})
+    r = (await rm.fetch(fetch))["responses"][0]["partitions"][0]
+    assert r["error_code"] == ErrorCode.OFFSET_NOT_AVAILABLE and r["high_watermark"] == -1
+    body = decoded(2, 7, {"replica_id": -1, "topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "timestamp": -1}]}]})
+    assert rm.list_offsets(body, 7)[0]["partitions"][0]["error_code"] == ErrorCode.OFFSET_NOT_AVAILABLE
+    # the follower fetches at the new leader's LEO: HW reaches the epoch start, consumers are served
+    await rm.fetch(decoded(1, 12, {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1000, "topics": [
+        {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 2, "partition_max_bytes": 1000,
+                                       "current_leader_epoch": 1}]}]}))
+    r = (await rm.fetch(fetch))["responses"][0]["partitions"][0]
+    assert r["error_code"] == 0 and r["high_watermark"] == 2
