@@ -1,0 +1,103 @@
+"""`minikafka topics create|list|describe|delete`, as Kafka's kafka-topics.sh does it in ZooKeeper
+mode: CreateTopics/DeleteTopics go to the active controller (found through Metadata, retried while
+NOT_CONTROLLER); `describe` prints leader, replicas and ISR per partition."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import trio
+
+from client import Cluster, ConnectionClosed, KafkaError
+from protocol.errors import ErrorCode
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    for name, text in (("create", "create a topic"), ("list", "list topics"), ("describe", "show partitions"),
+                       ("delete", "delete a topic")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+        if name != "list":
+            p.add_argument("--topic", required=name != "describe", help="the topic (describe: all when omitted)")
+        if name == "create":
+            p.add_argument("--partitions", type=int, default=-1, help="default: the broker's num.partitions")
+            p.add_argument("--replication-factor", type=int, default=-1,
+                           help="default: the broker's default.replication.factor")
+            p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="topic config")
+
+
+async def _on_controller(cluster: Cluster, api_key: int, make_body, errors_of) -> list:
+    """Send make_body(version) to the active controller, retrying while NOT_CONTROLLER."""
+    async def attempt(refresh):
+        md = await cluster.refresh_metadata([])
+        conn = await cluster.broker_connection(md.controller_id)
+        version = conn.version_for(api_key)
+        response = await conn.request(api_key, make_body(version), version=version)
+        results = errors_of(response)
+        if any(code == ErrorCode.NOT_CONTROLLER for _, code, _ in results):
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, "the controller moved")
+        return results
+    return await cluster.retry(attempt, "controller request")
+
+
+async def _run(args) -> int:
+    async with Cluster.open(args.bootstrap_server) as cluster:
+        if args.action == "create":
+            configs = []
+            for item in args.config:
+                key, sep, value = item.partition("=")
+                if not sep:
+                    raise ValueError(f"--config {item!r} is not KEY=VALUE")
+                configs.append({"name": key, "value": value})
+            body = {"topics": [{"name": args.topic, "num_partitions": args.partitions,
+                                "replication_factor": args.replication_factor, "configs": configs}], "timeout_ms": 30000}
+            results = await _on_controller(cluster, 19, lambda version: body,
+                                           lambda r: [(t.name, t.error_code, t.error_message) for t in r.topics])
+            return _report(results, "Created topic {}.")
+        if args.action == "delete":
+            def delete_body(version):   # v6 names topics in `topics`, v1-5 in `topic_names`
+                names = {"topics": [{"name": args.topic}]} if version >= 6 else {"topic_names": [args.topic]}
+                return {**names, "timeout_ms": 30000}
+            results = await _on_controller(cluster, 20, delete_body,
+                                           lambda r: [(t.name, t.error_code, None) for t in r.responses])
+            return _report(results, "Deleted topic {}.")
+        md = await cluster.refresh_metadata(None if args.action == "list" or not args.topic else [args.topic])
+        if args.action == "list":
+            for name in sorted(md.topics):
+                print(name)
+            return 0
+        names = [args.topic] if args.topic else sorted(md.topics)
+        for name in names:
+            if name not in md.topics:
+                raise KafkaError(md.topic_errors.get(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name)
+            parts = md.topics[name]
+            rf = max((len(p.replicas) for p in parts.values()), default=0)
+            print(f"Topic: {name}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}")
+            for index, p in sorted(parts.items()):
+                print(f"\tTopic: {name}\tPartition: {index}\tLeader: {p.leader}\t"
+                      f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+        return 0
+
+
+def _report(results, success: str) -> int:
+    status = 0
+    for name, code, message in results:
+        if code == ErrorCode.NONE:
+            print(success.format(name))
+        else:
+            print(f"minikafka topics: {name}: {ErrorCode(code).name}{f': {message}' if message else ''}", file=sys.stderr)
+            status = 1
+    return status
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return trio.run(_run, args)
+    except ValueError as e:
+        print(f"minikafka topics: {e}", file=sys.stderr)
+        return 2
+    except (ConnectionClosed, KafkaError) as e:
+        print(f"minikafka topics: {e}", file=sys.stderr)
+        return 1
