@@ -48,14 +48,24 @@ class BrokerProcess:
         props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
         return cls(broker_id, directory, props)
 
-    def start(self, timeout_s: float = 30.0) -> "BrokerProcess":
+    def start(self, timeout_s: float = 30.0, detached: bool = False) -> "BrokerProcess":
+        """Start and wait for readiness. `detached`: the broker outlives this process (its own
+        session, stdout to `<directory>/stdout.log`), as `minikafka cluster up` needs."""
         config = self.directory / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
         log_file = open(self.directory / "broker.log", "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.process = subprocess.Popen([sys.executable, "-m", "minikafka_cli.main", "broker", "--config", str(config)],
-                                        stdout=subprocess.PIPE, stderr=log_file, stdin=subprocess.DEVNULL, env=env,
-                                        cwd=Path(__file__).resolve().parent.parent, text=True)
+        command = [sys.executable, "-m", "minikafka_cli.main", "broker", "--config", str(config)]
+        if detached:
+            stdout_path = self.directory / "stdout.log"
+            stdout_path.write_text("")
+            with open(stdout_path, "a") as out:
+                self.process = subprocess.Popen(command, stdout=out, stderr=log_file, stdin=subprocess.DEVNULL, env=env,
+                                                cwd=Path(__file__).resolve().parent.parent, start_new_session=True)
+            log_file.close()
+            return self._wait_ready_in_file(stdout_path, timeout_s)
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file, stdin=subprocess.DEVNULL,
+                                        env=env, cwd=Path(__file__).resolve().parent.parent, text=True)
         log_file.close()
         deadline = time.monotonic() + timeout_s
         with selectors.DefaultSelector() as sel:
@@ -77,6 +87,20 @@ class BrokerProcess:
                     if self.properties["listeners"].endswith(":0"):
                         self.properties["listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"  # same port on restart
                     return self
+
+    def _wait_ready_in_file(self, path: Path, timeout_s: float) -> "BrokerProcess":
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            m = READY.search(path.read_text(errors="replace"))
+            if m:
+                self.host, self.port = m.group(2), int(m.group(3))
+                return self
+            if self.process.poll() is not None:
+                raise BrokerStartError(f"broker {self.broker_id} exited with {self.process.returncode}:\n"
+                                       f"{self.log_tail()}")
+            time.sleep(0.05)
+        self.kill()
+        raise BrokerStartError(f"broker {self.broker_id} did not start in {timeout_s} s:\n{self.log_tail()}")
 
     def log_tail(self, chars: int = 3000) -> str:
         path = self.directory / "broker.log"

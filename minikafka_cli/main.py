@@ -1,5 +1,6 @@
 """The `minikafka` command line: `broker` (one broker process), `produce` (records from stdin or a
-file), `consume` (print records), `topics` (create/list/describe/delete), and `run`, the main job, which says plainly that it is not built yet rather than pretending.
+file), `consume` (print records), `topics` (create/list/describe/delete), `cluster`
+(a local ZooKeeper + brokers in the background), and `run`, the main job, which says plainly that it is not built yet rather than pretending.
 Bad arguments exit 2 with argparse's one-line message.
 """
 
@@ -12,12 +13,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("run", help="the main job on an embedded local cluster (not yet built)")
     from broker import main as broker_main
-    from minikafka_cli import consume, produce, topics
+    from minikafka_cli import cluster, consume, produce, topics
     broker_parser = sub.add_parser("broker", help="run one broker process (Kafka's server.properties keys)")
     broker_main.add_arguments(broker_parser)
     produce.add_arguments(sub.add_parser("produce", help="produce records, one per line, from stdin or a file"))
     consume.add_arguments(sub.add_parser("consume", help="print a topic's records"))
     topics.add_arguments(sub.add_parser("topics", help="create, list, describe or delete topics"))
+    cluster.add_arguments(sub.add_parser("cluster", help="a local cluster: up, status, down, kill, stop, start"))
     args = parser.parse_args(argv)
     if args.command == "broker":
         return broker_main.run(args)
@@ -27,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
         return consume.run(args)
     if args.command == "topics":
         return topics.run(args)
+    if args.command == "cluster":
+        return cluster.run(args)
     if args.command == "run":
         print("minikafka run: not yet — the local cluster arrives with the main-job issue.")
         return 0

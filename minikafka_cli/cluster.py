@@ -1,0 +1,207 @@
+"""`minikafka cluster up|status|down|kill|stop|start`: an embedded local cluster (ZooKeeper from the
+apt package + N broker processes) that lives in the background, under `--dir` (default
+`./.minikafka`).
+
+`up` writes `<dir>/cluster.json` (pids, ports, directories) and returns once every broker is
+registered and a controller is active, printing the bootstrap address. The other subcommands read
+that file and act only on the processes it lists (a pid is only signalled while its command line is
+still the one recorded, so a recycled pid is never hit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import trio
+
+from client import Cluster, ConnectionClosed
+from local_cluster.brokers import BrokerProcess, BrokerStartError
+from local_cluster.zookeeper import ZooKeeperError, ZooKeeperProcess, four_letter
+
+STATE = "cluster.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    up = sub.add_parser("up", help="start ZooKeeper and the brokers in the background")
+    up.add_argument("--brokers", type=int, default=3, help="how many brokers, ids 1..N (default 3)")
+    up.add_argument("--zookeeper-port", type=int, default=2181)
+    up.add_argument("--base-port", type=int, default=9092, help="broker i listens on base-port + i - 1")
+    up.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra broker configuration for every broker (repeatable)")
+    for name, text in (("status", "brokers, controller, topics, under-replicated and offline partitions"),
+                       ("down", "stop everything this cluster started")):
+        sub.add_parser(name, help=text)
+    for name, text in (("kill", "SIGKILL a broker"), ("stop", "SIGTERM a broker (controlled shutdown)"),
+                       ("start", "start a stopped broker again (same config, same log dir)")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("broker_id", type=int)
+    for p in sub.choices.values():
+        p.add_argument("--dir", type=Path, default=Path(".minikafka"), help="cluster directory (default .minikafka)")
+
+
+class ClusterError(Exception):
+    pass
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(entry: dict) -> bool:
+    return bool(entry.get("pid")) and entry.get("marker", "") in _cmdline(entry["pid"])
+
+
+def _load(directory: Path) -> dict:
+    try:
+        return json.loads((directory / STATE).read_text())
+    except FileNotFoundError:
+        raise ClusterError(f"no cluster in {directory} (run `minikafka cluster up --dir {directory}`)") from None
+
+
+def _save(directory: Path, state: dict) -> None:
+    (directory / STATE).write_text(json.dumps(state, indent=2))
+
+
+def _signal(entry: dict, sig: int) -> bool:
+    if not _alive(entry):
+        return False
+    os.kill(entry["pid"], sig)
+    return True
+
+
+def _wait_gone(entry: dict, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _alive(entry) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(entry):
+        os.kill(entry["pid"], signal.SIGKILL)
+
+
+def _start_broker(directory: Path, broker_id: int, entry: dict, zk_connect: str, overrides: dict) -> dict:
+    broker = BrokerProcess.create(broker_id, directory / f"broker-{broker_id}", zk_connect, port=entry["port"],
+                                  **overrides)
+    broker.start(detached=True)
+    config = str(broker.directory / "server.properties")
+    return {**entry, "pid": broker.process.pid, "marker": config, "dir": str(broker.directory)}
+
+
+async def _wait_ready(bootstrap: str, brokers: int, timeout_s: float = 60) -> int:
+    with trio.fail_after(timeout_s):
+        while True:
+            try:
+                async with Cluster.open(bootstrap, retries=0) as cluster:
+                    md = await cluster.refresh_metadata([])
+                    if md.controller_id >= 0 and len(md.brokers) == brokers:
+                        return md.controller_id
+            except ConnectionClosed:
+                pass
+            await trio.sleep(0.2)
+
+
+def up(args) -> int:
+    directory = args.dir.resolve()
+    if (directory / STATE).exists():
+        state = _load(directory)
+        if _alive(state["zookeeper"]) or any(_alive(b) for b in state["brokers"].values()):
+            raise ClusterError(f"a cluster is already running in {directory} (`minikafka cluster down` first)")
+    directory.mkdir(parents=True, exist_ok=True)
+    overrides = {}
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ClusterError(f"--override {item!r} is not KEY=VALUE")
+        overrides[key.replace(".", "_")] = value
+    started = time.monotonic()
+    try:
+        zk = ZooKeeperProcess.start(directory / "zookeeper", port=args.zookeeper_port)
+    except ZooKeeperError as e:
+        raise ClusterError(str(e)) from None
+    state = {"zookeeper": {"pid": zk.process.pid, "port": zk.port, "marker": str(directory / "zookeeper" / "zoo.cfg")},
+             "brokers": {}, "overrides": overrides}
+    _save(directory, state)
+    for i in range(1, args.brokers + 1):
+        try:
+            state["brokers"][str(i)] = _start_broker(directory, i, {"port": args.base_port + i - 1}, zk.connect, overrides)
+        except BrokerStartError as e:
+            _save(directory, state)
+            raise ClusterError(f"broker {i} did not start: {str(e).splitlines()[0]}") from None
+        _save(directory, state)
+    bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in state["brokers"].values())
+    controller = trio.run(_wait_ready, bootstrap, args.brokers)
+    print(f"cluster up in {time.monotonic() - started:.1f} s: ZooKeeper 127.0.0.1:{zk.port}, "
+          f"{args.brokers} brokers, controller {controller}")
+    print(f"bootstrap servers: {bootstrap}")
+    return 0
+
+
+async def _status(state: dict) -> None:
+    live = {i: b for i, b in state["brokers"].items() if _alive(b)}
+    zk_ok = four_letter(state["zookeeper"]["port"], "ruok") == "imok"
+    print(f"ZooKeeper 127.0.0.1:{state['zookeeper']['port']}: {'up' if zk_ok else 'DOWN'}")
+    for i, b in sorted(state["brokers"].items(), key=lambda kv: int(kv[0])):
+        print(f"broker {i}: 127.0.0.1:{b['port']} {'up' if i in live else 'DOWN'}")
+    if not live:
+        return
+    bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in live.values())
+    async with Cluster.open(bootstrap, retries=2) as cluster:
+        md = await cluster.refresh_metadata(None)
+    print(f"controller: {md.controller_id}")
+    under = [(t, p) for t, parts in md.topics.items() for p, info in parts.items() if len(info.isr) < len(info.replicas)]
+    offline = [(t, p) for t, parts in md.topics.items() for p, info in parts.items() if info.leader < 0]
+    print(f"topics: {len(md.topics)} ({', '.join(sorted(md.topics)) or 'none'})")
+    print(f"under-replicated partitions: {len(under)}" + (f" {sorted(under)}" if under else ""))
+    print(f"offline partitions: {len(offline)}" + (f" {sorted(offline)}" if offline else ""))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "up":
+            return up(args)
+        directory = args.dir.resolve()
+        state = _load(directory)
+        if args.action == "status":
+            trio.run(_status, state)
+            return 0
+        if args.action == "down":
+            for entry in state["brokers"].values():
+                _signal(entry, signal.SIGTERM)
+            for entry in state["brokers"].values():
+                _wait_gone(entry, 60)
+            _signal(state["zookeeper"], signal.SIGTERM)
+            _wait_gone(state["zookeeper"], 10)
+            print("cluster down")
+            return 0
+        entry = state["brokers"].get(str(args.broker_id))
+        if entry is None:
+            raise ClusterError(f"broker {args.broker_id} is not part of this cluster")
+        if args.action in ("kill", "stop"):
+            if not _signal(entry, signal.SIGKILL if args.action == "kill" else signal.SIGTERM):
+                raise ClusterError(f"broker {args.broker_id} is not running")
+            if args.action == "stop":
+                _wait_gone(entry, 60)
+            print(f"broker {args.broker_id} {'killed' if args.action == 'kill' else 'stopped'}")
+            return 0
+        if _alive(entry):
+            raise ClusterError(f"broker {args.broker_id} is already running")
+        zk_connect = f"127.0.0.1:{state['zookeeper']['port']}"
+        try:
+            state["brokers"][str(args.broker_id)] = _start_broker(directory, args.broker_id, entry, zk_connect,
+                                                                  state.get("overrides", {}))
+        except BrokerStartError as e:
+            raise ClusterError(f"broker {args.broker_id} did not start: {str(e).splitlines()[0]}") from None
+        _save(directory, state)
+        print(f"broker {args.broker_id} started on 127.0.0.1:{entry['port']}")
+        return 0
+    except (ClusterError, ConnectionClosed, trio.TooSlowError) as e:
+        print(f"minikafka cluster: {e or 'timed out'}", file=sys.stderr)
+        return 1

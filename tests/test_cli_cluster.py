@@ -1,0 +1,73 @@
+"""`minikafka cluster`: a local cluster in the background, driven only through the CLI."""
+
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+
+CLI = [sys.executable, "-m", "minikafka_cli.main"]
+
+
+def free_base_port(count: int) -> int:
+    for _ in range(50):
+        base = random.randrange(20000, 60000)
+        try:
+            socks = []
+            for port in range(base, base + count):
+                s = socket.socket()
+                s.bind(("127.0.0.1", port))
+                socks.append(s)
+            for s in socks:
+                s.close()
+            return base
+        except OSError:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free port range")
+
+
+def cli(*args, timeout=120):
+    return subprocess.run(CLI + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+def test_cluster_lifecycle(tmp_path):
+    d = str(tmp_path / "c")
+    base = free_base_port(4)
+    r = cli("cluster", "up", "--dir", d, "--brokers", "3", "--zookeeper-port", str(base + 3), "--base-port", str(base))
+    try:
+        assert r.returncode == 0, r.stderr
+        assert f"bootstrap servers: 127.0.0.1:{base},127.0.0.1:{base + 1},127.0.0.1:{base + 2}" in r.stdout
+        state = json.loads((tmp_path / "c" / "cluster.json").read_text())
+        pids = [b["pid"] for b in state["brokers"].values()] + [state["zookeeper"]["pid"]]
+        assert cli("cluster", "up", "--dir", d).returncode == 1          # already running
+        bootstrap = f"127.0.0.1:{base}"
+        assert cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", "t", "--partitions", "3",
+                   "--replication-factor", "3").returncode == 0
+        status = cli("cluster", "status", "--dir", d).stdout
+        assert "broker 2: " in status and "controller: " in status and "topics: 1 (t)" in status
+        assert cli("cluster", "kill", "2", "--dir", d).stdout.strip() == "broker 2 killed"
+        status = cli("cluster", "status", "--dir", d).stdout
+        assert f"broker 2: 127.0.0.1:{base + 1} DOWN" in status
+        assert cli("cluster", "start", "2", "--dir", d).returncode == 0
+        assert cli("cluster", "stop", "3", "--dir", d).stdout.strip() == "broker 3 stopped"
+        assert cli("cluster", "kill", "9", "--dir", d).returncode == 1
+    finally:
+        down = cli("cluster", "down", "--dir", d)
+    assert down.returncode == 0 and down.stdout.strip() == "cluster down"
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive = os.path.exists(f"/proc/{pid}") and "minikafka" in open(f"/proc/{pid}/cmdline").read() \
+                or "zoo.cfg" in open(f"/proc/{pid}/cmdline").read()
+        except (ProcessLookupError, FileNotFoundError):
+            alive = False
+        assert not alive, pid
+
+
+def test_cluster_errors_are_one_line(tmp_path):
+    r = cli("cluster", "status", "--dir", str(tmp_path / "none"))
+    assert r.returncode == 1 and "no cluster in" in r.stderr and "Traceback" not in r.stderr
+    r = cli("cluster", "bogus")
+    assert r.returncode == 2
