@@ -228,14 +228,24 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
     return config
 
 
-def load_config(path: Path | None, overrides: list[str] = ()) -> BrokerConfig:
-    """Read `path` (optional) then apply `key=value` overrides; raises ConfigError."""
+def env_properties(environ: dict[str, str], prefix: str = "KAFKA_") -> dict[str, str]:
+    """Configuration from environment variables, as Kafka's container images map them:
+    `KAFKA_ZOOKEEPER_CONNECT` -> `zookeeper.connect` (prefix dropped, lower case, `_` -> `.`)."""
+    return {name[len(prefix):].lower().replace("_", "."): value
+            for name, value in environ.items() if name.startswith(prefix) and len(name) > len(prefix)}
+
+
+def load_config(path: Path | None, overrides: list[str] = (), environ: dict[str, str] | None = None) -> BrokerConfig:
+    """Read `path` (optional), then `KAFKA_*` variables from `environ` (when given), then apply
+    `key=value` overrides; raises ConfigError."""
     props: dict[str, str] = {}
     if path is not None:
         try:
             props.update(parse_properties(Path(path).read_text()))
         except OSError as e:
             raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    if environ is not None:
+        props.update(env_properties(environ))
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 
@@ -217,12 +218,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=str, help="server.properties file (Kafka's keys)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="set a configuration key, overriding the file (repeatable)")
+    parser.add_argument("--env-config", action="store_true",
+                        help="also read KAFKA_* environment variables (KAFKA_BROKER_ID -> broker.id), as in containers")
 
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of `minikafka broker`; returns the exit status."""
     try:
-        config = load_config(args.config, args.override)
+        config = load_config(args.config, args.override, environ=dict(os.environ) if args.env_config else None)
     except ConfigError as e:
         print(f"minikafka broker: configuration error: {e}", file=sys.stderr)
         return 2

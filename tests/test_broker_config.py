@@ -52,3 +52,12 @@ def test_bad_override_and_missing_file(tmp_path):
         load_config(None, ["broker.id"])
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.properties")
+
+
+def test_environment_variables_map_onto_config_keys():
+    from broker.config import env_properties
+    env = {"KAFKA_BROKER_ID": "4", "KAFKA_ZOOKEEPER_CONNECT": "zk:2181", "KAFKA_LOG_RETENTION_HOURS": "2",
+           "PATH": "/bin", "KAFKA_": "x"}
+    assert env_properties(env) == {"broker.id": "4", "zookeeper.connect": "zk:2181", "log.retention.hours": "2"}
+    config = load_config(None, ["broker.id=5"], environ=env)
+    assert config.broker_id == 5 and config.log_config().retention_ms == 2 * 3600 * 1000

@@ -1,0 +1,103 @@
+"""The `minikafka` PySpark data source with real Spark (local[2]) against a real 3-broker cluster."""
+
+import os
+import sys
+
+import pytest
+import trio
+
+from client import Cluster
+from client.producer import Producer
+from replication_helpers import create_topic, partition_state, wait_for
+
+pyspark = pytest.importorskip("pyspark", reason="make setup installs the spark extra")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    from spark_source.source import MinikafkaDataSource
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (SparkSession.builder.master("local[2]").appName("minikafka-tests")
+               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    session.dataSource.register(MinikafkaDataSource)
+    yield session
+    session.stop()
+
+
+async def produce(bootstrap, topic, values, key_of=lambda v: v[:2]):
+    async with Cluster.open(bootstrap) as cluster:
+        async with Producer.open(cluster) as producer:
+            deliveries = [await producer.send(topic, v, key=key_of(v)) for v in values]
+    return [(d.metadata.partition, d.metadata.offset) for d in deliveries]
+
+
+async def test_batch_reads_committed_data_exactly_once(spark, start_broker, zk):
+    brokers = {i: start_broker(i) for i in (1, 2, 3)}
+    await create_topic(brokers, zk, "s", partitions=3, rf=3)
+    for p in range(3):
+        await wait_for(lambda p=p: len(partition_state(zk, "s", p)["isr"]) == 3)
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    values = [b"%02d-%05d" % (i % 7, i) for i in range(900)]
+    placed = await produce(bootstrap, "s", values)
+
+    def read(**options):
+        reader = spark.read.format("minikafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", "s")
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return reader.load()
+
+    df = await trio.to_thread.run_sync(lambda: read(startingOffsets="earliest", maxOffsetsPerPartitionSplit="100"))
+    rows = await trio.to_thread.run_sync(df.collect)
+    assert sorted(r.value for r in rows) == sorted(values)
+    assert sorted((r.partition, r.offset) for r in rows) == sorted(placed)
+    assert {r.topic for r in rows} == {"s"} and all(r.timestampType == 0 for r in rows)
+    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    # explicit offsets, as Spark's Kafka source takes them
+    some = await trio.to_thread.run_sync(lambda: read(startingOffsets='{"s":{"0":5,"1":-2,"2":-1}}',
+                                                      endingOffsets='{"s":{"0":10,"1":3,"2":-1}}').collect())
+    assert sorted((r.partition, r.offset) for r in some) == [(0, o) for o in range(5, 10)] + [(1, 0), (1, 1), (1, 2)]
+
+
+async def test_latest_is_the_high_watermark_at_planning_and_a_leader_change_is_survived(start_broker, zk):
+    from spark_source.source import MinikafkaBatchReader, _Options
+    brokers = {i: start_broker(i) for i in (1, 2, 3)}
+    await create_topic(brokers, zk, "l", partitions=1, rf=3)
+    await wait_for(lambda: len(partition_state(zk, "l", 0)["isr"]) == 3)
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    await produce(bootstrap, "l", [b"a%d" % i for i in range(100)])
+    reader = MinikafkaBatchReader(_Options({"kafka.bootstrap.servers": bootstrap, "subscribe": "l",
+                                            "startingOffsets": "earliest"}))
+    (planned,) = await trio.to_thread.run_sync(reader.partitions)
+    assert (planned.start, planned.end) == (0, 100)
+    await produce(bootstrap, "l", [b"b%d" % i for i in range(50)])          # the log grows after planning
+    brokers[partition_state(zk, "l", 0)["leader"]].kill()                    # and its leader dies
+    rows = await trio.to_thread.run_sync(lambda: list(reader.read(planned)))
+    assert [r[1] for r in rows] == [b"a%d" % i for i in range(100)]
+
+
+async def test_streaming_continues_exactly_where_it_stopped(spark, start_broker, zk, tmp_path):
+    brokers = {i: start_broker(i) for i in (1, 2, 3)}
+    await create_topic(brokers, zk, "st", partitions=2, rf=3)
+    for p in range(2):
+        await wait_for(lambda p=p: len(partition_state(zk, "st", p)["isr"]) == 3)
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+
+    def run_stream():
+        stream = (spark.readStream.format("minikafka").option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", "st").option("startingOffsets", "earliest").load()
+                  .selectExpr("CAST(value AS STRING) AS value", "partition", "offset"))
+        query = (stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(120)
+
+    await produce(bootstrap, "st", [b"%d" % i for i in range(200)], key_of=lambda v: v)
+    await trio.to_thread.run_sync(run_stream)
+    await produce(bootstrap, "st", [b"%d" % i for i in range(200, 350)], key_of=lambda v: v)
+    await trio.to_thread.run_sync(run_stream)                                # restart from the checkpoint
+    rows = await trio.to_thread.run_sync(lambda: spark.read.parquet(out).collect())
+    assert sorted(int(r.value) for r in rows) == list(range(350))          # each exactly once
