@@ -11,7 +11,9 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minikafka", description="A Kafka-compatible broker in Python.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("run", help="the main job on an embedded local cluster (not yet built)")
+    run_parser = sub.add_parser("run", help="the main job: the flights table through a local cluster, read by PySpark")
+    run_parser.add_argument("--rows", type=int, help="only the first N rows (default: all 336,776)")
+    run_parser.add_argument("--dir", help="cluster directory (default: a fresh one under .minikafka/)")
     from broker import main as broker_main
     from minikafka_cli import cluster, consume, produce, topics
     broker_parser = sub.add_parser("broker", help="run one broker process (Kafka's server.properties keys)")
@@ -32,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cluster":
         return cluster.run(args)
     if args.command == "run":
-        print("minikafka run: not yet — the local cluster arrives with the main-job issue.")
-        return 0
+        from examples import flights
+        return flights.main((["--rows", str(args.rows)] if args.rows else []) + (["--dir", args.dir] if args.dir else []))
     return 2
 
 

