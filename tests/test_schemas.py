@@ -22,7 +22,8 @@ REQUIRED = {"ApiVersions": (0, 3), "Metadata": (1, 12), "Produce": (3, 9), "Fetc
             "JoinGroup": (0, 7), "SyncGroup": (0, 5), "Heartbeat": (0, 4), "LeaveGroup": (0, 4),
             "OffsetCommit": (2, 8), "OffsetFetch": (1, 7), "ListGroups": (0, 4), "DescribeGroups": (0, 5),
             "InitProducerId": (0, 4), "OffsetForLeaderEpoch": (0, 4), "DescribeConfigs": (0, 4),
-            "LeaderAndIsr": (0, 7), "UpdateMetadata": (0, 8), "StopReplica": (0, 4), "ControlledShutdown": (0, 3)}
+            "LeaderAndIsr": (0, 7), "UpdateMetadata": (0, 8), "StopReplica": (0, 4), "ControlledShutdown": (0, 3),
+            "ElectLeaders": (0, 2)}
 
 
 def test_served_ranges_cover_the_required_ones():

@@ -50,6 +50,7 @@ SERVED: dict[str, tuple[int, int]] = {
     "InitProducerId": (0, 4),
     "OffsetForLeaderEpoch": (0, 4),
     "DescribeConfigs": (0, 4),
+    "ElectLeaders": (0, 2),
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
 

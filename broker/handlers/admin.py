@@ -1,6 +1,7 @@
 """Admin APIs served by the active controller (others answer NOT_CONTROLLER, as Kafka's
 ZooKeeper mode does): CreateTopics (key 19) v2-7, DeleteTopics (key 20) v1-6,
-ControlledShutdown (key 7) v0-3."""
+ControlledShutdown (key 7) v0-3, ElectLeaders (key 43) v0-2 (preferred elections only: an unclean
+one answers INVALID_REQUEST per partition; `topic_partitions` null means every partition)."""
 
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
@@ -39,4 +40,28 @@ async def controlled_shutdown(ctx, request):
     return {"error_code": code, "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining]}
 
 
-HANDLERS = {19: create_topics, 20: delete_topics, 7: controlled_shutdown}
+async def elect_leaders(ctx, request):
+    body = request.body
+    partitions = None if body.topic_partitions is None else \
+        [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
+    if _not_controller(ctx):
+        results = {tp: ErrorCode.NOT_CONTROLLER for tp in partitions or []}
+        top = ErrorCode.NOT_CONTROLLER
+    elif body.election_type != 0:
+        results = {tp: ErrorCode.INVALID_REQUEST for tp in partitions or []}
+        top = ErrorCode.NONE
+    else:
+        results = await ctx.controller.request("elect_preferred", partitions, timeout_s=max(body.timeout_ms / 1000, 5))
+        top = ErrorCode.NONE
+    topics: dict[str, list] = {}
+    for (topic, partition), code in sorted(results.items()):
+        topics.setdefault(topic, []).append({"partition_id": partition, "error_code": code,
+                                             "error_message": None if code == ErrorCode.NONE else ErrorCode(code).name})
+    response = {"throttle_time_ms": 0, "replica_election_results": [{"topic": t, "partition_result": ps}
+                                                                     for t, ps in topics.items()]}
+    if request.api_version >= 1:
+        response["error_code"] = top
+    return response
+
+
+HANDLERS = {19: create_topics, 20: delete_topics, 7: controlled_shutdown, 43: elect_leaders}

@@ -9,6 +9,7 @@ from protocol.schemas import create_topics
 from protocol.schemas import delete_topics
 from protocol.schemas import describe_configs
 from protocol.schemas import describe_groups
+from protocol.schemas import elect_leaders
 from protocol.schemas import fetch
 from protocol.schemas import find_coordinator
 from protocol.schemas import heartbeat
@@ -34,6 +35,7 @@ APIS = {
     delete_topics.API_KEY: delete_topics,
     describe_configs.API_KEY: describe_configs,
     describe_groups.API_KEY: describe_groups,
+    elect_leaders.API_KEY: elect_leaders,
     fetch.API_KEY: fetch,
     find_coordinator.API_KEY: find_coordinator,
     heartbeat.API_KEY: heartbeat,

@@ -1,0 +1,65 @@
+"""`minikafka leader-election --preferred [--topic T [--partition P]]`: move leadership back to each
+partition's preferred (first assigned) replica where it is in sync, through the active controller
+(ElectLeaders), as kafka-leader-election.sh does."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import trio
+
+from client import Cluster, ConnectionClosed, KafkaError
+from protocol.errors import ErrorCode
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    parser.add_argument("--preferred", action="store_true", required=True,
+                        help="elect each partition's preferred replica (the only election type offered)")
+    parser.add_argument("--topic", help="only this topic (default: every partition)")
+    parser.add_argument("--partition", type=int, help="only this partition of --topic")
+
+
+async def _run(args) -> int:
+    async with Cluster.open(args.bootstrap_server) as cluster:
+        partitions = None
+        if args.topic:
+            await cluster.partition_info(args.topic, 0, refresh=True)
+            indexes = [args.partition] if args.partition is not None else sorted(cluster.metadata.topics[args.topic])
+            partitions = [{"topic": args.topic, "partitions": indexes}]
+
+        async def attempt(refresh):
+            md = await cluster.refresh_metadata([])
+            conn = await cluster.broker_connection(md.controller_id)
+            r = await conn.request(43, {"election_type": 0, "topic_partitions": partitions, "timeout_ms": 30000})
+            if r.get("error_code", 0) == ErrorCode.NOT_CONTROLLER:
+                raise KafkaError(ErrorCode.NOT_CONTROLLER, "the controller moved")
+            return r
+        response = await cluster.retry(attempt, "ElectLeaders")
+    status = 0
+    for topic in response.replica_election_results:
+        for p in topic.partition_result:
+            code = ErrorCode(p.error_code)
+            if code == ErrorCode.NONE:
+                print(f"Successfully completed leader election for partition {topic.topic}-{p.partition_id}")
+            elif code == ErrorCode.ELECTION_NOT_NEEDED:
+                print(f"Valid replica already elected for partition {topic.topic}-{p.partition_id}")
+            else:
+                print(f"Election failed for partition {topic.topic}-{p.partition_id}: {code.name}", file=sys.stderr)
+                status = 1
+    return status
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.partition is not None and not args.topic:
+        print("minikafka leader-election: --partition needs --topic", file=sys.stderr)
+        return 2
+    try:
+        return trio.run(_run, args)
+    except ValueError as e:
+        print(f"minikafka leader-election: {e}", file=sys.stderr)
+        return 2
+    except (ConnectionClosed, KafkaError) as e:
+        print(f"minikafka leader-election: {e}", file=sys.stderr)
+        return 1
