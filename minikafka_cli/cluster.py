@@ -69,7 +69,13 @@ def _load(directory: Path) -> dict:
 
 
 def _save(directory: Path, state: dict) -> None:
+    """cluster.json, plus a pid file beside each process's files (zookeeper/zookeeper.pid,
+    broker-N/broker.pid) for operators."""
     (directory / STATE).write_text(json.dumps(state, indent=2))
+    (directory / "zookeeper" / "zookeeper.pid").write_text(f"{state['zookeeper']['pid']}\n")
+    for i, b in state["brokers"].items():
+        if b.get("dir"):
+            (Path(b["dir"]) / "broker.pid").write_text(f"{b['pid']}\n")
 
 
 def _signal(entry: dict, sig: int) -> bool:

@@ -38,6 +38,13 @@ async def _list_offset(cluster: Cluster, topic: str, partition: int, timestamp: 
     return await cluster.retry(attempt, "ListOffsets")
 
 
+def list_topics(bootstrap: str) -> list[str]:
+    async def run():
+        async with Cluster.open(bootstrap, retries=20) as cluster:
+            return sorted((await cluster.refresh_metadata(None)).topics)
+    return trio.run(run)
+
+
 def offsets_of(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
     """{(topic, partition): (log start offset, high watermark)} now."""
     async def run():

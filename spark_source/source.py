@@ -5,7 +5,8 @@ committed data (up to the high watermark), with the schema and options of Spark'
     df = (spark.read.format("minikafka").option("kafka.bootstrap.servers", "127.0.0.1:9092")
           .option("subscribe", "flights").option("startingOffsets", "earliest").load())
 
-Options: `kafka.bootstrap.servers`, `subscribe` (a topic, or a comma-separated list),
+Options: `bootstrap.servers` (or Spark's `kafka.bootstrap.servers`), `topic` (or `subscribe`: a
+topic or a comma-separated list) or `topicPattern` (or `subscribePattern`: a regex over topic names),
 `startingOffsets` / `endingOffsets` (`earliest`, `latest`, or JSON `{"topic":{"0":23,"1":-2}}` with
 -2 = earliest and -1 = latest), `maxOffsetsPerPartitionSplit` (split a big partition into input
 partitions of at most this many offsets; default 1,000,000).
@@ -19,11 +20,12 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 
-from spark_source.kafka_io import KafkaReadError, fetch_range, offsets_of
+from spark_source.kafka_io import KafkaReadError, fetch_range, list_topics, offsets_of
 
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int, headers array<struct<key: string, value: binary>>")
@@ -51,16 +53,24 @@ def _spec(text: str | None, default: int) -> dict | int:
 
 class _Options:
     def __init__(self, options: dict):
-        self.bootstrap = options.get("kafka.bootstrap.servers")
+        self.bootstrap = options.get("bootstrap.servers") or options.get("kafka.bootstrap.servers")
         if not self.bootstrap:
-            raise ValueError("option kafka.bootstrap.servers is required")
-        topics = options.get("subscribe")
-        if not topics:
-            raise ValueError("option subscribe is required")
-        self.topics = [t.strip() for t in topics.split(",") if t.strip()]
+            raise ValueError("option bootstrap.servers (or kafka.bootstrap.servers) is required")
+        topics = options.get("topic") or options.get("subscribe")
+        self.pattern = options.get("topicPattern") or options.get("subscribePattern")
+        if not topics and not self.pattern:
+            raise ValueError("option topic (or subscribe) or topicPattern (or subscribePattern) is required")
+        self._topics = [t.strip() for t in topics.split(",") if t.strip()] if topics else None
         self.starting = _spec(options.get("startingOffsets"), EARLIEST)
         self.ending = _spec(options.get("endingOffsets"), LATEST)
         self.split = int(options.get("maxOffsetsPerPartitionSplit", 1_000_000))
+
+    @property
+    def topics(self) -> list[str]:
+        """The topics named, or those whose names match the pattern now."""
+        if self._topics is not None:
+            return self._topics
+        return [t for t in list_topics(self.bootstrap) if re.fullmatch(self.pattern, t)]
 
 
 def _resolve(spec, topic: str, partition: int, earliest: int, latest: int) -> int:

@@ -41,6 +41,8 @@ def test_cluster_lifecycle(tmp_path):
         assert f"bootstrap servers: 127.0.0.1:{base},127.0.0.1:{base + 1},127.0.0.1:{base + 2}" in r.stdout
         state = json.loads((tmp_path / "c" / "cluster.json").read_text())
         pids = [b["pid"] for b in state["brokers"].values()] + [state["zookeeper"]["pid"]]
+        assert (tmp_path / "c" / "broker-1" / "broker.pid").read_text().strip() == str(state["brokers"]["1"]["pid"])
+        assert (tmp_path / "c" / "zookeeper" / "zookeeper.pid").exists()
         assert cli("cluster", "up", "--dir", d).returncode == 1          # already running
         bootstrap = f"127.0.0.1:{base}"
         assert cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", "t", "--partitions", "3",

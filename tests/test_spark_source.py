@@ -56,6 +56,11 @@ async def test_batch_reads_committed_data_exactly_once(spark, start_broker, zk):
     assert sorted((r.partition, r.offset) for r in rows) == sorted(placed)
     assert {r.topic for r in rows} == {"s"} and all(r.timestampType == 0 for r in rows)
     assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    # the option names, and a topic pattern
+    by_pattern = await trio.to_thread.run_sync(lambda: spark.read.format("minikafka")
+                                               .option("bootstrap.servers", bootstrap).option("topicPattern", "s|nomatch")
+                                               .option("startingOffsets", "earliest").load().count())
+    assert by_pattern == 900
     # explicit offsets, as Spark's Kafka source takes them
     some = await trio.to_thread.run_sync(lambda: read(startingOffsets='{"s":{"0":5,"1":-2,"2":-1}}',
                                                       endingOffsets='{"s":{"0":10,"1":3,"2":-1}}').collect())
