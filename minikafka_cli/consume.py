@@ -15,7 +15,8 @@ import sys
 
 import trio
 
-from client import Cluster, ConnectionClosed, KafkaError
+from client import Cluster, KafkaError
+from minikafka_cli.common import run_trio
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
@@ -132,14 +133,10 @@ def run(args: argparse.Namespace) -> int:
         print("minikafka consume: --offset needs --partition", file=sys.stderr)
         return 2
     try:
-        printed = trio.run(_consume, args, sys.stdout)
-    except ValueError as e:
-        print(f"minikafka consume: {e}", file=sys.stderr)
-        return 2
-    except (ConnectionClosed, KafkaError) as e:
-        print(f"minikafka consume: {e}", file=sys.stderr)
-        return 1
+        status, printed = run_trio("consume", _consume, args, sys.stdout)
     except KeyboardInterrupt:
         return 130
+    if status:
+        return status
     print(f"Processed a total of {printed} messages", file=sys.stderr)
     return 0

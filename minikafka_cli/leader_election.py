@@ -7,9 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import trio
-
-from client import Cluster, ConnectionClosed, KafkaError
+from client import Cluster, KafkaError
+from minikafka_cli.common import run_trio
 from protocol.errors import ErrorCode
 
 
@@ -55,11 +54,5 @@ def run(args: argparse.Namespace) -> int:
     if args.partition is not None and not args.topic:
         print("minikafka leader-election: --partition needs --topic", file=sys.stderr)
         return 2
-    try:
-        return trio.run(_run, args)
-    except ValueError as e:
-        print(f"minikafka leader-election: {e}", file=sys.stderr)
-        return 2
-    except (ConnectionClosed, KafkaError) as e:
-        print(f"minikafka leader-election: {e}", file=sys.stderr)
-        return 1
+    status, result = run_trio("leader-election", _run, args)
+    return status or result

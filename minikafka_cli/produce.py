@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-import trio
 from tqdm import tqdm
 
-from client import Cluster, ConnectionClosed, KafkaError
+from client import Cluster
+from minikafka_cli.common import run_trio
 from client.producer import Producer
 from protocol import record_batch as rb
 
@@ -85,13 +85,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"minikafka produce: --header {item!r} is not KEY=VALUE", file=sys.stderr)
             return 2
         headers.append((key, value.encode()))
-    try:
-        ok, failed = trio.run(_produce, args, headers)
-    except ValueError as e:
-        print(f"minikafka produce: {e}", file=sys.stderr)
-        return 2
-    except (ConnectionClosed, KafkaError) as e:
-        print(f"minikafka produce: {e}", file=sys.stderr)
-        return 1
+    status, counts = run_trio("produce", _produce, args, headers)
+    if status:
+        return status
+    ok, failed = counts
     print(f"{ok} records acknowledged" + (f", {failed} failed" if failed else ""))
     return 1 if failed else 0

@@ -7,9 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import trio
-
-from client import Cluster, ConnectionClosed, KafkaError
+from client import Cluster, KafkaError
+from minikafka_cli.common import run_trio
 from protocol.errors import ErrorCode
 
 
@@ -93,11 +92,5 @@ def _report(results, success: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return trio.run(_run, args)
-    except ValueError as e:
-        print(f"minikafka topics: {e}", file=sys.stderr)
-        return 2
-    except (ConnectionClosed, KafkaError) as e:
-        print(f"minikafka topics: {e}", file=sys.stderr)
-        return 1
+    status, result = run_trio("topics", _run, args)
+    return status or result

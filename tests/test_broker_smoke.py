@@ -1,7 +1,5 @@
 import subprocess
 
-import trio
-
 from controller_stub import assign
 
 

@@ -122,7 +122,7 @@ def _producer_thread(bootstrap, topic, n, acked, stop_after_kill):
         value = b"rec-%05d" % i
         try:
             acked.append((value, producer.send(topic, value=value, partition=0).get(timeout=90).offset))
-        except Exception as e:   # an unacknowledged record may or may not be in the log: both are fine
+        except Exception:   # an unacknowledged record may or may not be in the log: both are fine
             acked.append((value, None))
     producer.close()
 
@@ -162,7 +162,6 @@ async def test_kill_the_leader_mid_stream_loses_no_acknowledged_record(start_bro
         victim = brokers[partition_state(zk, "k", 0)["leader"]]
         victim.kill()
         await producing.wait()
-        survivors = [b for b in brokers.values() if b is not victim]
         new_leader = brokers[partition_state(zk, "k", 0)["leader"]]
         assert new_leader is not victim
         await trio.to_thread.run_sync(victim.start)

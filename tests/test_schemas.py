@@ -1,8 +1,6 @@
 """Every served API and version round-trips; the generator is strict and its output is current."""
 
-import io
 import json
-import os
 import pathlib
 
 import pytest
