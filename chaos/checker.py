@@ -60,12 +60,15 @@ def check(history: list[dict], replicas: dict[int, dict[int, list[tuple[int, byt
     report.attempted, report.acked = len(sends), len(acks)
     report.failed = sum(1 for e in history if e["op"] == "fail")
 
+    present = {(p, v) for p, log in final.items() for v in log.values()}
     for e in acks:                                                            # (1) and (3) for writes
         there = final.get(e["partition"], {}).get(e["offset"])
-        if there is None:
-            report.lost.append((e["partition"], e["offset"], e["value"]))
-        elif there != e["value"]:
-            report.unstable.append((e["partition"], e["offset"], e["value"], there))
+        if there == e["value"]:
+            continue
+        if (e["partition"], e["value"]) not in present:
+            report.lost.append((e["partition"], e["offset"], e["value"]))     # gone (its offset may be reused)
+        else:
+            report.unstable.append((e["partition"], e["offset"], e["value"], there))   # moved elsewhere
     for p, logs in replicas.items():                                         # (2)
         hw = high_watermarks.get(p, 0)
         reference = [r for r in logs.get(leaders.get(p), []) if r[0] < hw]

@@ -167,7 +167,8 @@ class Connection:
         correlation_id = int.from_bytes(frame[:4], "big", signed=True)
         pending = self._pending.get(correlation_id)
         if pending is None:
-            log.warning("response with unknown correlation id %d from %s:%d", correlation_id, self.host, self.port)
+            log.debug("response to an abandoned request (correlation id %d) from %s:%d", correlation_id, self.host,
+                      self.port)
             return
         try:
             _, pending.result = decode_response(pending.api_key, pending.version, frame)

@@ -26,8 +26,23 @@ async def wait_for(predicate, timeout_s=20.0, interval=0.05, what="condition"):
             await trio.sleep(interval)
 
 
+async def wait_until_all_brokers_known(brokers) -> None:
+    """Until every broker's Metadata lists all brokers: the controller has processed every
+    registration (brokers start one after another; a topic created before that is short of replicas)."""
+    with trio.fail_after(20):
+        for b in brokers.values():
+            while True:
+                async with Connection.open(b.host, b.port) as conn:
+                    md = await conn.request(3, {"topics": []})
+                if len(md.brokers) == len(brokers) and md.controller_id >= 0:
+                    break
+                await trio.sleep(0.05)
+
+
 async def create_topic(brokers, zk, name, partitions=1, rf=3, configs=None):
-    """CreateTopics on the active controller (retrying NOT_CONTROLLER while one is elected)."""
+    """CreateTopics on the active controller (retrying NOT_CONTROLLER while one is elected), once
+    the controller knows every broker."""
+    await wait_until_all_brokers_known(brokers)
     with trio.fail_after(20):
         while True:
             cid = controller_of(zk)

@@ -42,6 +42,14 @@ def test_a_divergent_replica_is_flagged():
     assert report.divergent == [(0, 3, 1)] and not report.ok
 
 
+def test_an_acknowledged_record_replaced_at_its_offset_is_lost():
+    history, replicas, leaders, isr, hws = clean()
+    for broker in replicas[0]:
+        replicas[0][broker] = [(0, b"1"), (1, b"other")]
+    report = check(history, replicas, leaders, isr, hws, in_order=True)
+    assert report.lost == [(0, 1, b"2")]
+
+
 def test_offset_reuse_is_flagged():
     history, replicas, leaders, isr, hws = clean()
     history.append({"t": 0.6, "op": "read", "consumer": "c", "partition": 0, "offset": 1, "value": b"old"})

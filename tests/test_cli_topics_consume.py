@@ -6,7 +6,7 @@ import sys
 
 import trio
 
-from replication_helpers import controller_of, partition_state, wait_for
+from replication_helpers import partition_state, wait_for, wait_until_all_brokers_known
 
 CLI = [sys.executable, "-m", "minikafka_cli.main"]
 
@@ -17,7 +17,7 @@ def cli(*args, input=None, timeout=60):
 
 async def test_topics_and_consume(start_broker, zk):
     brokers = {i: start_broker(i) for i in (1, 2, 3)}
-    await wait_for(lambda: controller_of(zk) is not None)
+    await wait_until_all_brokers_known(brokers)
     bootstrap = brokers[1].bootstrap
     r = await trio.to_thread.run_sync(lambda: cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", "tc",
                                                   "--partitions", "3", "--replication-factor", "3",

@@ -16,8 +16,11 @@ from replication_helpers import controller_of
 
 
 @pytest.fixture
-def three(start_broker):
-    return {i: start_broker(i) for i in (1, 2, 3)}
+async def three(start_broker):
+    from replication_helpers import wait_until_all_brokers_known
+    brokers = {i: start_broker(i) for i in (1, 2, 3)}
+    await wait_until_all_brokers_known(brokers)
+    return brokers
 
 
 async def wait_until(predicate, timeout_s=20.0, interval=0.05):
