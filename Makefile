@@ -3,9 +3,9 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := zookeeper kcat default-jre-headless
+APT_PACKAGES := zookeeper kcat default-jre-headless iptables
 
-.PHONY: setup apt venv test run bench regen clean
+.PHONY: setup apt venv test run bench chaos regen clean
 
 setup: apt venv
 
@@ -31,6 +31,10 @@ test: setup
 
 run: setup
 	$(VENV)/bin/minikafka run
+
+# Chaos scenarios against a local 3-broker cluster (part of `make test` too); prints a table.
+chaos: setup
+	$(PY) -m chaos.runner
 
 bench: setup
 	$(PY) -m bench.protocol_bench
