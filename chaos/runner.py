@@ -78,24 +78,32 @@ class Env:
 
 # ---- the workload --------------------------------------------------------------------------------
 
-async def producer_task(env: Env, name: str, stop: trio.Event) -> None:
+async def producer_task(env: Env, name: str, stop: trio.Event, outstanding: int = 200) -> None:
+    """Unique values round-robin over the partitions, up to `outstanding` records awaiting their
+    acknowledgement at once (so a stalled partition does not stop the others); within a partition
+    the producer keeps one request in flight, so send order is log order."""
+    slots = trio.Semaphore(outstanding)
     async with Cluster.open(env.bootstrap, retries=60, backoff_ms=100) as cluster:
         async with Producer.open(cluster, max_in_flight=1, linger_ms=1, delivery_timeout_ms=60000) as producer:
-            seq = 0
-            while not stop.is_set():
-                value = f"{name}-{seq}".encode()
-                partition = seq % PARTITIONS
-                env.record(op="send", producer=name, partition=partition, value=value)
-                delivery = await producer.send(TOPIC, value, partition=partition)
+            async with trio.open_nursery() as settling:
+                seq = 0
+                while not stop.is_set():
+                    await slots.acquire()
+                    value = f"{name}-{seq}".encode()
+                    partition = seq % PARTITIONS
+                    env.record(op="send", producer=name, partition=partition, value=value)
+                    delivery = await producer.send(TOPIC, value, partition=partition)
 
-                async def settle(delivery=delivery, value=value, partition=partition):
-                    try:
-                        meta = await delivery.wait()
-                        env.record(op="ack", producer=name, partition=partition, value=value, offset=meta.offset)
-                    except KafkaError as e:
-                        env.record(op="fail", producer=name, partition=partition, value=value, error=str(e))
-                await settle()
-                seq += 1
+                    async def settle(delivery=delivery, value=value, partition=partition):
+                        try:
+                            meta = await delivery.wait()
+                            env.record(op="ack", producer=name, partition=partition, value=value, offset=meta.offset)
+                        except KafkaError as e:
+                            env.record(op="fail", producer=name, partition=partition, value=value, error=str(e))
+                        finally:
+                            slots.release()
+                    settling.start_soon(settle)
+                    seq += 1
 
 
 async def consumer_task(env: Env, partition: int, stop: trio.Event) -> None:

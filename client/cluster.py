@@ -100,18 +100,20 @@ class Cluster:
 
     # ---- connections -----------------------------------------------------------------------------
     async def connect(self, host: str, port: int) -> Connection:
-        """A live connection to host:port (opened once and shared)."""
+        """A live connection to host:port (opened once and shared; a broken one is replaced)."""
         key = (host, port)
-        while key in self._connecting:
-            await self._connecting[key].wait()
-        cached = self._connections.get(key)
-        if cached is not None and cached.closed:
-            self.drop(cached)                     # the broker went away: open a new connection
-            while key in self._connections:
-                await trio.sleep(0)
-        elif cached is not None:
-            return cached
-        ready = self._connecting[key] = trio.Event()
+        while True:   # every await below may change the maps: check them again afterwards
+            if key in self._connecting:
+                await self._connecting[key].wait()
+                continue
+            cached = self._connections.get(key)
+            if cached is None:
+                break
+            if not cached.closed:
+                return cached
+            self.drop(cached)                     # the broker went away: let its holder exit
+            await trio.sleep(0.01)
+        ready = self._connecting[key] = trio.Event()   # no await since the checks: this task owns the key
         try:
             conn, scope = await self._nursery.start(self._hold, host, port)
             self._connections[key], self._closers[key] = conn, scope
