@@ -16,11 +16,10 @@ import sys
 import trio
 
 from client import Cluster, KafkaError
+from client.reads import EARLIEST, LATEST, fetch_records, list_offset
 from minikafka_cli.common import run_trio
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-
-EARLIEST, LATEST = -2, -1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,18 +67,6 @@ def _format(args, partition: int, record: rb.Record) -> str:
     return args.key_separator.join(fields)
 
 
-async def _list_offset(cluster: Cluster, topic: str, partition: int, timestamp: int) -> int:
-    async def attempt(refresh):
-        conn = await cluster.leader_connection(topic, partition, refresh)
-        r = await conn.request(2, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
-            {"partition_index": partition, "timestamp": timestamp}]}]})
-        p = r.topics[0].partitions[0]
-        if p.error_code != ErrorCode.NONE:
-            raise KafkaError(p.error_code, f"{topic}-{partition}")
-        return p.offset
-    return await cluster.retry(attempt, "ListOffsets")
-
-
 async def _consume(args, out) -> int:
     printed = 0
     async with Cluster.open(args.bootstrap_server) as cluster:
@@ -92,23 +79,12 @@ async def _consume(args, out) -> int:
         positions = {}
         for p in partitions:
             positions[p] = args.offset if args.offset is not None else \
-                await _list_offset(cluster, args.topic, p, EARLIEST if args.from_beginning else LATEST)
+                await list_offset(cluster, args.topic, p, EARLIEST if args.from_beginning else LATEST)
         idle_deadline = None if args.timeout_ms is None else trio.current_time() + args.timeout_ms / 1000
         while True:
             got_any = False
             for p in partitions:
-                async def fetch(refresh, p=p):
-                    conn = await cluster.leader_connection(args.topic, p, refresh)
-                    r = await conn.request(1, {"replica_id": -1, "max_wait_ms": 200, "min_bytes": 1,
-                                               "max_bytes": 1 << 20, "isolation_level": 0, "topics": [
-                                                   {"topic": args.topic, "partitions": [
-                                                       {"partition": p, "fetch_offset": positions[p],
-                                                        "partition_max_bytes": 1 << 20}]}]})
-                    part = r.responses[0].partitions[0]
-                    if part.error_code != ErrorCode.NONE:
-                        raise KafkaError(part.error_code, f"{args.topic}-{p}")
-                    return part.records or b""
-                data = await cluster.retry(fetch, "Fetch")
+                data = await fetch_records(cluster, args.topic, p, positions[p], max_wait_ms=200, max_bytes=1 << 20)
                 for pos, header in rb.iter_batches(data, allow_partial_tail=True):
                     for record in rb.decode_records(data, pos, header):
                         if record.offset < positions[p]:

@@ -9,8 +9,8 @@ from typing import NamedTuple
 import trio
 
 from client import Cluster, KafkaError
+from client.reads import EARLIEST, LATEST, fetch_records, list_offset
 from protocol import record_batch as rb
-from protocol.errors import ErrorCode
 
 
 class KafkaReadError(RuntimeError):
@@ -24,18 +24,6 @@ class SparkRecord(NamedTuple):
     timestamp: int
     timestamp_type: int      # 0 CreateTime, 1 LogAppendTime
     headers: tuple
-
-
-async def _list_offset(cluster: Cluster, topic: str, partition: int, timestamp: int) -> int:
-    async def attempt(refresh):
-        conn = await cluster.leader_connection(topic, partition, refresh)
-        r = await conn.request(2, {"replica_id": -1, "isolation_level": 0, "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
-        p = r.topics[0].partitions[0]
-        if p.error_code != ErrorCode.NONE:
-            raise KafkaError(p.error_code, f"{topic}-{partition}")
-        return p.offset
-    return await cluster.retry(attempt, "ListOffsets")
 
 
 def list_topics(bootstrap: str) -> list[str]:
@@ -53,8 +41,8 @@ def offsets_of(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], tuple
             for topic in topics:
                 await cluster.partition_info(topic, 0, refresh=True)
                 for partition in sorted(cluster.metadata.topics[topic]):
-                    out[(topic, partition)] = (await _list_offset(cluster, topic, partition, -2),
-                                               await _list_offset(cluster, topic, partition, -1))
+                    out[(topic, partition)] = (await list_offset(cluster, topic, partition, EARLIEST),
+                                               await list_offset(cluster, topic, partition, LATEST))
             return out
     try:
         return trio.run(run)
@@ -67,25 +55,13 @@ def fetch_range(bootstrap: str, topic: str, partition: int, start: int, end: int
     """Every record with start <= offset < end (end at or below the HW when planned). Raises
     KafkaReadError if the range cannot be read within `timeout_s` (e.g. an unclean election
     shortened the log below the planned end)."""
-    async def fetch(cluster: Cluster, position: int) -> bytes:
-        async def attempt(refresh):
-            conn = await cluster.leader_connection(topic, partition, refresh)
-            r = await conn.request(1, {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 4 << 20,
-                                       "isolation_level": 0, "topics": [{"topic": topic, "partitions": [
-                                           {"partition": partition, "fetch_offset": position,
-                                            "partition_max_bytes": 4 << 20}]}]})
-            p = r.responses[0].partitions[0]
-            if p.error_code != ErrorCode.NONE:
-                raise KafkaError(p.error_code, f"{topic}-{partition}")
-            return p.records or b""
-        return await cluster.retry(attempt, "Fetch")
-
     async def run():
         records, position = [], start
         async with Cluster.open(bootstrap, retries=20) as cluster:
             with trio.fail_after(timeout_s):
                 while position < end:
-                    data = await fetch(cluster, position)
+                    data = await fetch_records(cluster, topic, partition, position,
+                                               max_wait_ms=500, max_bytes=4 << 20)
                     for pos, header in rb.iter_batches(data, allow_partial_tail=True):
                         for r in rb.decode_records(data, pos, header):
                             if position <= r.offset < end:
