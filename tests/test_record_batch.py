@@ -179,3 +179,47 @@ def test_control_and_transactional_bits():
     batch = DefaultRecordBatch(data)
     assert batch.is_control_batch and batch.is_transactional
     assert rb.decode_records(data)[0].key == b"\x00\x00\x00\x01"
+
+
+# ---- the leader's framing check (check_record_framing): one length varint per record ----------
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=9000)),
+                min_size=1, max_size=40),
+       st.sampled_from(CODECS))
+def test_framing_check_accepts_every_well_formed_batch(records, codec):
+    data = kafka_python_batch(codec, [(k, v, [], 1700000000000) for k, v in records])
+    rb.validate_batch(data, 0, rb.read_header(data))   # kafka-python built it: it must pass
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_framing_check_counts_records_inside_compressed_payloads(codec):
+    data = bytearray(kafka_python_batch(codec))
+    struct.pack_into(">i", data, 23, 3)      # last_offset_delta 3 ...
+    struct.pack_into(">i", data, 57, 4)      # ... and records_count 4: consistent, but 3 are there
+    with pytest.raises(CorruptRecordBatch, match="holds 3"):
+        rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+
+
+@pytest.mark.parametrize("delta", [-1, +1])
+def test_framing_check_refuses_a_record_length_off_by_one(delta):
+    data = bytearray(rb.build_batch([(None, b"a" * 10), (None, b"b" * 10)]))
+    data[rb.HEADER_SIZE] += 2 * delta          # zig-zag: the first record's length +-1
+    with pytest.raises(CorruptRecordBatch):
+        rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+
+
+def test_framing_check_refuses_inconsistent_offset_range_and_count():
+    # Kafka's LogValidator: "Inconsistent batch offset range and record count".
+    data = bytearray(rb.build_batch(RECORDS))
+    struct.pack_into(">i", data, 23, 5)
+    with pytest.raises(CorruptRecordBatch, match="last_offset_delta"):
+        rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+
+
+def test_framing_check_refuses_zero_and_negative_record_lengths():
+    for length_byte in (0x00, 0x01):           # zig-zag 0 and -1
+        data = bytearray(rb.build_batch([(None, b"a")]))
+        data[rb.HEADER_SIZE] = length_byte
+        with pytest.raises(CorruptRecordBatch, match="record length"):
+            rb.validate_batch(_recrc(data), 0, rb.read_header(data))
