@@ -15,7 +15,10 @@ Rules (Kafka's producer, KIP-98 idempotence):
   their original offsets), so retries neither duplicate nor reorder;
 - a batch that fails for good leaves a gap in its partition's sequence: the producer bumps its
   epoch for that partition and restarts at sequence 0 (KIP-360), so later batches are accepted;
-- a batch not acknowledged within `delivery_timeout_ms` fails with REQUEST_TIMED_OUT.
+- a batch not acknowledged within `delivery_timeout_ms` fails with REQUEST_TIMED_OUT;
+- `send` waits while the records queued or in flight hold `buffer_memory` bytes or more (Kafka's
+  `buffer.memory`, 32 MiB), and yields to the senders every 256 records, so a fast caller is paced
+  by the brokers instead of queueing without bound.
 """
 
 from __future__ import annotations
@@ -66,6 +69,11 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+def _record_size(key: bytes | None, value: bytes | None) -> int:
+    """Bytes a queued record is counted as (key, value and about 20 bytes of record overhead)."""
+    return len(value or b"") + len(key or b"") + 20
+
+
 def partition_for_key(key: bytes, partitions: int) -> int:
     """Kafka's default partitioner for a keyed record: toPositive(murmur2(key)) % partitions."""
     return (murmur2(key) & 0x7FFFFFFF) % partitions
@@ -85,9 +93,10 @@ class Delivery:
         self._done = trio.Event()
         self.metadata: RecordMetadata | None = None
         self.error: KafkaError | None = None
+        self.completed_at: float | None = None   # time.monotonic() when acknowledged or failed
 
-    def _complete(self, metadata: RecordMetadata | None, error: KafkaError | None) -> None:
-        self.metadata, self.error = metadata, error
+    def _complete(self, metadata: RecordMetadata | None, error: KafkaError | None, now: float) -> None:
+        self.metadata, self.error, self.completed_at = metadata, error, now
         self._done.set()
 
     @property
@@ -108,6 +117,7 @@ class _Batch:
     epoch: int = -1
     base_sequence: int = -1
     data: bytes = b""
+    size: int = 0            # the records' bytes, counted against buffer_memory
     created: float = field(default_factory=time.monotonic)
 
 
@@ -116,6 +126,7 @@ class _PartitionState:
     queue: deque = field(default_factory=deque)        # (record, delivery) not yet batched
     unacked: deque = field(default_factory=deque)      # batches sent or to send, in sequence order
     next_sequence: int = 0
+    failed: int = 0                                    # records that failed for good
     epoch: int = 0
     wakeup: trio.Event = field(default_factory=trio.Event)
     idle: trio.Event = field(default_factory=trio.Event)
@@ -123,7 +134,8 @@ class _PartitionState:
 
 class Producer:
     def __init__(self, cluster: Cluster, nursery: trio.Nursery, *, acks: int, idempotent: bool, max_in_flight: int,
-                 linger_ms: int, batch_size: int, compression: int, request_timeout_ms: int, delivery_timeout_ms: int):
+                 linger_ms: int, batch_size: int, compression: int, request_timeout_ms: int, delivery_timeout_ms: int,
+                 buffer_memory: int = 33554432):
         self._validate(acks, idempotent, max_in_flight)
         self.cluster = cluster
         self._nursery = nursery
@@ -133,6 +145,8 @@ class Producer:
         self.producer_id = -1
         self.partitions: dict[tuple[str, int], _PartitionState] = {}
         self._round_robin: dict[str, itertools.count] = {}
+        self.buffer_memory, self._buffered, self._sends = buffer_memory, 0, 0
+        self._buffer_freed = trio.Event()
 
     @staticmethod
     def _validate(acks: int, idempotent: bool, max_in_flight: int) -> None:
@@ -147,7 +161,8 @@ class Producer:
     @contextlib.asynccontextmanager
     async def open(cls, cluster: Cluster, *, acks: int = -1, idempotent: bool = True, max_in_flight: int = 5,
                    linger_ms: int = 5, batch_size: int = 16384, compression: int = rb.NONE,
-                   request_timeout_ms: int = 30000, delivery_timeout_ms: int = 120000) -> AsyncIterator["Producer"]:
+                   request_timeout_ms: int = 30000, delivery_timeout_ms: int = 120000,
+                   buffer_memory: int = 33554432) -> AsyncIterator["Producer"]:
         """Raises ValueError for inconsistent settings (idempotence needs acks=-1; max_in_flight
         1..5) before anything is sent."""
         cls._validate(acks, idempotent, max_in_flight)
@@ -155,7 +170,8 @@ class Producer:
             async with trio.open_nursery() as nursery:
                 producer = cls(cluster, nursery, acks=acks, idempotent=idempotent, max_in_flight=max_in_flight,
                                linger_ms=linger_ms, batch_size=batch_size, compression=compression,
-                               request_timeout_ms=request_timeout_ms, delivery_timeout_ms=delivery_timeout_ms)
+                               request_timeout_ms=request_timeout_ms, delivery_timeout_ms=delivery_timeout_ms,
+                               buffer_memory=buffer_memory)
                 if idempotent:
                     await producer._init_producer_id()
                 try:
@@ -195,6 +211,13 @@ class Producer:
         state.queue.append(((key, value, list(headers), timestamp_ms), delivery))
         state.idle = trio.Event() if state.idle.is_set() else state.idle
         state.wakeup.set()
+        self._buffered += _record_size(key, value)
+        self._sends += 1
+        if self._buffered >= self.buffer_memory:
+            while self._buffered >= self.buffer_memory:
+                await self._buffer_freed.wait()
+        elif self._sends & 255 == 0:
+            await trio.lowlevel.checkpoint()
         return delivery
 
     async def flush(self) -> None:
@@ -215,8 +238,8 @@ class Producer:
             record, delivery = state.queue.popleft()
             records.append(record)
             deliveries.append(delivery)
-            size += len(record[1] or b"") + len(record[0] or b"") + 20
-        batch = _Batch(records, deliveries)
+            size += _record_size(record[0], record[1])
+        batch = _Batch(records, deliveries, size=size)
         if self.idempotent:
             batch.epoch, batch.base_sequence = state.epoch, state.next_sequence
             state.next_sequence = (state.next_sequence + len(records)) % SEQUENCE_LIMIT
@@ -280,16 +303,26 @@ class Producer:
     def _complete(self, tp, state: _PartitionState, batch: _Batch, base_offset: int, error) -> None:
         if state.unacked and state.unacked[0] is batch:
             state.unacked.popleft()
+        now = time.monotonic()
         for i, delivery in enumerate(batch.deliveries):
-            delivery._complete(RecordMetadata(tp[0], tp[1], base_offset + i if base_offset >= 0 else -1), error)
+            delivery._complete(RecordMetadata(tp[0], tp[1], base_offset + i if base_offset >= 0 else -1), error, now)
+        self._release(batch)
+
+    def _release(self, batch: _Batch) -> None:
+        self._buffered -= batch.size
+        self._buffer_freed.set()
+        self._buffer_freed = trio.Event()
 
     def _fail_for_good(self, tp, state: _PartitionState, batch: _Batch, error: KafkaError) -> None:
         """A batch that will never be written: fail it and (idempotent) bump this partition's
         epoch and renumber the batches after it from sequence 0 (KIP-360)."""
         if batch in state.unacked:
             state.unacked.remove(batch)
+        now = time.monotonic()
+        state.failed += len(batch.deliveries)
         for delivery in batch.deliveries:
-            delivery._complete(None, error)
+            delivery._complete(None, error, now)
+        self._release(batch)
         if self.idempotent:
             state.epoch += 1
             state.next_sequence = 0

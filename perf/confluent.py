@@ -1,0 +1,229 @@
+"""Perf drivers on confluent-kafka (librdkafka): produce, consume, end-to-end.
+
+librdkafka builds batches, compresses and sends in its own C threads, so these drivers show the
+broker's limit rather than a Python client's. Python work per record is kept to one `produce()`
+or one `len()` call:
+- `produce` attaches a delivery callback only to sampled records (`stats.sample_every`); the
+  count of records written is then verified from the partitions' log end offsets before and after
+  (ListOffsets through a consumer's `get_watermark_offsets`), and any shortfall is reported as
+  errors. The topic must not be written by anyone else during the run.
+- `consume` reads every partition from its log start with `consume(num_messages=10000)`, timed
+  from the first record (the offset lookup before it is reported as `startup_s`); its
+  latency is librdkafka's own broker round-trip statistics (`rtt`, which covers Fetch) over the
+  run's last statistics window.
+- `end_to_end` produces (linger.ms 0) at a paced rate and consumes in the same loop; latency is
+  consume time - the 8-byte `time.time_ns()` at the head of each value.
+
+Raises `PerfClientError` (one line) when confluent-kafka is missing or the cluster fails.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import struct
+import time
+
+from perf.stats import Latency, Result, Throttler, sample_every
+from perf.ours import payload
+
+_NS = struct.Struct(">q")
+_TIMEOUT_S = 30
+# librdkafka's own log lines (connection refused, retries...) would bury the one-line result or
+# error; failures reach us as exceptions and delivery reports instead.
+_QUIET = logging.getLogger("minikafka.perf.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+_BASE = {"client.id": "minikafka-perf", "logger": _QUIET}
+
+
+class PerfClientError(Exception):
+    pass
+
+
+def _kafka():
+    try:
+        import confluent_kafka
+        import confluent_kafka.admin  # noqa: F401 (AdminClient for metadata)
+    except ImportError:
+        raise PerfClientError("--client confluent needs confluent-kafka (make setup installs it)") from None
+    return confluent_kafka
+
+
+def _partitions(ck, bootstrap: str, topic: str) -> list[int]:
+    admin = ck.admin.AdminClient({"bootstrap.servers": bootstrap, **_BASE})
+    try:
+        md = admin.list_topics(topic, timeout=10)
+    except ck.KafkaException as e:
+        raise PerfClientError(f"no metadata for {topic!r} from {bootstrap}: {e.args[0].str()}") from None
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        raise PerfClientError(f"topic {topic!r}: {t.error if t is not None else 'not found'}")
+    return sorted(t.partitions)
+
+
+def _end_offsets(consumer, ck, topic: str, partitions: list[int]) -> dict[int, int]:
+    return {p: consumer.get_watermark_offsets(ck.TopicPartition(topic, p), timeout=_TIMEOUT_S)[1] for p in partitions}
+
+
+def _settled_end_offsets(consumer, ck, topic: str, partitions: list[int], before: dict[int, int],
+                         expected: int, wait_s: float = 5.0) -> dict[int, int]:
+    """End offsets (high watermarks) once they cover `expected` new records, or as they stand
+    after `wait_s` (with acks=1 the high watermark trails the acknowledgements briefly)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        after = _end_offsets(consumer, ck, topic, partitions)
+        if sum(after[p] - before[p] for p in partitions) >= expected or time.monotonic() > deadline:
+            return after
+        time.sleep(0.05)
+
+
+def _consumer(ck, bootstrap: str, **extra):
+    return ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "minikafka-perf", "enable.auto.commit": False,
+                        **_BASE, **extra})
+
+
+def produce(bootstrap: str, topic: str, *, num_records: int, record_size: int, throughput: float = -1,
+            acks: int = -1, batch_size: int | None = None, linger_ms: int | None = None,
+            compression: str = "none", idempotence: bool = False) -> Result:
+    ck = _kafka()
+    partitions = _partitions(ck, bootstrap, topic)
+    probe = _consumer(ck, bootstrap)
+    try:
+        before = _end_offsets(probe, ck, topic, partitions)
+        conf = {"bootstrap.servers": bootstrap, **_BASE, "acks": str(acks),
+                "compression.type": compression, "enable.idempotence": idempotence,
+                "queue.buffering.max.messages": 1000000, "queue.buffering.max.kbytes": 262144}
+        if batch_size is not None:
+            conf["batch.size"] = batch_size
+        if linger_ms is not None:
+            conf["linger.ms"] = linger_ms
+        producer = ck.Producer(conf)
+        value = payload(record_size)
+        every, throttler = sample_every(num_records), Throttler(throughput)
+        samples, failed_samples = [], [0]
+
+        def sampled(sent_at):
+            def report(err, msg):
+                if err is None:
+                    samples.append((time.monotonic() - sent_at) * 1000)
+                else:
+                    failed_samples[0] += 1
+            return report
+
+        send = producer.produce
+        start = time.monotonic()
+        for i in range(num_records):
+            callback = sampled(time.monotonic()) if i % every == 0 else None
+            while True:
+                try:
+                    send(topic, value, on_delivery=callback)
+                    break
+                except BufferError:   # librdkafka's queue is full: serve delivery reports
+                    producer.poll(0.005)
+            # Delivery reports run only inside poll(): serve them often, and while pacing, so a
+            # sampled latency is the acknowledgement's, not the next poll's.
+            delay = throttler.delay_s(i + 1, time.monotonic() - start)
+            if delay > 0:
+                producer.poll(delay)
+            elif i & 255 == 0:
+                producer.poll(0)
+        left = producer.flush(120)
+        elapsed = time.monotonic() - start
+        after = _settled_end_offsets(probe, ck, topic, partitions, before, num_records)
+    except ck.KafkaException as e:
+        raise PerfClientError(str(e)) from None
+    finally:
+        probe.close()
+    written = sum(after[p] - before[p] for p in partitions)
+    errors = max(0, num_records - written)
+    return Result("produce", "confluent", written, written * record_size, elapsed, Latency.of(samples), errors,
+                  extra={"not_delivered": left, "failed_samples": failed_samples[0]})
+
+
+def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_bytes: int = 52428800,
+            timeout_s: float = 60) -> Result:
+    ck = _kafka()
+    partitions = _partitions(ck, bootstrap, topic)
+    rtt: list[dict] = []
+    # librdkafka pauses fetching for fetch.queue.backoff.ms (1 s) whenever queued.min.messages are
+    # waiting for the application; both are raised so the broker, not that pause, sets the pace.
+    consumer = _consumer(ck, bootstrap, **{"fetch.max.bytes": fetch_max_bytes, "statistics.interval.ms": 500,
+                                           "stats_cb": lambda s: rtt.append(_fetch_rtt(s)),
+                                           "fetch.queue.backoff.ms": 1, "queued.min.messages": 1000000})
+    try:
+        consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions])
+        counted = nbytes = 0
+        assigned = time.monotonic()
+        start = None   # as kafka-consumer-perf-test, the clock starts at the first record
+        while counted < num_records:
+            if time.monotonic() > assigned + timeout_s:
+                raise PerfClientError(f"only {counted} of {num_records} records within {timeout_s:.0f} s")
+            for message in consumer.consume(num_messages=10000, timeout=0.5):
+                if message.error() is None:
+                    counted += 1
+                    nbytes += len(message)
+            if start is None and counted:
+                start = time.monotonic()
+        elapsed = time.monotonic() - start
+        consumer.poll(0.6)   # one more statistics window
+    except ck.KafkaException as e:
+        raise PerfClientError(str(e)) from None
+    finally:
+        consumer.close()
+    window = next((w for w in reversed(rtt) if w), None)
+    latency = Latency(window["cnt"], window["avg"] / 1000, window["p50"] / 1000, window["p95"] / 1000,
+                      window["p99"] / 1000, window["max"] / 1000) if window else None
+    return Result("consume", "confluent", counted, nbytes, elapsed, latency,
+                  extra={"partitions": len(partitions), "latency_source": "librdkafka rtt (us -> ms)",
+                         "startup_s": start - assigned})
+
+
+def _fetch_rtt(stats_json: str) -> dict:
+    """The busiest broker's `rtt` window from a librdkafka statistics JSON ({} when idle)."""
+    stats = json.loads(stats_json)
+    windows = [b["rtt"] for b in stats.get("brokers", {}).values() if b.get("nodeid", -1) >= 0 and b["rtt"]["cnt"]]
+    return max(windows, key=lambda w: w["cnt"]) if windows else {}
+
+
+def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: float, record_size: int = 100,
+               acks: int = -1, partition: int = 0, timeout_s: float = 60) -> Result:
+    if record_size < 8:
+        raise ValueError("end-to-end records carry an 8-byte timestamp: --record-size must be >= 8")
+    ck = _kafka()
+    pad = payload(record_size - 8)
+    consumer = _consumer(ck, bootstrap, **{"fetch.wait.max.ms": 100})
+    try:
+        end = consumer.get_watermark_offsets(ck.TopicPartition(topic, partition), timeout=_TIMEOUT_S)[1]
+        consumer.assign([ck.TopicPartition(topic, partition, end)])
+        producer = ck.Producer({"bootstrap.servers": bootstrap, **_BASE, "acks": str(acks),
+                                "linger.ms": 0, "enable.idempotence": False})
+        # Warm up: one record produced and consumed first, so the consumer's offset lookup and first
+        # fetch are not counted as latency of the measured records.
+        producer.produce(topic, _NS.pack(time.time_ns()) + pad, partition=partition)
+        producer.flush(_TIMEOUT_S)
+        warm_deadline = time.monotonic() + _TIMEOUT_S
+        while not [m for m in consumer.consume(num_messages=10, timeout=0.1) if m.error() is None]:
+            if time.monotonic() > warm_deadline:
+                raise PerfClientError("the warm-up record did not come back")
+        throttler, latencies, sent = Throttler(throughput), [], 0
+        start = time.monotonic()
+        deadline = start + timeout_s
+        while len(latencies) < num_records:
+            if time.monotonic() > deadline:
+                raise PerfClientError(f"only {len(latencies)} of {num_records} records came back within {timeout_s:.0f} s")
+            while sent < num_records and throttler.delay_s(sent + 1, time.monotonic() - start) == 0:
+                producer.produce(topic, _NS.pack(time.time_ns()) + pad, partition=partition)
+                sent += 1
+            producer.poll(0)
+            for message in consumer.consume(num_messages=1000, timeout=0.001):
+                if message.error() is None:
+                    latencies.append((time.time_ns() - _NS.unpack_from(message.value())[0]) / 1e6)
+        elapsed = time.monotonic() - start
+        producer.flush(_TIMEOUT_S)
+    except ck.KafkaException as e:
+        raise PerfClientError(str(e)) from None
+    finally:
+        consumer.close()
+    return Result("end-to-end", "confluent", len(latencies), len(latencies) * record_size, elapsed,
+                  Latency.of(latencies), extra={"target_records_per_s": throughput})

@@ -1,0 +1,152 @@
+"""Perf drivers on our own trio client (`client/`): produce, consume, end-to-end.
+
+- `produce`: `num_records` records of `record_size` bytes through `client.producer.Producer`,
+  optionally paced to `throughput` records/s; latency is send-to-acknowledgement per record,
+  sampled (`stats.sample_every`). Failed records are counted, not hidden.
+- `consume`: Fetch (API key 1) from the log start of every partition of `topic`, one request per
+  partition leader at a time, counting records from batch headers (`records_count`) without
+  decoding them, so the broker rather than this client is measured; latency is per Fetch.
+- `end_to_end`: a producer paced to `throughput` writes records whose first 8 bytes are
+  `time.time_ns()`; a fetch loop on the same partition decodes them and takes now - that.
+
+All return a `stats.Result`; errors reaching the caller are the client's (`KafkaError`,
+`ConnectionClosed`, `trio.TooSlowError`).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections import deque
+
+import trio
+
+from client import Cluster
+from client.producer import Producer
+from client.reads import EARLIEST, LATEST, fetch_records, list_offset
+from perf.stats import Latency, Result, Throttler, sample_every
+from protocol import record_batch as rb
+
+_NS = struct.Struct(">q")
+
+
+def payload(record_size: int) -> bytes:
+    """The value every perf record carries: `record_size` bytes of printable letters (Kafka's
+    perf test uses random uppercase letters; a fixed pattern keeps runs comparable)."""
+    return (b"ABCDEFGHIJKLMNOPQRSTUVWXYZ" * (record_size // 26 + 1))[:record_size]
+
+
+async def produce(bootstrap: str, topic: str, *, num_records: int, record_size: int, throughput: float = -1,
+                  acks: int = 1, batch_size: int = 16384, linger_ms: int = 5, compression: int = rb.NONE,
+                  idempotence: bool = False) -> Result:
+    value = payload(record_size)
+    every = sample_every(num_records)
+    throttler = Throttler(throughput)
+    samples, outstanding = [], deque()
+    async with Cluster.open(bootstrap, client_id="minikafka-perf") as cluster:
+        async with Producer.open(cluster, acks=acks, idempotent=idempotence, linger_ms=linger_ms,
+                                 batch_size=batch_size, compression=compression) as producer:
+            start = time.monotonic()
+            for i in range(num_records):
+                sent_at = time.monotonic()
+                delivery = await producer.send(topic, value)
+                if i % every == 0:
+                    outstanding.append((sent_at, delivery))
+                if len(outstanding) > 4096:   # settle what is done, keep memory flat
+                    _settle(outstanding, samples, wait_all=False)
+                delay = throttler.delay_s(i + 1, time.monotonic() - start)
+                if delay > 0:
+                    await trio.sleep(delay)
+            await producer.flush()
+            elapsed = time.monotonic() - start
+            _settle(outstanding, samples, wait_all=True)
+            failed = sum(state.failed for state in producer.partitions.values())
+    return Result("produce", "ours", num_records - failed, (num_records - failed) * record_size, elapsed,
+                  Latency.of(samples), failed)
+
+
+def _settle(outstanding: deque, samples: list, wait_all: bool) -> None:
+    """Move finished sampled deliveries into `samples` (ms); failed ones carry no latency."""
+    while outstanding and (wait_all or outstanding[0][1].done):
+        sent_at, delivery = outstanding.popleft()
+        if delivery.error is None and delivery.completed_at is not None:
+            samples.append((delivery.completed_at - sent_at) * 1000)
+
+
+async def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_bytes: int = 1048576,
+                  timeout_s: float = 60) -> Result:
+    """Read `num_records` from the start of `topic` (all partitions). Raises trio.TooSlowError if
+    they are not there within `timeout_s`."""
+    counted, nbytes, latencies = 0, 0, []
+    async with Cluster.open(bootstrap, client_id="minikafka-perf") as cluster:
+        partitions = sorted(await _partitions(cluster, topic))
+        offsets = {p: await list_offset(cluster, topic, p, EARLIEST) for p in partitions}
+        done = trio.Event()
+        start = time.monotonic()
+
+        async def reader(partition: int) -> None:
+            nonlocal counted, nbytes
+            offset = offsets[partition]
+            while not done.is_set():
+                t0 = time.monotonic()
+                data = await fetch_records(cluster, topic, partition, offset, max_wait_ms=500, max_bytes=fetch_max_bytes)
+                latencies.append((time.monotonic() - t0) * 1000)
+                for pos, header in rb.iter_batches(data, allow_partial_tail=True):
+                    if header.next_offset <= offset:
+                        continue
+                    counted += header.records_count
+                    nbytes += header.size
+                    offset = header.next_offset
+                if counted >= num_records:
+                    done.set()
+
+        with trio.fail_after(timeout_s):
+            async with trio.open_nursery() as nursery:
+                for p in partitions:
+                    nursery.start_soon(reader, p)
+        elapsed = time.monotonic() - start
+    return Result("consume", "ours", counted, nbytes, elapsed, Latency.of(latencies),
+                  extra={"partitions": len(partitions), "fetches": len(latencies)})
+
+
+async def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: float, record_size: int = 100,
+                     acks: int = -1, partition: int = 0, timeout_s: float = 60) -> Result:
+    """Produce at `throughput` records/s to `partition` while a fetch loop reads them back;
+    latency = consume time - produce time per record (wall clock, one process)."""
+    if record_size < 8:
+        raise ValueError("end-to-end records carry an 8-byte timestamp: --record-size must be >= 8")
+    pad = payload(record_size - 8)
+    throttler = Throttler(throughput)
+    latencies: list[float] = []
+    async with Cluster.open(bootstrap, client_id="minikafka-perf") as cluster:
+        offset = await list_offset(cluster, topic, partition, LATEST)
+
+        async def read() -> None:
+            nonlocal offset
+            while len(latencies) < num_records:
+                data = await fetch_records(cluster, topic, partition, offset, max_wait_ms=100, max_bytes=1048576)
+                now = time.time_ns()
+                for pos, header in rb.iter_batches(data, allow_partial_tail=True):
+                    for record in rb.decode_records(data, pos, header):
+                        if record.offset >= offset and record.value and len(record.value) >= 8:
+                            latencies.append((now - _NS.unpack_from(record.value)[0]) / 1e6)
+                    offset = max(offset, header.next_offset)
+
+        start = time.monotonic()
+        with trio.fail_after(timeout_s):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(read)
+                async with Producer.open(cluster, acks=acks, idempotent=acks == -1, linger_ms=0) as producer:
+                    for i in range(num_records):
+                        await producer.send(topic, _NS.pack(time.time_ns()) + pad, partition=partition)
+                        delay = throttler.delay_s(i + 1, time.monotonic() - start)
+                        if delay > 0:
+                            await trio.sleep(delay)
+        elapsed = time.monotonic() - start
+    return Result("end-to-end", "ours", len(latencies), len(latencies) * record_size, elapsed,
+                  Latency.of(latencies), extra={"target_records_per_s": throughput})
+
+
+async def _partitions(cluster: Cluster, topic: str) -> list[int]:
+    await cluster.retry(lambda refresh: cluster.partition_info(topic, 0, refresh=True), "metadata")
+    return list(cluster.metadata.topics[topic])
