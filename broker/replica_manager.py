@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import Any, Callable
 
 import trio
 
@@ -179,15 +179,19 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     # ---- produce -------------------------------------------------------------------------------
-    async def append_records(self, acks: int, timeout_ms: int, topic_data) -> list[dict]:
-        """Produce: append every partition's records, then for acks=-1 wait until the HW covers
-        them. Returns the `responses` of a Produce response (v3-9 names)."""
+    async def append_records(self, acks: int, timeout_ms: int, topic_data,
+                             on_appended: Callable[[], None] | None = None) -> list[dict]:
+        """Produce: append every partition's records, call `on_appended` (the appends are done;
+        the server may start the connection's next request), then for acks=-1 wait until the HW
+        covers them. Returns the `responses` of a Produce response (v3-9 names)."""
         results: dict[TopicPartition, dict] = {}
         waiting: dict[TopicPartition, int] = {}   # tp -> offset the HW must reach
         for topic in topic_data:
             for p in topic.partition_data:
                 tp = (topic.name, p.index)
                 results[tp] = self._append_one(tp, acks, p.records, waiting)
+        if on_appended is not None:
+            on_appended()
         if waiting:
             await self._await_replication(waiting, results, timeout_ms)
         responses: dict[str, list] = {}

@@ -1,8 +1,12 @@
 """The broker's network layer: trio TCP listeners, one task per connection.
 
-Rules (Kafka's `SocketServer` semantics):
-- requests on a connection are handled one at a time and answered in order (a client may
-  pipeline several; they wait in the socket buffer);
+Rules (Kafka's `SocketServer` semantics, with one relaxation):
+- requests on a connection are answered in order, and each one's ordered work (a Produce's
+  appends) finishes before the next request starts. A handler may `release()` its request once that
+  work is done and then wait (a Produce with acks=-1 waiting for the high watermark) while the
+  next request starts; up to `MAX_PIPELINED` requests per connection are in progress, the rest wait
+  in the socket buffer. Kafka mutes the connection until the response is sent instead; answers and
+  append order are the same, but pipelined acks=-1 batches share replication rounds;
 - a connection idle for `connections.max.idle.ms` is closed;
 - a size prefix above `socket.request.max.bytes` closes the connection with a log line; the body
   is never read into memory;
@@ -29,6 +33,9 @@ from protocol.errors import ErrorCode, FrameTooLarge, ProtocolError, Unsupported
 from protocol.framing import FrameDecoder
 
 log = logging.getLogger(__name__)
+
+#: Requests in progress per connection (started, not yet answered); Kafka allows one.
+MAX_PIPELINED = 16
 
 Handler = Callable[[object, Request], Awaitable[dict | None]]
 
@@ -81,38 +88,76 @@ class KafkaServer:
     async def _serve(self, stream: trio.SocketStream) -> None:
         self.active_connections += 1
         peer = _peer(stream)
-        decoder = FrameDecoder(self.max_request_bytes)
         try:
             async with stream:
-                while not self._closing:
-                    reading = trio.CancelScope(deadline=trio.current_time() + self.idle_timeout_s)
-                    self._reading.add(reading)
-                    with reading:
-                        data = await stream.receive_some(65536)
-                    self._reading.discard(reading)
-                    if reading.cancelled_caught:
-                        if not self._closing:
-                            log.info("closing %s: idle for %.0f s", peer, self.idle_timeout_s)
-                        return
-                    if not data:
-                        return
-                    try:
-                        frames = decoder.feed(data)
-                    except FrameTooLarge as e:
-                        log.warning("closing %s: %s (socket.request.max.bytes)", peer, e)
-                        return
-                    for frame in frames:
-                        response = await self._handle(frame, peer)
-                        if response is _CLOSE:
-                            return
-                        if response is not None:
-                            await stream.send_all(response)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
-            log.debug("connection %s ended: %s", peer, e)
+                slots_in, slots_out = trio.open_memory_channel(MAX_PIPELINED - 1)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._write_responses, stream, slots_out, peer, nursery.cancel_scope)
+                    async with slots_in:
+                        await self._read_requests(stream, slots_in, nursery, peer)
         finally:
             self.active_connections -= 1
 
-    async def _handle(self, frame: bytes, peer: str):
+    async def _read_requests(self, stream: trio.SocketStream, slots: trio.MemorySendChannel,
+                             nursery: trio.Nursery, peer: str) -> None:
+        """Read frames and start each request once the previous one has released (its ordered
+        work is done); stop at EOF, an idle timeout, an oversize frame, a request that closes the
+        connection, or shutdown."""
+        decoder = FrameDecoder(self.max_request_bytes)
+        while not self._closing:
+            reading = trio.CancelScope(deadline=trio.current_time() + self.idle_timeout_s)
+            self._reading.add(reading)
+            try:
+                with reading:
+                    data = await stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
+                log.debug("connection %s ended: %s", peer, e)
+                return
+            finally:
+                self._reading.discard(reading)
+            if reading.cancelled_caught:
+                if not self._closing:
+                    log.info("closing %s: idle for %.0f s", peer, self.idle_timeout_s)
+                return
+            if not data:
+                return
+            try:
+                frames = decoder.feed(data)
+            except FrameTooLarge as e:
+                log.warning("closing %s: %s (socket.request.max.bytes)", peer, e)
+                return
+            for frame in frames:
+                slot = _Slot()
+                await slots.send(slot)            # waits while MAX_PIPELINED are in progress
+                nursery.start_soon(self._handle, frame, peer, slot)
+                await slot.released.wait()
+                if slot.response is _CLOSE:
+                    return
+
+    async def _write_responses(self, stream: trio.SocketStream, slots: trio.MemoryReceiveChannel, peer: str,
+                               connection: trio.CancelScope) -> None:
+        """Send responses in request order; a request that closes the connection ends it after
+        the responses before it are sent."""
+        try:
+            async with slots:
+                async for slot in slots:
+                    await slot.done.wait()
+                    if slot.response is _CLOSE:
+                        break
+                    if slot.response is not None:
+                        await stream.send_all(slot.response)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
+            log.debug("connection %s ended: %s", peer, e)
+        connection.cancel()
+
+    async def _handle(self, frame: bytes, peer: str, slot: "_Slot") -> None:
+        try:
+            slot.response = await self._respond(frame, peer, slot.release)
+        finally:
+            slot.release()
+            slot.done.set()
+
+    async def _respond(self, frame: bytes, peer: str, release: Callable[[], None]):
         try:
             request = decode_request(frame)
         except UnsupportedVersion as e:
@@ -128,6 +173,7 @@ class KafkaServer:
         if handler is None:
             log.warning("closing %s: API %d is not served (ApiVersions does not advertise it)", peer, request.api_key)
             return _CLOSE
+        request.release = release
         try:
             body = await handler(self.context, request)
             if body is None:
@@ -136,6 +182,21 @@ class KafkaServer:
         except Exception:
             log.exception("closing %s: API %d v%d failed", peer, request.api_key, request.api_version)
             return _CLOSE
+
+
+class _Slot:
+    """One request in progress on a connection: `released` once its ordered work is done,
+    `done` once `response` (bytes, None for no response, or _CLOSE) is final."""
+
+    __slots__ = ("released", "done", "response")
+
+    def __init__(self) -> None:
+        self.released = trio.Event()
+        self.done = trio.Event()
+        self.response = None
+
+    def release(self) -> None:
+        self.released.set()
 
 
 _CLOSE = object()

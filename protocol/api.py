@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
+from typing import Callable
 
 from protocol.errors import MalformedMessage, UnsupportedApiKey, UnsupportedVersion
 from protocol.schemas import APIS, headers
@@ -76,13 +77,19 @@ _REQUEST_HEADERS = _compile_all(headers.REQUEST_HEADER)
 _RESPONSE_HEADERS = _compile_all(headers.RESPONSE_HEADER)
 
 
+def _no_op() -> None:
+    return None
+
+
 @dataclass
 class Request:
     """A decoded request: `header` (request_api_key, request_api_version, correlation_id,
-    client_id) and `body` (the API's fields)."""
+    client_id) and `body` (the API's fields). `release` is set by the server: a handler calls it
+    once the part of its work that must happen in request order is done (see broker/server.py)."""
 
     header: FieldDict
     body: FieldDict
+    release: Callable[[], None] = _no_op
 
     @property
     def api_key(self) -> int:

@@ -1,0 +1,54 @@
+"""Pipelined requests on one connection (broker/server.py): a Produce waiting for the high
+watermark lets the next request start once its appends are done, answers stay in request order,
+and append order is request order."""
+
+import signal
+
+import trio
+
+from protocol import record_batch as rb
+from protocol.api import decode_response, encode_request
+from protocol.errors import ErrorCode
+from protocol.framing import FrameDecoder
+from replication_helpers import create_topic, log_bytes, partition_state, wait_for
+
+
+def produce_frame(correlation_id: int, acks: int, value: bytes) -> bytes:
+    body = {"acks": acks, "timeout_ms": 2500, "topic_data": [
+        {"name": "q", "partition_data": [{"index": 0, "records": rb.build_batch([(None, value)])}]}]}
+    return encode_request(0, 7, correlation_id, body)
+
+
+async def test_pipelined_produces_append_in_order_while_earlier_ones_wait_and_answer_in_order(start_broker, zk):
+    # The ISR keeps the paused follower (lag limit 60 s), so acks=-1 waits for the full timeout.
+    brokers = {i: start_broker(i, replica_lag_time_max_ms="60000") for i in (1, 2)}
+    await create_topic(brokers, zk, "q", partitions=1, rf=2)
+    await wait_for(lambda: sorted(partition_state(zk, "q", 0)["isr"]) == [1, 2])
+    leader = brokers[partition_state(zk, "q", 0)["leader"]]
+    follower = next(b for b in brokers.values() if b is not leader)
+    follower.process.send_signal(signal.SIGSTOP)
+    try:
+        stream = await trio.open_tcp_stream(leader.host, leader.port)
+        async with stream:
+            frames = [produce_frame(1, -1, b"first"), produce_frame(2, -1, b"second"),
+                      encode_request(3, 9, 3, {"topics": [{"name": "q"}]}), produce_frame(4, 1, b"third")]
+            await stream.send_all(b"".join(frames))
+            # All three batches are appended long before the first acks=-1 request times out.
+            with trio.fail_after(1.5):
+                while len(list(rb.iter_batches(log_bytes(leader, "q", 0)))) < 3:
+                    await trio.sleep(0.02)
+            values = [rb.decode_records(log_bytes(leader, "q", 0), pos, h)[0].value
+                      for pos, h in rb.iter_batches(log_bytes(leader, "q", 0))]
+            assert values == [b"first", b"second", b"third"]
+            decoder, frames_in = FrameDecoder(), []
+            with trio.fail_after(10):
+                while len(frames_in) < 4:
+                    frames_in += decoder.feed(await stream.receive_some(65536))
+        versions = [(0, 7), (0, 7), (3, 9), (0, 7)]
+        answers = [decode_response(key, v, f) for (key, v), f in zip(versions, frames_in)]
+        assert [cid for cid, _ in answers] == [1, 2, 3, 4]
+        codes = [answers[i][1].responses[0].partition_responses[0].error_code for i in (0, 1, 3)]
+        assert codes == [ErrorCode.REQUEST_TIMED_OUT, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NONE]
+        assert answers[3][1].responses[0].partition_responses[0].base_offset == 2
+    finally:
+        follower.process.send_signal(signal.SIGCONT)
