@@ -23,7 +23,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,spark,run]'
+	$(PY) -m pip install -q -e '.[dev,spark,run,bench]'
 	touch $(STAMP)
 
 test: setup
@@ -37,6 +37,7 @@ chaos: setup
 	$(PY) -m chaos.runner
 
 bench: setup
+	$(PY) -m bench.cluster_bench
 	$(PY) -m bench.protocol_bench
 	$(PY) -m bench.storage_bench
 	$(PY) -m bench.replication_bench

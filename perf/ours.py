@@ -24,7 +24,7 @@ import trio
 from client import Cluster
 from client.producer import Producer
 from client.reads import EARLIEST, LATEST, fetch_records, list_offset
-from perf.stats import Latency, Result, Throttler, sample_every
+from perf.stats import Latency, Result, Throttler, process_cpu_s, sample_every
 from protocol import record_batch as rb
 
 _NS = struct.Struct(">q")
@@ -46,7 +46,7 @@ async def produce(bootstrap: str, topic: str, *, num_records: int, record_size: 
     async with Cluster.open(bootstrap, client_id="minikafka-perf") as cluster:
         async with Producer.open(cluster, acks=acks, idempotent=idempotence, linger_ms=linger_ms,
                                  batch_size=batch_size, compression=compression) as producer:
-            start = time.monotonic()
+            start, cpu = time.monotonic(), process_cpu_s()
             for i in range(num_records):
                 sent_at = time.monotonic()
                 delivery = await producer.send(topic, value)
@@ -58,11 +58,11 @@ async def produce(bootstrap: str, topic: str, *, num_records: int, record_size: 
                 if delay > 0:
                     await trio.sleep(delay)
             await producer.flush()
-            elapsed = time.monotonic() - start
+            elapsed, cpu = time.monotonic() - start, process_cpu_s() - cpu
             _settle(outstanding, samples, wait_all=True)
             failed = sum(state.failed for state in producer.partitions.values())
     return Result("produce", "ours", num_records - failed, (num_records - failed) * record_size, elapsed,
-                  Latency.of(samples), failed)
+                  Latency.of(samples), failed, extra={"client_cpu_s": cpu})
 
 
 def _settle(outstanding: deque, samples: list, wait_all: bool) -> None:
@@ -82,7 +82,7 @@ async def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_byt
         partitions = sorted(await _partitions(cluster, topic))
         offsets = {p: await list_offset(cluster, topic, p, EARLIEST) for p in partitions}
         done = trio.Event()
-        start = time.monotonic()
+        start, cpu = time.monotonic(), process_cpu_s()
 
         async def reader(partition: int) -> None:
             nonlocal counted, nbytes
@@ -104,9 +104,9 @@ async def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_byt
             async with trio.open_nursery() as nursery:
                 for p in partitions:
                     nursery.start_soon(reader, p)
-        elapsed = time.monotonic() - start
+        elapsed, cpu = time.monotonic() - start, process_cpu_s() - cpu
     return Result("consume", "ours", counted, nbytes, elapsed, Latency.of(latencies),
-                  extra={"partitions": len(partitions), "fetches": len(latencies)})
+                  extra={"partitions": len(partitions), "fetches": len(latencies), "client_cpu_s": cpu})
 
 
 async def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: float, record_size: int = 100,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import resource
 from dataclasses import asdict, dataclass, field
 
 MB = 1024 * 1024   # Kafka's perf tools divide by 1024 * 1024 for "MB/sec"
@@ -96,6 +97,12 @@ class Result:
         d.pop("mb_per_s", None)
         latency = d.pop("latency")
         return cls(latency=Latency(**latency) if latency else None, **d)
+
+
+def process_cpu_s() -> float:
+    """CPU seconds (user + system) this process has used so far, all threads (librdkafka's too)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Throttler:
