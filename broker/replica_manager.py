@@ -250,22 +250,48 @@ class ReplicaManager:
         responses, total, errors = self._read(body, follower)
         if not errors and body.max_wait_ms > 0 and total < body.min_bytes:
             keys = [(t.topic, p.partition) for t in body.topics for p in t.partitions]
+            epochs = {key: getattr(self.partitions.get(key), "leader_epoch", None) for key in keys}
 
             def enough() -> bool:
-                nonlocal responses, total, errors
-                responses, total, errors = self._read(body, follower)
-                return errors or total >= body.min_bytes
+                # Kafka's DelayedFetch.tryComplete: decide from offsets, without reading. With
+                # min_bytes > 1 the bytes are counted by reading again.
+                if body.min_bytes > 1:
+                    return self._read(body, follower)[1] >= body.min_bytes
+                return self._fetch_can_complete(body, follower, epochs)
 
             await self.watchers.wait_for(keys, enough, body.max_wait_ms / 1000)
+            responses = self._read(body, follower, record_fetch=False)[0]
         return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
 
-    def _read(self, body, follower: bool) -> tuple[list, int, bool]:
+    def _fetch_can_complete(self, body, follower: bool, epochs: dict) -> bool:
+        """A waiting fetch answers now if any partition has data past its fetch offset (to the
+        LEO for followers, the HW for consumers), changed leadership or epoch, or (followers) has
+        a high watermark the follower has not been sent."""
+        for topic in body.topics:
+            for p in topic.partitions:
+                partition = self.partitions.get((topic.topic, p.partition))
+                if partition is None or not partition.is_leader or \
+                        partition.leader_epoch != epochs[(topic.topic, p.partition)]:
+                    return True
+                if follower:
+                    remote = partition.remote.get(body.replica_id)
+                    if partition.log.log_end_offset > p.fetch_offset or \
+                            (remote is not None and partition.high_watermark > remote.last_sent_hw):
+                        return True
+                elif partition.high_watermark > p.fetch_offset:
+                    return True
+        return False
+
+    def _read(self, body, follower: bool, record_fetch: bool = True) -> tuple[list, int, bool]:
+        """-> (responses, bytes read, answer now). `record_fetch`: note a follower's fetch offset
+        (its LEO) and ISR eligibility; done once per request, not on re-reads after a wait."""
         responses, total, errors = [], 0, False
         budget = body.max_bytes
         for topic in body.topics:
             parts = []
             for p in topic.partitions:
-                entry = self._read_one(topic.topic, p, follower, budget, first=(total == 0), replica_id=body.replica_id)
+                entry = self._read_one(topic.topic, p, follower and record_fetch, follower, budget,
+                                       first=(total == 0), replica_id=body.replica_id)
                 size = len(entry["records"] or b"")
                 total += size
                 budget = max(0, budget - size)
@@ -275,13 +301,14 @@ class ReplicaManager:
             responses.append({"topic": topic.topic, "partitions": parts})
         return responses, total, errors
 
-    def _read_one(self, topic: str, p, follower: bool, budget: int, first: bool, replica_id: int) -> dict:
+    def _read_one(self, topic: str, p, record_fetch: bool, follower: bool, budget: int, first: bool,
+                  replica_id: int) -> dict:
         entry = {"partition_index": p.partition, "error_code": ErrorCode.NONE, "high_watermark": -1,
                  "last_stable_offset": -1, "log_start_offset": -1, "records": b"",
                  "aborted_transactions": None, "preferred_read_replica": -1}
         try:
             partition = self.get_partition(topic, p.partition)
-            if follower:
+            if record_fetch:
                 partition.require_leader(p.current_leader_epoch)
                 if partition.update_follower_fetch(replica_id, p.fetch_offset):
                     self._changed(partition.tp)
