@@ -109,6 +109,7 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "replica.fetch.min.bytes": (_int_at_least(1), 1),
     "replica.fetch.response.max.bytes": (_int_at_least(0), 10485760),
     "replica.fetch.backoff.ms": (_int_at_least(0), 1000),
+    "max.incremental.fetch.session.cache.slots": (_int_at_least(0), 1000),
     "replica.high.watermark.checkpoint.interval.ms": (_int_at_least(1), 5000),
     "auto.create.topics.enable": (_bool, True),
     "delete.topic.enable": (_bool, True),

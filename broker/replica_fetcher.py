@@ -4,7 +4,9 @@ every partition this broker follows on that leader.
 For each partition the fetcher first truncates by leader epoch (OffsetForLeaderEpoch to the leader,
 `truncation.truncation_offset`), then fetches from its LEO with its current leader epoch
 (`replica_id` = this broker), appends the batches exactly as the leader stored them, and takes the
-leader's high watermark (follower HW = min(leader HW, own LEO)). Errors back a partition off for
+leader's high watermark (follower HW = min(leader HW, own LEO)). Fetches use an incremental fetch
+session (KIP-227, `client/fetch_session.py`): after the first, a request lists only partitions whose
+fetch offset changed, and the answer only partitions with news. Errors back a partition off for
 `replica.fetch.backoff.ms`; a broken connection reconnects with backoff. The replica manager adds,
 re-targets and removes partitions on LeaderAndIsr / StopReplica.
 """
@@ -19,6 +21,7 @@ import trio
 
 from broker.truncation import truncation_offset
 from client.connection import Connection, ConnectionClosed
+from client.fetch_session import FINAL_EPOCH, FetchSessionHandler
 from protocol.errors import ErrorCode, ProtocolError
 from storage.errors import StorageError
 
@@ -47,6 +50,7 @@ class ReplicaFetcher:
         self.partitions: dict[tuple[str, int], FetchState] = {}
         self._wakeup = trio.Event()
         self.scope = trio.CancelScope()
+        self.session = FetchSessionHandler()   # incremental fetch session with the leader (KIP-227)
 
     def add(self, partition: "Partition") -> None:
         self.partitions[partition.tp] = FetchState(partition, partition.leader_epoch)
@@ -61,6 +65,7 @@ class ReplicaFetcher:
             while True:
                 try:
                     async with Connection.open(self.host, self.port, client_id=f"replica-fetcher-{self.broker_id}") as conn:
+                        self.session.reset()
                         while True:
                             if not self.partitions:
                                 self._wakeup = trio.Event()
@@ -114,19 +119,26 @@ class ReplicaFetcher:
         if not ready:
             await trio.sleep(min(0.1, self.config["replica.fetch.backoff.ms"] / 1000))
             return
-        topics: dict[str, list] = {}
+        wanted = {}
         for (topic, index), state in ready:
             log_ = state.partition.log
-            topics.setdefault(topic, []).append({
+            wanted[(topic, index)] = {
                 "partition": index, "current_leader_epoch": state.leader_epoch, "fetch_offset": log_.log_end_offset,
                 "last_fetched_epoch": log_.epoch_cache.latest_epoch, "log_start_offset": log_.log_start_offset,
-                "partition_max_bytes": self.config["replica.fetch.max.bytes"]})
+                "partition_max_bytes": self.config["replica.fetch.max.bytes"]}
+        sessions = conn.version_for(FETCH) >= 7
+        if sessions:
+            fields = self.session.build(wanted)
+        else:
+            fields = FetchSessionHandler().build(wanted) | {"session_epoch": FINAL_EPOCH}
         body = {"replica_id": self.broker_id, "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
                 "min_bytes": self.config["replica.fetch.min.bytes"],
-                "max_bytes": self.config["replica.fetch.response.max.bytes"], "isolation_level": 0,
-                "session_id": 0, "session_epoch": -1,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+                "max_bytes": self.config["replica.fetch.response.max.bytes"], "isolation_level": 0, **fields}
         response = await conn.request(FETCH, body, timeout_s=30 + self.config["replica.fetch.wait.max.ms"] / 1000)
+        if sessions and not self.session.handle_response(response.error_code, response.session_id):
+            log.info("fetch session with leader %d: %s; starting a new one", self.leader_id,
+                     ErrorCode(response.error_code).name)
+            return
         for t in response.responses:
             for p in t.partitions:
                 state = self.partitions.get((t.topic, p.partition_index))

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import trio
 
 from broker.config import BrokerConfig
 from broker.delayed import Watchers
+from broker.fetch_sessions import FetchSessionCache, FetchTopic, SessionError
 from broker.errors import StaleBrokerEpoch, StaleControllerEpoch, UnknownTopicOrPartition, error_code_for
 from broker.metadata_cache import MetadataCache, partition_states
 from broker import zkdata
@@ -39,6 +40,16 @@ TopicPartition = tuple[str, int]
 CONSUMER_REPLICA_ID = -1
 
 
+class FetchView(NamedTuple):
+    """What a fetch reads: the request's replica id and byte limits, and the partitions of its
+    fetch context (the whole session's for an incremental fetch)."""
+
+    replica_id: int
+    max_bytes: int
+    min_bytes: int
+    topics: list[FetchTopic]
+
+
 class ReplicaManager:
     def __init__(self, config: BrokerConfig, log_manager: LogManager, metadata_cache: MetadataCache):
         self.config = config
@@ -49,6 +60,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.broker_epoch = -1
         self.watchers = Watchers()
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
         self.topic_configs: dict[str, dict[str, str]] = {}   # /config/topics overrides, shared with the broker
         self.zk = None                                        # broker.zk.ZkClient: ISR writes (set by the broker)
@@ -242,28 +254,36 @@ class ReplicaManager:
 
     # ---- fetch ---------------------------------------------------------------------------------
     async def fetch(self, body) -> dict:
-        """Fetch v4-12 -> response body. Sessions (KIP-227) are not kept: session_id 0 tells
-        clients to send full fetches."""
-        if body.get("session_id", 0) != 0 and body.get("session_epoch", -1) > 0:
-            return {"error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
+        """Fetch v4-12 -> response body, with incremental fetch sessions (KIP-227,
+        `broker/fetch_sessions.py`): a session's response holds only partitions with news."""
+        try:
+            context = self.fetch_sessions.context(body)
+        except SessionError as e:
+            return {"error_code": e.code, "session_id": 0, "responses": []}
+        view = FetchView(body.replica_id, body.max_bytes, body.min_bytes, context.topics)
         follower = body.replica_id >= 0
-        responses, total, errors = self._read(body, follower)
+        responses, total, errors = self._read(view, follower)
         if not errors and body.max_wait_ms > 0 and total < body.min_bytes:
-            keys = [(t.topic, p.partition) for t in body.topics for p in t.partitions]
+            keys = [(t.topic, p.partition) for t in view.topics for p in t.partitions]
             epochs = {key: getattr(self.partitions.get(key), "leader_epoch", None) for key in keys}
 
             def enough() -> bool:
                 # Kafka's DelayedFetch.tryComplete: decide from offsets, without reading. With
                 # min_bytes > 1 the bytes are counted by reading again.
                 if body.min_bytes > 1:
-                    return self._read(body, follower)[1] >= body.min_bytes
-                return self._fetch_can_complete(body, follower, epochs)
+                    return self._read(view, follower)[1] >= body.min_bytes
+                return self._fetch_can_complete(view, follower, epochs)
 
             await self.watchers.wait_for(keys, enough, body.max_wait_ms / 1000)
-            responses = self._read(body, follower, record_fetch=False)[0]
-        return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+            responses = self._read(view, follower, record_fetch=False)[0]
+        answered = []
+        for topic in responses:
+            parts = [entry for entry in topic["partitions"] if context.include(topic["topic"], entry)]
+            if parts:
+                answered.append({"topic": topic["topic"], "partitions": parts})
+        return {"error_code": ErrorCode.NONE, "session_id": context.session_id, "responses": answered}
 
-    def _fetch_can_complete(self, body, follower: bool, epochs: dict) -> bool:
+    def _fetch_can_complete(self, body: "FetchView", follower: bool, epochs: dict) -> bool:
         """A waiting fetch answers now if any partition has data past its fetch offset (to the
         LEO for followers, the HW for consumers), changed leadership or epoch, or (followers) has
         a high watermark the follower has not been sent."""
@@ -282,7 +302,7 @@ class ReplicaManager:
                     return True
         return False
 
-    def _read(self, body, follower: bool, record_fetch: bool = True) -> tuple[list, int, bool]:
+    def _read(self, body: "FetchView", follower: bool, record_fetch: bool = True) -> tuple[list, int, bool]:
         """-> (responses, bytes read, answer now). `record_fetch`: note a follower's fetch offset
         (its LEO) and ISR eligibility; done once per request, not on re-reads after a wait."""
         responses, total, errors = [], 0, False
