@@ -132,6 +132,21 @@ class ZkClient:
         except NoNodeError:
             return None
 
+    async def get_many(self, paths: list[str]) -> list[tuple[bytes, Stat] | None]:
+        """(data, stat) or None (no node) for each path, in order. The reads are pipelined: all
+        are sent before the first answer is awaited (kazoo's get_async, in one worker thread)."""
+        def run():
+            pending = [self._kazoo.get_async(p) for p in paths]
+            out = []
+            for result in pending:
+                try:
+                    data, zstat = result.get()
+                    out.append((data, Stat.of(zstat)))
+                except NoNodeError:
+                    out.append(None)
+            return out
+        return await trio.to_thread.run_sync(run) if paths else []
+
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         """Conditional update when version >= 0; raises BadVersionError / NoNodeError."""
         return Stat.of(await self._call(self._kazoo.set, path, data, version))
@@ -146,29 +161,42 @@ class ZkClient:
     async def get_children(self, path: str) -> list[str]:
         return await self._call(self._kazoo.get_children, path)
 
+    async def fenced_write_many(self, fence_path: str, fence_version: int, op_lists: list[list[tuple]]) -> list:
+        """Like `fenced_write` for many independent transactions, pipelined (all are sent before
+        the first answer is awaited). Returns, per transaction, its results or the exception it
+        would have raised (nothing is raised here)."""
+        def run():
+            pending = [self._transaction(fence_path, fence_version, ops).commit_async() for ops in op_lists]
+            out = []
+            for result in pending:
+                try:
+                    out.append(result.get())
+                except Exception as e:   # connection loss and the like: that transaction failed
+                    out.append(e)
+            return out
+        outcomes = await trio.to_thread.run_sync(run) if op_lists else []
+        return [o if isinstance(o, Exception) else _multi_results(o) for o in outcomes]
+
+    def _transaction(self, fence_path: str, fence_version: int, ops: list[tuple]):
+        tx = self._kazoo.transaction()
+        tx.check(fence_path, fence_version)
+        for op in ops:
+            if op[0] == "create":
+                tx.create(op[1], op[2])
+            else:
+                tx.set_data(op[1], op[2], op[3])
+        return tx
+
     async def fenced_write(self, fence_path: str, fence_version: int, ops: list[tuple]) -> list:
         """Apply `ops` atomically, only while `fence_path` still has zkVersion `fence_version`
         (how a controller fences its writes with /controller_epoch). ops: ("create", path, data) or
         ("set", path, data, version). Returns the per-op results; raises BadVersionError when the
         fence or a conditional update fails, NodeExistsError / NoNodeError likewise."""
-        def run():
-            tx = self._kazoo.transaction()
-            tx.check(fence_path, fence_version)
-            for op in ops:
-                if op[0] == "create":
-                    tx.create(op[1], op[2])
-                else:
-                    tx.set_data(op[1], op[2], op[3])
-            return tx.commit()
-        results = await trio.to_thread.run_sync(run)
-        # a failed multi-op does not raise in kazoo: it returns exception objects
-        errors = [r for r in results if isinstance(r, Exception)]
-        real = [e for e in errors if type(e).__name__ != "RolledBackError"]
-        if real:
-            raise real[0]
-        if errors:
-            raise BadVersionError()
-        return [Stat.of(r) if hasattr(r, "version") else r for r in results[1:]]
+        results = await trio.to_thread.run_sync(lambda: self._transaction(fence_path, fence_version, ops).commit())
+        outcome = _multi_results(results)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
     # ---- watches -------------------------------------------------------------------------------
     async def watch_children(self, path: str, buffer: int = 256) -> trio.MemoryReceiveChannel:
@@ -191,3 +219,16 @@ class ZkClient:
             self._post(send, (data, Stat.of(zstat) if zstat else None))
         await trio.to_thread.run_sync(lambda: self._kazoo.DataWatch(path, on_data))
         return receive
+
+
+def _multi_results(results: list) -> "list | Exception":
+    """A committed multi-op's per-op results (after the fence check) as Stats / paths, or the
+    exception for a failed one: kazoo returns exception objects instead of raising; the real
+    cause is the one that is not RolledBackError (a failed fence check is BadVersionError)."""
+    errors = [r for r in results if isinstance(r, Exception)]
+    real = [e for e in errors if type(e).__name__ != "RolledBackError"]
+    if real:
+        return real[0]
+    if errors:
+        return BadVersionError()
+    return [Stat.of(r) if hasattr(r, "version") else r for r in results[1:]]

@@ -205,7 +205,10 @@ class KafkaController:
         await trio.to_thread.run_sync(lambda: self.zk._kazoo.DataWatch(
             zkdata.PREFERRED_REPLICA_ELECTION, lambda data, stat, event=None: self._post_from_kazoo(
                 handle, "preferred_election", None if data is None else zkdata.decode_partitions(data))))
+        started = trio.current_time()
         await self._load_context()
+        log.info("controller context loaded: %d brokers, %d partitions in %.0f ms", len(self.ctx.live_brokers),
+                 len(self.ctx.leadership), (trio.current_time() - started) * 1000)
         # Announce everything: metadata to all, roles to every replica, then elect missing leaders.
         live = self.ctx.live_ids
         for tp in self.ctx.all_partitions():
@@ -217,7 +220,9 @@ class KafkaController:
             self.batch.add_update_metadata(live, tp, state, self.ctx.replicas(tp), live)
         self.batch.update_metadata_brokers.update(live)
         self._send_batch()
+        log.info("controller state announced after %.0f ms", (trio.current_time() - started) * 1000)
         await self._elect_leaders([tp for tp, s in self.ctx.partition_states.items() if s in (NEW, OFFLINE)])
+        log.info("controller failover done after %.0f ms", (trio.current_time() - started) * 1000)
         deleting = await self.zk.get_children(zkdata.DELETE_TOPICS)
         if deleting:
             await self._on_delete_topics_notification(deleting)
@@ -270,8 +275,9 @@ class KafkaController:
         self.ctx.topic_configs[topic] = zkdata.decode_topic_config(config[0]) if config else {}
         if topic_id is not None:
             self.ctx.topic_ids[topic] = topic_id
-        for p in assignment:
-            state = await self.zk.get_or_none(zkdata.partition_state_path(topic, p))
+        indexes = list(assignment)
+        states = await self.zk.get_many([zkdata.partition_state_path(topic, p) for p in indexes])
+        for p, state in zip(indexes, states):
             if state is not None:
                 self.ctx.leadership[(topic, p)] = LeaderIsr.decode(state[0], state[1].version)
 
@@ -305,25 +311,36 @@ class KafkaController:
         self.ctx.leadership[tp] = stored
         return stored
 
+    def _next_state(self, tp: TopicPartition, choose) -> tuple[LeaderIsr | None, LeaderIsr | None]:
+        """(current state, the state `choose(current) -> (leader, isr) | None` asks for, with the
+        leader epoch bumped; None when it declines)."""
+        current = self.ctx.leadership.get(tp)
+        chosen = choose(current)
+        if chosen is None:
+            return current, None
+        leader, isr = chosen
+        return current, LeaderIsr(leader, (current.leader_epoch + 1) if current else 0, tuple(isr), self.ctx.epoch,
+                                  current.zk_version if current else 0)
+
+    def _adopt(self, tp: TopicPartition, stored: LeaderIsr, is_new: bool) -> None:
+        """A written state becomes the controller's, and LeaderAndIsr + UpdateMetadata are queued."""
+        self.ctx.leadership[tp] = stored
+        live = self.ctx.live_ids
+        replicas = self.ctx.replicas(tp)
+        self.batch.add_leader_and_isr([r for r in replicas if r in live], tp, stored, replicas, is_new=is_new)
+        self.batch.add_update_metadata(live, tp, stored, replicas, live)
+
     async def _change_leadership(self, tp: TopicPartition, choose) -> bool:
         """Apply `choose(current) -> (leader, isr) | None` with a leader-epoch bump, fenced and
         conditional; re-reads and retries when the znode changed under us. Queues LeaderAndIsr
         and UpdateMetadata. Returns whether the partition now has the chosen leadership."""
         for _ in range(3):
-            current = self.ctx.leadership.get(tp)
-            chosen = choose(current)
-            if chosen is None:
+            current, new = self._next_state(tp, choose)
+            if new is None:
                 return False
-            leader, isr = chosen
-            new = LeaderIsr(leader, (current.leader_epoch + 1) if current else 0, tuple(isr), self.ctx.epoch,
-                            current.zk_version if current else 0)
             stored = await self._write_leadership(tp, new, create=current is None)
             if stored is not None:
-                live = self.ctx.live_ids
-                replicas = self.ctx.replicas(tp)
-                self.batch.add_leader_and_isr([r for r in replicas if r in live], tp, stored, replicas,
-                                              is_new=current is None)
-                self.batch.add_update_metadata(live, tp, stored, replicas, live)
+                self._adopt(tp, stored, is_new=current is None)
                 return True
             if not self.active:
                 return False
@@ -332,19 +349,53 @@ class KafkaController:
                 self.ctx.leadership[tp] = LeaderIsr.decode(found[0], found[1].version)
         return False
 
+    async def _change_leaderships(self, changes: list[tuple[TopicPartition, Any]]) -> dict[TopicPartition, bool]:
+        """`_change_leadership` for many partitions: the first attempt of every write is pipelined
+        in one go (Kafka's controller batches its ZooKeeper writes the same way); a partition whose
+        write lost a race takes the one-at-a-time path (re-read, retry)."""
+        done = {tp: False for tp, _ in changes}
+        plans = []
+        for tp, choose in changes:
+            current, new = self._next_state(tp, choose)
+            if new is not None:
+                plans.append((tp, choose, current, new))
+        for topic in {tp[0] for tp, _, current, _ in plans if current is None}:
+            await self.zk.ensure_path(f"{zkdata.topic_path(topic)}/partitions")
+        op_lists = []
+        for tp, _, current, new in plans:
+            path = zkdata.partition_state_path(*tp)
+            op_lists.append([("create", path.rsplit("/", 1)[0], b""), ("create", path, new.encode())] if current is None
+                            else [("set", path, new.encode(), new.zk_version)])
+        outcomes = await self.zk.fenced_write_many(zkdata.CONTROLLER_EPOCH, self.ctx.epoch_zk_version, op_lists)
+        retry = []
+        for (tp, choose, current, new), outcome in zip(plans, outcomes):
+            if isinstance(outcome, Exception):
+                retry.append((tp, choose))
+                continue
+            version = 0 if current is None else outcome[-1].version
+            self._adopt(tp, LeaderIsr(new.leader, new.leader_epoch, new.isr, new.controller_epoch, version),
+                        is_new=current is None)
+            done[tp] = True
+        for tp, choose in retry:
+            if self.active:
+                done[tp] = await self._change_leadership(tp, choose)
+        return done
+
     def _unclean_allowed(self, topic: str) -> bool:
         """`unclean.leader.election.enable`: the topic's override, else the broker's."""
         value = self.ctx.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
         return self.config["unclean.leader.election.enable"] if value is None else value.strip().lower() == "true"
 
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
-        """New/Offline -> Online with the offline (or new-partition) selector."""
-        for tp in partitions:
-            live = self.ctx.live_ids - self.ctx.shutting_down
+        """New/Offline -> Online with the offline (or new-partition) selector; the ZooKeeper
+        writes are pipelined (`_change_leaderships`), the requests to brokers go in one batch."""
+        live = self.ctx.live_ids - self.ctx.shutting_down
+
+        def chooser(tp: TopicPartition):
             replicas = self.ctx.replicas(tp)
             unclean = self._unclean_allowed(tp[0])
 
-            def choose(current, replicas=replicas, live=live, unclean=unclean, tp=tp):
+            def choose(current):
                 if current is None:   # a new partition: all live replicas start in sync
                     live_replicas = [r for r in replicas if r in live]
                     return (live_replicas[0], live_replicas) if live_replicas else None
@@ -353,7 +404,10 @@ class KafkaController:
                     log.warning("UNCLEAN leader election for %s-%d: broker %d leads without being in the ISR %s; "
                                 "records only the old ISR held are lost", *tp, chosen[0], list(current.isr))
                 return chosen
-            if await self._change_leadership(tp, choose):
+            return choose
+        done = await self._change_leaderships([(tp, chooser(tp)) for tp in partitions])
+        for tp in partitions:
+            if done[tp]:
                 self.ctx.set_state(tp, ONLINE)
             elif tp in self.ctx.leadership and self.ctx.leadership[tp].leader not in live:
                 self.ctx.set_state(tp, OFFLINE)
@@ -388,11 +442,12 @@ class KafkaController:
             self.ctx.set_state(tp, OFFLINE)
         await self._elect_leaders(leaderless)
         # Replicas on dead brokers leave every ISR they were in (OfflineReplica).
-        for tp, state in list(self.ctx.leadership.items()):
-            if tp in leaderless or not (set(state.isr) & dead) or state.leader not in live:
-                continue
-            await self._change_leadership(tp, lambda cur: (cur.leader, [r for r in cur.isr if r not in dead])
-                                          if cur.leader in live else None)
+        shrinking = [tp for tp, state in list(self.ctx.leadership.items())
+                     if tp not in leaderless and set(state.isr) & dead and state.leader in live]
+
+        def shrink(cur):
+            return (cur.leader, [r for r in cur.isr if r not in dead]) if cur.leader in live else None
+        await self._change_leaderships([(tp, shrink) for tp in shrinking])
         for tp in self.ctx.all_partitions():
             self.batch.add_update_metadata(live, tp, self.ctx.leadership.get(tp), self.ctx.replicas(tp), live)
         self.batch.update_metadata_brokers.update(live)
@@ -590,3 +645,4 @@ class KafkaController:
         remaining = [tp for tp, s in self.ctx.leadership.items() if s.leader == broker_id]
         log.info("controller: controlled shutdown of broker %d leaves %d partitions led by it", broker_id, len(remaining))
         return ErrorCode.NONE, remaining
+
