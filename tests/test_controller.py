@@ -272,3 +272,31 @@ async def test_brokers_keep_serving_while_zookeeper_is_down(tmp_path):
     finally:
         broker.kill()
         zk_proc.kill()
+
+
+async def test_a_stale_partition_znode_version_falls_back_to_reread_and_still_elects(three, zk):
+    # The controller writes all leadership changes of a broker failure pipelined, each conditional
+    # on the zkVersion it holds. Bump one partition's zkVersion behind its back (same data): that
+    # write loses the race, and the one-at-a-time path re-reads and elects anyway.
+    await wait_until(lambda: controller_of(zk) is not None)
+    controller_id = controller_of(zk)
+    assert (await create_topic(three[controller_id], "race", partitions=6)).error_code == 0
+    with trio.fail_after(10):
+        while not (before := await all_agree(list(three.values()), "race")):
+            await trio.sleep(0.05)
+    victim = next(leader for leader, _, _ in before.values() if leader != controller_id)
+    led = [p for p, (leader, _, _) in before.items() if leader == victim]
+    path = f"/brokers/topics/race/partitions/{led[0]}/state"
+    data, stat = zk.get(path)
+    zk.set(path, data, version=stat.version)
+    three[victim].kill()
+    survivors = [b for i, b in three.items() if i != victim]
+    with trio.fail_after(20):
+        while True:
+            view = await all_agree(survivors, "race")
+            if view and all(view[p][0] not in (victim, -1) for p in led) and \
+                    all(victim not in isr for _, _, isr in view.values()):
+                break
+            await trio.sleep(0.05)
+    state = json.loads(zk.get(path)[0])
+    assert state["leader"] not in (victim, -1) and state["leader_epoch"] == before[led[0]][1] + 1
