@@ -3,7 +3,8 @@
 librdkafka builds batches, compresses and sends in its own C threads, so these drivers show the
 broker's limit rather than a Python client's. Python work per record is kept to one `produce()`
 or one `len()` call:
-- `produce` attaches a delivery callback only to sampled records (`stats.sample_every`); the
+- `produce` attaches a delivery callback only to sampled records (`stats.sample_every`), sends
+  the others in `produce_batch()` chunks when not paced; the
   count of records written is then verified from the partitions' log end offsets before and after
   (ListOffsets through a consumer's `get_watermark_offsets`), and any shortfall is reported as
   errors. The topic must not be written by anyone else during the run.
@@ -66,6 +67,56 @@ def _end_offsets(consumer, ck, topic: str, partitions: list[int]) -> dict[int, i
     return {p: consumer.get_watermark_offsets(ck.TopicPartition(topic, p), timeout=_TIMEOUT_S)[1] for p in partitions}
 
 
+def _retry_when_full(producer, send) -> None:
+    """`send()`, serving delivery reports while librdkafka's queue is full."""
+    while True:
+        try:
+            send()
+            return
+        except BufferError:
+            producer.poll(0.005)
+
+
+def _send_paced(producer, topic: str, value: bytes, n: int, every: int, throttler: Throttler, sampled,
+                start: float) -> None:
+    """One produce() per record, paced to the throttler; delivery reports are served while
+    waiting, so a sampled latency is the acknowledgement's, not the next poll's."""
+    for i in range(n):
+        callback = None if i % every else sampled(time.monotonic())
+        _retry_when_full(producer, lambda: producer.produce(topic, value, on_delivery=callback))
+        delay = throttler.delay_s(i + 1, time.monotonic() - start)
+        producer.poll(delay if delay > 0 else 0)
+
+
+def _send_batched(ck, producer, topic: str, value: bytes, n: int, every: int, sampled) -> None:
+    """As fast as the client goes: every `every`-th record alone with a latency callback, the
+    records between in produce_batch() calls of up to 1000 (about 20% less client CPU a record
+    than one produce() each, which leaves more of this machine to the brokers)."""
+    chunk = [{"value": value} for _ in range(min(1000, max(every - 1, 1)))]
+    i = 0
+    while i < n:
+        if i % every == 0:
+            callback = sampled(time.monotonic())
+            _retry_when_full(producer, lambda: producer.produce(topic, value, on_delivery=callback))
+            i += 1
+            continue
+        run = min(every - i % every, n - i, len(chunk))
+        pending = chunk[:run]
+        while pending:
+            try:
+                producer.produce_batch(topic, pending)
+            except BufferError:
+                producer.poll(0.005)
+                continue
+            failed = [m for m in pending if "_error" in m]
+            retry = [m for m in failed if m.pop("_error").code() == ck.KafkaError._QUEUE_FULL]
+            if retry:    # others (none expected) stay unsent and show up as errors from end offsets
+                producer.poll(0.005)
+            pending = retry
+        producer.poll(0)
+        i += run
+
+
 def _settled_end_offsets(consumer, ck, topic: str, partitions: list[int], before: dict[int, int],
                          expected: int, wait_s: float = 5.0) -> dict[int, int]:
     """End offsets (high watermarks) once they cover `expected` new records, or as they stand
@@ -100,7 +151,9 @@ def produce(bootstrap: str, topic: str, *, num_records: int, record_size: int, t
             conf["linger.ms"] = linger_ms
         producer = ck.Producer(conf)
         value = payload(record_size)
-        every, throttler = sample_every(num_records), Throttler(throughput)
+        # Unpaced runs sample fewer records (20k): the records between go out in produce_batch() chunks.
+        every = sample_every(num_records, 100_000 if throughput > 0 else 20_000)
+        throttler = Throttler(throughput)
         samples, failed_samples = [], [0]
 
         def sampled(sent_at):
@@ -111,33 +164,11 @@ def produce(bootstrap: str, topic: str, *, num_records: int, record_size: int, t
                     failed_samples[0] += 1
             return report
 
-        send, poll, paced = producer.produce, producer.poll, throughput > 0
         start, cpu = time.monotonic(), process_cpu_s()
-        for i in range(num_records):
-            # The loop is the client's hot path (about 1 us a record): no keyword arguments, no
-            # clock reads, for records that are neither sampled nor paced.
-            try:
-                if i % every:
-                    send(topic, value)
-                else:
-                    send(topic, value, on_delivery=sampled(time.monotonic()))
-            except BufferError:   # librdkafka's queue is full: serve delivery reports, then retry
-                while True:
-                    poll(0.005)
-                    try:
-                        send(topic, value, on_delivery=None if i % every else sampled(time.monotonic()))
-                        break
-                    except BufferError:
-                        pass
-            # Delivery reports run only inside poll(): serve them often, and while pacing, so a
-            # sampled latency is the acknowledgement's, not the next poll's.
-            if paced:
-                delay = throttler.delay_s(i + 1, time.monotonic() - start)
-                if delay > 0:
-                    poll(delay)
-                    continue
-            if not i & 255:
-                poll(0)
+        if throughput > 0:
+            _send_paced(producer, topic, value, num_records, every, throttler, sampled, start)
+        else:
+            _send_batched(ck, producer, topic, value, num_records, every, sampled)
         left = producer.flush(120)
         elapsed, cpu = time.monotonic() - start, process_cpu_s() - cpu
         after = _settled_end_offsets(probe, ck, topic, partitions, before, num_records)
