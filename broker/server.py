@@ -109,7 +109,8 @@ class KafkaServer:
             self._reading.add(reading)
             try:
                 with reading:
-                    data = await stream.receive_some(65536)
+                    # a large frame in progress is read in big pieces (fewer syscalls and appends)
+                    data = await stream.receive_some(min(max(65536, decoder.wanted), 4 << 20))
             except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
                 log.debug("connection %s ended: %s", peer, e)
                 return

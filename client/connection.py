@@ -156,7 +156,7 @@ class Connection:
     async def _read_loop(self) -> None:
         decoder = FrameDecoder(max_frame_size=1 << 30)
         try:
-            while data := await self.stream.receive_some(1 << 16):
+            while data := await self.stream.receive_some(min(max(1 << 16, decoder.wanted), 4 << 20)):
                 for frame in decoder.feed(data):
                     self._deliver(frame)
             self._fail(ConnectionClosed(f"{self.host}:{self.port} closed the connection"))

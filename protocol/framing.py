@@ -35,7 +35,9 @@ class FrameDecoder:
         self._failed: FrameTooLarge | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
-        """Add received bytes; return the frames completed by them, in order.
+        """Add received bytes; return the frames completed by them, in order (bytes, or the
+        decoder's own bytearray handed over without a copy when it held exactly one frame; the
+        caller owns it).
 
         Raises FrameTooLarge (and keeps raising it) once a size prefix is out of bounds.
         """
@@ -56,10 +58,22 @@ class FrameDecoder:
                 self._need = size
             if len(self._buf) < self._need:
                 break
-            frames.append(bytes(self._buf[:self._need]))
-            del self._buf[:self._need]
+            if len(self._buf) == self._need:   # the buffer is exactly this frame: hand it over, no copy
+                frames.append(self._buf)
+                self._buf = bytearray()
+            else:
+                frames.append(bytes(self._buf[:self._need]))
+                del self._buf[:self._need]
             self._need = None
         return frames
+
+    @property
+    def wanted(self) -> int:
+        """Bytes still missing from the frame being assembled (or its size prefix): how much a
+        reader may ask for next without reading past it."""
+        if self._need is None:
+            return 4 - len(self._buf) if len(self._buf) < 4 else 0
+        return max(0, self._need - len(self._buf))
 
     @property
     def buffered(self) -> int:

@@ -5,6 +5,7 @@ import json
 import trio
 
 from client.connection import Connection
+from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
 
@@ -65,3 +66,20 @@ def log_bytes(broker, topic, partition, up_to_bytes=None):
     d = broker.directory / "logs" / f"{topic}-{partition}"
     data = b"".join(p.read_bytes() for p in sorted(d.glob("*.log")))
     return data if up_to_bytes is None else data[:up_to_bytes]
+
+
+async def produce(broker, topic, value, acks, timeout_ms=2000):
+    """One produce; retried (as clients do) only while the broker has not yet heard the controller's
+    LeaderAndIsr for a partition whose znode already names it leader."""
+    from client.connection import Connection
+    propagating = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    with trio.fail_after(15 + timeout_ms / 1000):
+        while True:
+            async with Connection.open(broker.host, broker.port) as conn:
+                r = await conn.request(0, {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
+                    {"name": topic, "partition_data": [{"index": 0, "records": rb.build_batch([(None, value)])}]}]},
+                    timeout_s=timeout_ms / 1000 + 10)
+            part = r.responses[0].partition_responses[0]
+            if part.error_code not in propagating:
+                return part
+            await trio.sleep(0.1)

@@ -46,3 +46,14 @@ def test_default_limit_is_kafkas_socket_request_max_bytes():
 def test_negative_size_is_rejected():
     with pytest.raises(FrameTooLarge):
         FrameDecoder().feed(b"\xff\xff\xff\xff")
+
+
+def test_a_buffer_holding_exactly_one_frame_is_handed_over_and_wanted_counts_down():
+    decoder = FrameDecoder()
+    assert decoder.wanted == 4
+    assert decoder.feed(b"\x00\x00") == [] and decoder.wanted == 2
+    assert decoder.feed(b"\x00\x06abc") == [] and decoder.wanted == 3
+    (frame,) = decoder.feed(b"def")
+    assert frame == b"abcdef" and decoder.wanted == 4
+    frame[0:1] = b"X"                     # the caller owns it: the decoder kept nothing of it
+    assert decoder.feed(encode_frame(b"next")) == [b"next"]

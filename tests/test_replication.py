@@ -4,7 +4,7 @@ import trio
 
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from replication_helpers import create_topic, log_bytes, partition_state, wait_for
+from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for
 
 LAG_MS = "1500"
 
@@ -38,23 +38,6 @@ async def test_steady_state_replicas_are_byte_identical_and_hw_reaches_leo(start
         assert await trio.to_thread.run_sync(b.stop) == 0
         text = (b.directory / "logs" / "replication-offset-checkpoint").read_text()
         assert "r 0 500" in text, (b.broker_id, text)
-
-
-async def produce(broker, topic, value, acks, timeout_ms=2000):
-    """One produce; retried (as clients do) only while the broker has not yet heard the controller's
-    LeaderAndIsr for a partition whose znode already names it leader."""
-    from client.connection import Connection
-    propagating = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    with trio.fail_after(15 + timeout_ms / 1000):
-        while True:
-            async with Connection.open(broker.host, broker.port) as conn:
-                r = await conn.request(0, {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
-                    {"name": topic, "partition_data": [{"index": 0, "records": rb.build_batch([(None, value)])}]}]},
-                    timeout_s=timeout_ms / 1000 + 10)
-            part = r.responses[0].partition_responses[0]
-            if part.error_code not in propagating:
-                return part
-            await trio.sleep(0.1)
 
 
 async def latest_offset(broker, topic):
