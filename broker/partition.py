@@ -41,7 +41,6 @@ class ReplicaState:
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
     last_fetch_leader_leo: int = -1   # the leader's LEO when this follower last fetched
-    last_sent_hw: int = -1            # the HW this follower was last told
 
 
 @dataclass

@@ -285,8 +285,9 @@ class ReplicaManager:
 
     def _fetch_can_complete(self, body: "FetchView", follower: bool, epochs: dict) -> bool:
         """A waiting fetch answers now if any partition has data past its fetch offset (to the
-        LEO for followers, the HW for consumers), changed leadership or epoch, or (followers) has
-        a high watermark the follower has not been sent."""
+        LEO for followers, the HW for consumers) or changed leadership or epoch. A high watermark
+        change alone does not answer a follower (KAFKA-9952 removed that for the fetch rate it
+        cost): it travels with the next data, or when the wait expires."""
         for topic in body.topics:
             for p in topic.partitions:
                 partition = self.partitions.get((topic.topic, p.partition))
@@ -294,9 +295,7 @@ class ReplicaManager:
                         partition.leader_epoch != epochs[(topic.topic, p.partition)]:
                     return True
                 if follower:
-                    remote = partition.remote.get(body.replica_id)
-                    if partition.log.log_end_offset > p.fetch_offset or \
-                            (remote is not None and partition.high_watermark > remote.last_sent_hw):
+                    if partition.log.log_end_offset > p.fetch_offset:
                         return True
                 elif partition.high_watermark > p.fetch_offset:
                     return True
@@ -315,8 +314,7 @@ class ReplicaManager:
                 size = len(entry["records"] or b"")
                 total += size
                 budget = max(0, budget - size)
-                # an error, or (for a follower) a high watermark it has not been told yet, answers now
-                errors = errors or entry["error_code"] != ErrorCode.NONE or entry.pop("_hw_news", False)
+                errors = errors or entry["error_code"] != ErrorCode.NONE    # an error answers now
                 parts.append(entry)
             responses.append({"topic": topic.topic, "partitions": parts})
         return responses, total, errors
@@ -347,10 +345,6 @@ class ReplicaManager:
         if partition is not None and entry["error_code"] in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
             entry["high_watermark"] = entry["last_stable_offset"] = partition.high_watermark
             entry["log_start_offset"] = partition.log.log_start_offset
-            remote = partition.remote.get(replica_id) if follower else None
-            if remote is not None:
-                entry["_hw_news"] = partition.high_watermark > remote.last_sent_hw
-                remote.last_sent_hw = partition.high_watermark
         return entry
 
     # ---- list offsets --------------------------------------------------------------------------
