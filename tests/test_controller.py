@@ -109,27 +109,34 @@ async def test_create_topic_spreads_leaders_and_metadata_agrees(three, zk):
     assert 'topic "t" with 6 partitions' in kcat.stdout and "3 brokers" in kcat.stdout
 
 
-async def test_leader_failover_and_restart_as_follower(three, zk):
+async def kill_a_leader(three, zk, topic, partitions, before_kill=None):
+    """Create `topic`, kill -9 a broker (not the controller) that leads some of its partitions
+    (calling `before_kill(led partitions)` first), and wait until the survivors agree on new
+    leaders and ISRs without it. Returns (leaders before, leaders after, victim id, led)."""
     await wait_until(lambda: controller_of(zk) is not None)
     controller_id = controller_of(zk)
-    assert (await create_topic(three[controller_id], "t", partitions=3)).error_code == 0
+    assert (await create_topic(three[controller_id], topic, partitions=partitions)).error_code == 0
     with trio.fail_after(10):
-        while not (before := await all_agree(list(three.values()), "t")):
+        while not (before := await all_agree(list(three.values()), topic)):
             await trio.sleep(0.05)
     victim = next(leader for leader, _, _ in before.values() if leader != controller_id)
     led = [p for p, (leader, _, _) in before.items() if leader == victim]
+    if before_kill is not None:
+        before_kill(led)
     three[victim].kill()
-    start = time.monotonic()
     survivors = [b for i, b in three.items() if i != victim]
     with trio.fail_after(20):
         # the controller elects new leaders first, then takes the dead broker out of the other ISRs
         while True:
-            view = await all_agree(survivors, "t")
+            view = await all_agree(survivors, topic)
             if view and all(view[p][0] not in (victim, -1) for p in led) and \
                     all(victim not in isr for _, _, isr in view.values()):
-                break
+                return before, view, victim, led
             await trio.sleep(0.05)
-    print(f"new leaders {[view[p][0] for p in led]} {time.monotonic() - start:.2f} s after kill -9 (session 3 s)")
+
+
+async def test_leader_failover_and_restart_as_follower(three, zk):
+    before, view, victim, led = await kill_a_leader(three, zk, "t", 3)
     for p in led:
         assert view[p][1] == before[p][1] + 1 and view[p][0] in before[p][2]
     for p, (leader, epoch, isr) in view.items():
@@ -278,25 +285,9 @@ async def test_a_stale_partition_znode_version_falls_back_to_reread_and_still_el
     # The controller writes all leadership changes of a broker failure pipelined, each conditional
     # on the zkVersion it holds. Bump one partition's zkVersion behind its back (same data): that
     # write loses the race, and the one-at-a-time path re-reads and elects anyway.
-    await wait_until(lambda: controller_of(zk) is not None)
-    controller_id = controller_of(zk)
-    assert (await create_topic(three[controller_id], "race", partitions=6)).error_code == 0
-    with trio.fail_after(10):
-        while not (before := await all_agree(list(three.values()), "race")):
-            await trio.sleep(0.05)
-    victim = next(leader for leader, _, _ in before.values() if leader != controller_id)
-    led = [p for p, (leader, _, _) in before.items() if leader == victim]
-    path = f"/brokers/topics/race/partitions/{led[0]}/state"
-    data, stat = zk.get(path)
-    zk.set(path, data, version=stat.version)
-    three[victim].kill()
-    survivors = [b for i, b in three.items() if i != victim]
-    with trio.fail_after(20):
-        while True:
-            view = await all_agree(survivors, "race")
-            if view and all(view[p][0] not in (victim, -1) for p in led) and \
-                    all(victim not in isr for _, _, isr in view.values()):
-                break
-            await trio.sleep(0.05)
-    state = json.loads(zk.get(path)[0])
+    def bump(led):
+        data, stat = zk.get(f"/brokers/topics/race/partitions/{led[0]}/state")
+        zk.set(f"/brokers/topics/race/partitions/{led[0]}/state", data, version=stat.version)
+    before, view, victim, led = await kill_a_leader(three, zk, "race", 6, before_kill=bump)
+    state = json.loads(zk.get(f"/brokers/topics/race/partitions/{led[0]}/state")[0])
     assert state["leader"] not in (victim, -1) and state["leader_epoch"] == before[led[0]][1] + 1
