@@ -185,10 +185,12 @@ class Partition:
             state.last_caught_up_ms = now
         elif fetch_offset >= state.last_fetch_leader_leo >= 0:
             state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        moved = fetch_offset != state.log_end_offset
         state.log_end_offset = fetch_offset
         state.last_fetch_leader_leo = leo
         state.last_fetch_ms = now
-        return self.maybe_increment_high_watermark()
+        # HW = min LEO over the ISR: only this follower's LEO changed here, so only then can it move
+        return moved and self.maybe_increment_high_watermark()
 
     def out_of_sync_replicas(self, max_lag_ms: int, now: int | None = None) -> list[int]:
         """ISR followers not caught up within `replica.lag.time.max.ms` (to shrink away)."""

@@ -333,9 +333,13 @@ class ReplicaManager:
                 if partition.should_expand_isr(replica_id) and partition.tp not in self._expand_pending:
                     self._expand_pending.add(partition.tp)
                     self._expand_send.send_nowait(partition.tp)
-            info = partition.read(p.fetch_offset, min(p.partition_max_bytes, budget), committed_only=not follower,
-                                  min_one_batch=first, current_leader_epoch=p.current_leader_epoch)
-            entry["records"] = info.records
+            if follower and p.fetch_offset == partition.log.log_end_offset:
+                partition.require_leader(p.current_leader_epoch)   # caught up: nothing to read
+            else:
+                info = partition.read(p.fetch_offset, min(p.partition_max_bytes, budget),
+                                      committed_only=not follower, min_one_batch=first,
+                                      current_leader_epoch=p.current_leader_epoch)
+                entry["records"] = info.records
         except Exception as e:
             entry["error_code"] = error_code_for(e)
             entry["records"] = None if entry["error_code"] != ErrorCode.OFFSET_OUT_OF_RANGE else b""
