@@ -4,7 +4,8 @@ to the ceiling (`bench/ceiling.py`) measured in the same run.
 
 1. Matrix: RF 1 acks=1, RF 3 acks=1, RF 3 acks=all (min ISR 2) x 100 B and 1 KiB records x 1 and
    6 partitions; our own client on RF 1 acks=1; consume throughput from one partition; produce and
-   end-to-end latency at 10k records/s (RF 3, acks=all).
+   end-to-end latency at 10k records/s (RF 3, acks=all; the client's default linger.ms, and
+   end-to-end once more with linger.ms 0, about one record a request).
 2. Scaling, a fresh cluster per point: 1, 10, 100 and 1000 partitions (RF 3): produce throughput
    (RF 3, acks=1, 100 B), idle broker RSS growth per hosted partition, Metadata latency, and
    controller failover (kill -9 of the controller until a survivor's Metadata names a new controller
@@ -186,6 +187,10 @@ def run_matrix(root: Path, ceiling: float, quick: bool) -> list[Row]:
                              "--num-records", str(n_lat), "--throughput", "10000", "--acks", "all"))
         rows.append(measured(cluster, "end-to-end latency at 10k records/s, RF 3 acks=all", ceiling, "end-to-end",
                              "lat", "--num-records", str(n_lat), "--throughput", "10000", "--acks", "all"))
+        # linger.ms 0: about one record a request, so this row shows the request rate the cluster sustains
+        rows.append(measured(cluster, "end-to-end at 10k records/s, RF 3 acks=all, linger.ms 0", ceiling,
+                             "end-to-end", "lat", "--num-records", str(n_lat), "--throughput", "10000", "--acks",
+                             "all", "--linger-ms", "0"))
     finally:
         cluster.close()
     return rows

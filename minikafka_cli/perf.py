@@ -57,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     e.add_argument("--record-size", type=_positive, default=100)
     e.add_argument("--acks", choices=sorted(ACKS), default="all")
     e.add_argument("--partition", type=int, default=0)
+    e.add_argument("--linger-ms", type=int, help="producer batching delay (default: the client's own)")
     e.add_argument("--timeout", type=float, default=120)
 
 
@@ -80,7 +81,7 @@ def _confluent(args) -> Result:
                                  fetch_max_bytes=args.fetch_max_bytes or 52428800, timeout_s=args.timeout)
     return confluent.end_to_end(args.bootstrap_server, args.topic, num_records=args.num_records,
                                 throughput=args.throughput, record_size=args.record_size, acks=ACKS[args.acks],
-                                partition=args.partition, timeout_s=args.timeout)
+                                partition=args.partition, linger_ms=args.linger_ms, timeout_s=args.timeout)
 
 
 def _ours(args):
@@ -92,9 +93,10 @@ def _ours(args):
     if args.perf_command == "consume":
         return functools.partial(ours.consume, args.bootstrap_server, args.topic, num_records=args.num_records,
                                  fetch_max_bytes=args.fetch_max_bytes or 1048576, timeout_s=args.timeout)
+    optional = {"linger_ms": args.linger_ms} if args.linger_ms is not None else {}
     return functools.partial(ours.end_to_end, args.bootstrap_server, args.topic, num_records=args.num_records,
                              throughput=args.throughput, record_size=args.record_size, acks=ACKS[args.acks],
-                             partition=args.partition, timeout_s=args.timeout)
+                             partition=args.partition, timeout_s=args.timeout, **optional)
 
 
 def run(args: argparse.Namespace) -> int:

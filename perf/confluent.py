@@ -12,7 +12,8 @@ or one `len()` call:
   from the first record (the offset lookup before it is reported as `startup_s`); its
   latency is librdkafka's own broker round-trip statistics (`rtt`, which covers Fetch) over the
   run's last statistics window.
-- `end_to_end` produces (linger.ms 0) at a paced rate and consumes in the same loop; latency is
+- `end_to_end` produces (librdkafka's linger.ms unless given) at a paced rate and consumes in the
+  same loop; latency is
   consume time - the 8-byte `time.time_ns()` at the head of each value.
 
 Raises `PerfClientError` (one line) when confluent-kafka is missing or the cluster fails.
@@ -228,7 +229,7 @@ def _fetch_rtt(stats_json: str) -> dict:
 
 
 def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: float, record_size: int = 100,
-               acks: int = -1, partition: int = 0, timeout_s: float = 60) -> Result:
+               acks: int = -1, partition: int = 0, linger_ms: int | None = None, timeout_s: float = 60) -> Result:
     if record_size < 8:
         raise ValueError("end-to-end records carry an 8-byte timestamp: --record-size must be >= 8")
     ck = _kafka()
@@ -237,8 +238,10 @@ def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: floa
     try:
         end = consumer.get_watermark_offsets(ck.TopicPartition(topic, partition), timeout=_TIMEOUT_S)[1]
         consumer.assign([ck.TopicPartition(topic, partition, end)])
-        producer = ck.Producer({"bootstrap.servers": bootstrap, **_BASE, "acks": str(acks),
-                                "linger.ms": 0, "enable.idempotence": False})
+        conf = {"bootstrap.servers": bootstrap, **_BASE, "acks": str(acks), "enable.idempotence": False}
+        if linger_ms is not None:
+            conf["linger.ms"] = linger_ms
+        producer = ck.Producer(conf)
         # Warm up: one record produced and consumed first, so the consumer's offset lookup and first
         # fetch are not counted as latency of the measured records.
         producer.produce(topic, _NS.pack(time.time_ns()) + pad, partition=partition)

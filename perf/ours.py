@@ -110,7 +110,7 @@ async def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_byt
 
 
 async def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: float, record_size: int = 100,
-                     acks: int = -1, partition: int = 0, timeout_s: float = 60) -> Result:
+                     acks: int = -1, partition: int = 0, linger_ms: int = 5, timeout_s: float = 60) -> Result:
     """Produce at `throughput` records/s to `partition` while a fetch loop reads them back;
     latency = consume time - produce time per record (wall clock, one process)."""
     if record_size < 8:
@@ -136,7 +136,7 @@ async def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput
         with trio.fail_after(timeout_s):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(read)
-                async with Producer.open(cluster, acks=acks, idempotent=acks == -1, linger_ms=0) as producer:
+                async with Producer.open(cluster, acks=acks, idempotent=acks == -1, linger_ms=linger_ms) as producer:
                     for i in range(num_records):
                         await producer.send(topic, _NS.pack(time.time_ns()) + pad, partition=partition)
                         delay = throttler.delay_s(i + 1, time.monotonic() - start)

@@ -59,7 +59,7 @@ def test_quick_bench_run_writes_its_tables_chart_and_json(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads((tmp_path / "cluster.json").read_text())
-    assert result["ceiling_mb_s"] > 0 and len(result["rows"]) == 17
+    assert result["ceiling_mb_s"] > 0 and len(result["rows"]) == 18
     assert all(row["records_per_s"] > 0 and row["errors"] == 0 for row in result["rows"]), result["rows"]
     assert [p["partitions"] for p in result["scaling"]] == [1, 10]
     assert all(p["failover_s"] > 0 for p in result["scaling"])
