@@ -28,7 +28,7 @@ from typing import Awaitable, Callable
 import trio
 
 from broker.config import Listener
-from protocol.api import API_VERSIONS_KEY, Request, decode_request, encode_response
+from protocol.api import API_VERSIONS_KEY, Request, decode_request, encode_response, encode_response_parts
 from protocol.errors import ErrorCode, FrameTooLarge, ProtocolError, UnsupportedVersion
 from protocol.framing import FrameDecoder
 
@@ -146,7 +146,7 @@ class KafkaServer:
                     if slot.response is _CLOSE:
                         break
                     if slot.response is not None:
-                        await stream.send_all(slot.response)
+                        await _send_parts(stream, slot.response)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
             log.debug("connection %s ended: %s", peer, e)
         connection.cancel()
@@ -163,8 +163,8 @@ class KafkaServer:
             request = decode_request(frame)
         except UnsupportedVersion as e:
             if e.api_key == API_VERSIONS_KEY:
-                return encode_response(API_VERSIONS_KEY, 0, e.correlation_id,
-                                       {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.api_versions()})
+                return [encode_response(API_VERSIONS_KEY, 0, e.correlation_id,
+                                        {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.api_versions()})]
             log.warning("closing %s: %s", peer, e)
             return _CLOSE
         except ProtocolError as e:
@@ -179,15 +179,35 @@ class KafkaServer:
             body = await handler(self.context, request)
             if body is None:
                 return None
-            return encode_response(request.api_key, request.api_version, request.correlation_id, body)
+            return encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
         except Exception:
             log.exception("closing %s: API %d v%d failed", peer, request.api_key, request.api_version)
             return _CLOSE
 
 
+_IOV_MAX = 512   # buffers per sendmsg call (Linux allows 1024)
+
+
+async def _send_parts(stream: trio.SocketStream, parts: list) -> None:
+    """Send a response given as buffers: one send_all for one buffer, else vectored sends
+    (sendmsg) so referenced record batches are not copied into one frame first."""
+    if len(parts) == 1:
+        await stream.send_all(parts[0])
+        return
+    pending = [memoryview(p).cast("B") for p in parts]
+    while pending:
+        sent = await stream.socket.sendmsg(pending[:_IOV_MAX])
+        while sent and pending:
+            if sent >= len(pending[0]):
+                sent -= len(pending.pop(0))
+            else:
+                pending[0] = pending[0][sent:]
+                sent = 0
+
+
 class _Slot:
     """One request in progress on a connection: `released` once its ordered work is done,
-    `done` once `response` (bytes, None for no response, or _CLOSE) is final."""
+    `done` once `response` (a list of buffers, None for no response, or _CLOSE) is final."""
 
     __slots__ = ("released", "done", "response")
 

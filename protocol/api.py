@@ -165,6 +165,44 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
                    {"correlation_id": correlation_id}, schema.responses[api_version], body, size_prefix)
 
 
+class _ScatterWriter:
+    """A write-only stream for the compiled build functions that keeps large writes (record
+    batches, `BY_REFERENCE` bytes or more) by reference instead of copying them: the encoded
+    message is `parts`, small fields gathered into bytearrays between the large buffers."""
+
+    BY_REFERENCE = 32768
+
+    def __init__(self) -> None:
+        self.parts: list = [bytearray(4)]   # the size prefix, filled in by finish()
+        self.size = 0
+
+    def write(self, data) -> int:
+        n = len(data)
+        if n >= self.BY_REFERENCE:
+            self.parts.append(data)
+            self.parts.append(bytearray())
+        else:
+            self.parts[-1] += data
+        self.size += n
+        return n
+
+    def finish(self) -> list:
+        self.parts[0][0:4] = _SIZE.pack(self.size)
+        return [p for p in self.parts if len(p)]
+
+
+def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
+    """`encode_response` with the size prefix, as a list of buffers whose concatenation is the
+    frame: record batches of 32 KiB or more are referenced, not copied (for a vectored send; the
+    buffers must not change until sent)."""
+    schema = schema_for(api_key, api_version, correlation_id)
+    out = _ScatterWriter()
+    _RESPONSE_HEADERS[schema.response_header_version(api_version)].buildfunc({"correlation_id": correlation_id},
+                                                                             out, None)
+    schema.responses[api_version].buildfunc(body, out, None)
+    return out.finish()
+
+
 def encode_request(api_key: int, api_version: int, correlation_id: int, body: dict,
                    client_id: str | None = "minikafka", *, size_prefix: bool = True) -> bytes:
     """Encode a request (what a client sends), by default with the size prefix."""

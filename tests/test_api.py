@@ -100,3 +100,18 @@ def test_mutated_frames_raise_only_protocol_errors(frame, flips, cut):
         decode_request(bytes(data[:max(8, cut % (len(data) + 1))]))
     except ProtocolError:
         pass
+
+
+@pytest.mark.parametrize("version", [4, 11, 12])
+def test_response_parts_are_the_encoded_frame_with_large_batches_by_reference(version):
+    from protocol.api import encode_response_parts
+    big, small = bytes(range(256)) * 200, b"tiny batch"          # 51,200 and 10 bytes
+    body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [{"topic": "t", "partitions": [
+        {"partition_index": i, "error_code": 0, "high_watermark": 5, "last_stable_offset": 5, "log_start_offset": 0,
+         "records": records, "aborted_transactions": None, "preferred_read_replica": -1}
+        for i, records in enumerate([big, small, None, big])]}]}
+    parts = encode_response_parts(1, version, 77, body)
+    assert b"".join(parts) == encode_response(1, version, 77, body)
+    # prefix + fields, big, fields, big, and (flexible versions) the tagged-field tail
+    assert sum(p is big for p in parts) == 2 and len(parts) == (5 if version >= 12 else 4)
+    assert encode_response_parts(3, 9, 1, {"brokers": [], "topics": []}) == [encode_response(3, 9, 1, {"brokers": [], "topics": []})]
