@@ -326,16 +326,16 @@ class ReplicaManager:
                  "aborted_transactions": None, "preferred_read_replica": -1}
         try:
             partition = self.get_partition(topic, p.partition)
-            if record_fetch:
+            if follower:
                 partition.require_leader(p.current_leader_epoch)
+            if record_fetch:
                 if partition.update_follower_fetch(replica_id, p.fetch_offset):
                     self._changed(partition.tp)
                 if partition.should_expand_isr(replica_id) and partition.tp not in self._expand_pending:
                     self._expand_pending.add(partition.tp)
                     self._expand_send.send_nowait(partition.tp)
-            if follower and p.fetch_offset == partition.log.log_end_offset:
-                partition.require_leader(p.current_leader_epoch)   # caught up: nothing to read
-            else:
+            # a follower already at the LEO has nothing to read
+            if not (follower and p.fetch_offset == partition.log.log_end_offset):
                 info = partition.read(p.fetch_offset, min(p.partition_max_bytes, budget),
                                       committed_only=not follower, min_one_batch=first,
                                       current_leader_epoch=p.current_leader_epoch)

@@ -28,7 +28,7 @@ from typing import Awaitable, Callable
 import trio
 
 from broker.config import Listener
-from protocol.api import API_VERSIONS_KEY, Request, decode_request, encode_response, encode_response_parts
+from protocol.api import API_VERSIONS_KEY, Request, decode_request, encode_response_parts
 from protocol.errors import ErrorCode, FrameTooLarge, ProtocolError, UnsupportedVersion
 from protocol.framing import FrameDecoder
 
@@ -163,8 +163,8 @@ class KafkaServer:
             request = decode_request(frame)
         except UnsupportedVersion as e:
             if e.api_key == API_VERSIONS_KEY:
-                return [encode_response(API_VERSIONS_KEY, 0, e.correlation_id,
-                                        {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.api_versions()})]
+                return encode_response_parts(API_VERSIONS_KEY, 0, e.correlation_id, {
+                    "error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.api_versions()})
             log.warning("closing %s: %s", peer, e)
             return _CLOSE
         except ProtocolError as e:

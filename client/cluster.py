@@ -183,6 +183,15 @@ class Cluster:
                 md.topics.pop(t.name, None)
         return md
 
+    async def partitions(self, topic: str) -> dict[int, PartitionInfo]:
+        """The topic's partitions from the cached metadata, fetched (with retries) when the topic
+        is not cached yet. Raises KafkaError for an unknown topic once retries are spent."""
+        parts = self.metadata.topics.get(topic)
+        if parts is None:
+            await self.retry(lambda refresh: self.partition_info(topic, 0, refresh=True), "metadata")
+            parts = self.metadata.topics[topic]
+        return parts
+
     async def partition_info(self, topic: str, partition: int, refresh: bool = False) -> PartitionInfo:
         if refresh or topic not in self.metadata.topics:
             await self.refresh_metadata([topic])

@@ -196,7 +196,7 @@ class Producer:
                    timestamp_ms: int | None = None) -> Delivery:
         """Queue one record; returns its `Delivery`. Raises KafkaError for an unknown topic."""
         if partition is None:
-            count = len(await self._partitions_of(topic))
+            count = len(await self.cluster.partitions(topic))
             if key is not None:
                 partition = partition_for_key(key, count)
             else:
@@ -224,13 +224,6 @@ class Producer:
         """Wait until every record sent so far is acknowledged or failed."""
         for state in list(self.partitions.values()):
             await state.idle.wait()
-
-    async def _partitions_of(self, topic: str) -> dict:
-        parts = self.cluster.metadata.topics.get(topic)
-        if parts is None:
-            await self.cluster.retry(lambda refresh: self.cluster.partition_info(topic, 0, refresh=True), "metadata")
-            parts = self.cluster.metadata.topics[topic]
-        return parts
 
     def _make_batch(self, state: _PartitionState) -> _Batch:
         records, deliveries, size = [], [], 0

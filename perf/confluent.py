@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import json
 import logging
-import struct
 import time
 
 from perf.stats import Latency, Result, Throttler, process_cpu_s, sample_every
-from perf.ours import payload
+from perf.ours import age_ms, payload, stamped
 
-_NS = struct.Struct(">q")
 _TIMEOUT_S = 30
 # librdkafka's own log lines (connection refused, retries...) would bury the one-line result or
 # error; failures reach us as exceptions and delivery reports instead.
@@ -244,7 +242,7 @@ def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: floa
         producer = ck.Producer(conf)
         # Warm up: one record produced and consumed first, so the consumer's offset lookup and first
         # fetch are not counted as latency of the measured records.
-        producer.produce(topic, _NS.pack(time.time_ns()) + pad, partition=partition)
+        producer.produce(topic, stamped(pad), partition=partition)
         producer.flush(_TIMEOUT_S)
         warm_deadline = time.monotonic() + _TIMEOUT_S
         while not [m for m in consumer.consume(num_messages=10, timeout=0.1) if m.error() is None]:
@@ -257,12 +255,12 @@ def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: floa
             if time.monotonic() > deadline:
                 raise PerfClientError(f"only {len(latencies)} of {num_records} records came back within {timeout_s:.0f} s")
             while sent < num_records and throttler.delay_s(sent + 1, time.monotonic() - start) == 0:
-                producer.produce(topic, _NS.pack(time.time_ns()) + pad, partition=partition)
+                producer.produce(topic, stamped(pad), partition=partition)
                 sent += 1
             producer.poll(0)
             for message in consumer.consume(num_messages=1000, timeout=0.001):
                 if message.error() is None:
-                    latencies.append((time.time_ns() - _NS.unpack_from(message.value())[0]) / 1e6)
+                    latencies.append(age_ms(message.value(), time.time_ns()))
         elapsed = time.monotonic() - start
         producer.flush(_TIMEOUT_S)
     except ck.KafkaException as e:

@@ -30,6 +30,16 @@ from protocol import record_batch as rb
 _NS = struct.Struct(">q")
 
 
+def stamped(pad: bytes) -> bytes:
+    """An end-to-end record value: the send time (`time.time_ns()`, 8 bytes) then `pad`."""
+    return _NS.pack(time.time_ns()) + pad
+
+
+def age_ms(value, now_ns: int) -> float:
+    """Milliseconds from a `stamped` value's send time to `now_ns`."""
+    return (now_ns - _NS.unpack_from(value)[0]) / 1e6
+
+
 def payload(record_size: int) -> bytes:
     """The value every perf record carries: `record_size` bytes of printable letters (Kafka's
     perf test uses random uppercase letters; a fixed pattern keeps runs comparable)."""
@@ -79,7 +89,7 @@ async def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_byt
     they are not there within `timeout_s`."""
     counted, nbytes, latencies = 0, 0, []
     async with Cluster.open(bootstrap, client_id="minikafka-perf") as cluster:
-        partitions = sorted(await _partitions(cluster, topic))
+        partitions = sorted(await cluster.partitions(topic))
         offsets = {p: await list_offset(cluster, topic, p, EARLIEST) for p in partitions}
         done = trio.Event()
         start, cpu = time.monotonic(), process_cpu_s()
@@ -129,7 +139,7 @@ async def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput
                 for pos, header in rb.iter_batches(data, allow_partial_tail=True):
                     for record in rb.decode_records(data, pos, header):
                         if record.offset >= offset and record.value and len(record.value) >= 8:
-                            latencies.append((now - _NS.unpack_from(record.value)[0]) / 1e6)
+                            latencies.append(age_ms(record.value, now))
                     offset = max(offset, header.next_offset)
 
         start = time.monotonic()
@@ -138,7 +148,7 @@ async def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput
                 nursery.start_soon(read)
                 async with Producer.open(cluster, acks=acks, idempotent=acks == -1, linger_ms=linger_ms) as producer:
                     for i in range(num_records):
-                        await producer.send(topic, _NS.pack(time.time_ns()) + pad, partition=partition)
+                        await producer.send(topic, stamped(pad), partition=partition)
                         delay = throttler.delay_s(i + 1, time.monotonic() - start)
                         if delay > 0:
                             await trio.sleep(delay)
@@ -146,7 +156,3 @@ async def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput
     return Result("end-to-end", "ours", len(latencies), len(latencies) * record_size, elapsed,
                   Latency.of(latencies), extra={"target_records_per_s": throughput})
 
-
-async def _partitions(cluster: Cluster, topic: str) -> list[int]:
-    await cluster.retry(lambda refresh: cluster.partition_info(topic, 0, refresh=True), "metadata")
-    return list(cluster.metadata.topics[topic])

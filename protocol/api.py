@@ -156,13 +156,18 @@ def _encode(header_struct, header: dict, body_struct, body: dict, size_prefix: b
     return buf.getvalue()
 
 
+def _response_structs(api_key: int, api_version: int, correlation_id: int) -> tuple:
+    """(response header struct, response body struct) for a request of (api_key, api_version)."""
+    schema = schema_for(api_key, api_version, correlation_id)
+    return _RESPONSE_HEADERS[schema.response_header_version(api_version)], schema.responses[api_version]
+
+
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict,
                     *, size_prefix: bool = True) -> bytes:
     """Encode a response to a request of (api_key, api_version): header + body, by default with
     the int32 size prefix ready for the socket."""
-    schema = schema_for(api_key, api_version, correlation_id)
-    return _encode(_RESPONSE_HEADERS[schema.response_header_version(api_version)],
-                   {"correlation_id": correlation_id}, schema.responses[api_version], body, size_prefix)
+    header_struct, body_struct = _response_structs(api_key, api_version, correlation_id)
+    return _encode(header_struct, {"correlation_id": correlation_id}, body_struct, body, size_prefix)
 
 
 class _ScatterWriter:
@@ -195,11 +200,10 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int, b
     """`encode_response` with the size prefix, as a list of buffers whose concatenation is the
     frame: record batches of 32 KiB or more are referenced, not copied (for a vectored send; the
     buffers must not change until sent)."""
-    schema = schema_for(api_key, api_version, correlation_id)
+    header_struct, body_struct = _response_structs(api_key, api_version, correlation_id)
     out = _ScatterWriter()
-    _RESPONSE_HEADERS[schema.response_header_version(api_version)].buildfunc({"correlation_id": correlation_id},
-                                                                             out, None)
-    schema.responses[api_version].buildfunc(body, out, None)
+    header_struct.buildfunc({"correlation_id": correlation_id}, out, None)
+    body_struct.buildfunc(body, out, None)
     return out.finish()
 
 

@@ -83,3 +83,9 @@ async def produce(broker, topic, value, acks, timeout_ms=2000):
             if part.error_code not in propagating:
                 return part
             await trio.sleep(0.1)
+
+
+async def wait_for_isr(zk, topic, isr, partitions=1, timeout_s=20.0):
+    """Wait until every partition of `topic` has exactly the brokers `isr` in its ISR (any order)."""
+    for p in range(partitions):
+        await wait_for(lambda p=p: sorted(partition_state(zk, topic, p)["isr"]) == sorted(isr), timeout_s=timeout_s)

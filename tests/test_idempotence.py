@@ -7,7 +7,7 @@ import trio
 from client.connection import Connection
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from replication_helpers import create_topic, log_bytes, partition_state, wait_for
+from replication_helpers import create_topic, log_bytes, partition_state, wait_for, wait_for_isr
 
 
 def values_in_log(broker, topic, partition):
@@ -35,7 +35,7 @@ def _confluent_idempotent(bootstrap, topic, n):
 async def test_real_idempotent_producers_write_exactly_once_in_order(start_broker, zk):
     brokers = {i: start_broker(i) for i in (1, 2, 3)}
     await create_topic(brokers, zk, "i", rf=3)
-    await wait_for(lambda: sorted(partition_state(zk, "i", 0)["isr"]) == [1, 2, 3])
+    await wait_for_isr(zk, "i", [1, 2, 3])
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     offsets = await trio.to_thread.run_sync(_kafka_python_default, bootstrap, "i", 300)
     assert offsets == list(range(300))
@@ -96,8 +96,7 @@ def _idempotent_writer(bootstrap, topic, name, n, history):
 async def test_repeated_leader_kills_neither_lose_nor_duplicate_nor_reorder(start_broker, zk):
     brokers = {i: start_broker(i) for i in (1, 2, 3)}
     await create_topic(brokers, zk, "h", partitions=2, rf=3, configs={"min.insync.replicas": "2"})
-    for p in (0, 1):
-        await wait_for(lambda p=p: sorted(partition_state(zk, "h", p)["isr"]) == [1, 2, 3])
+    await wait_for_isr(zk, "h", [1, 2, 3], partitions=2)
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     history: list = []
     async with trio.open_nursery() as nursery:
@@ -133,7 +132,7 @@ async def test_a_retry_of_an_appended_but_unacknowledged_batch_is_not_written_tw
     import signal
     brokers = {i: start_broker(i, zookeeper_session_timeout_ms="10000") for i in (1, 2)}
     await create_topic(brokers, zk, "w", rf=2, configs={"min.insync.replicas": "2"})
-    await wait_for(lambda: sorted(partition_state(zk, "w", 0)["isr"]) == [1, 2])
+    await wait_for_isr(zk, "w", [1, 2])
     leader = brokers[partition_state(zk, "w", 0)["leader"]]
     follower = next(b for b in brokers.values() if b is not leader)
     async with Connection.open(leader.host, leader.port) as conn:

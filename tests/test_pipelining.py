@@ -10,7 +10,7 @@ from protocol import record_batch as rb
 from protocol.api import decode_response, encode_request
 from protocol.errors import ErrorCode
 from protocol.framing import FrameDecoder
-from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for
+from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for_isr
 
 
 def produce_frame(correlation_id: int, acks: int, value: bytes) -> bytes:
@@ -23,7 +23,7 @@ async def test_pipelined_produces_append_in_order_while_earlier_ones_wait_and_an
     # The ISR keeps the paused follower (lag limit 60 s), so acks=-1 waits for the full timeout.
     brokers = {i: start_broker(i, replica_lag_time_max_ms="60000") for i in (1, 2)}
     await create_topic(brokers, zk, "q", partitions=1, rf=2)
-    await wait_for(lambda: sorted(partition_state(zk, "q", 0)["isr"]) == [1, 2])
+    await wait_for_isr(zk, "q", [1, 2])
     leader = brokers[partition_state(zk, "q", 0)["leader"]]
     follower = next(b for b in brokers.values() if b is not leader)
     # The znode names the leader a moment before the leader has heard LeaderAndIsr: one acks=-1

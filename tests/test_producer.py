@@ -9,7 +9,7 @@ from client import Cluster
 from client.producer import Producer, murmur2, partition_for_key
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from replication_helpers import create_topic, log_bytes, partition_state, wait_for
+from replication_helpers import create_topic, log_bytes, partition_state, wait_for, wait_for_isr
 
 
 def test_murmur2_matches_kafka_python():
@@ -30,8 +30,7 @@ def records_in(broker, topic, partition):
 async def test_producer_survives_a_leader_kill_without_loss_duplicates_or_reordering(start_broker, zk):
     brokers = {i: start_broker(i) for i in (1, 2, 3)}
     await create_topic(brokers, zk, "p", partitions=2, rf=3, configs={"min.insync.replicas": "2"})
-    for p in (0, 1):
-        await wait_for(lambda p=p: sorted(partition_state(zk, "p", p)["isr"]) == [1, 2, 3])
+    await wait_for_isr(zk, "p", [1, 2, 3], partitions=2)
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     async with Cluster.open(bootstrap, retries=30) as cluster:
         async with Producer.open(cluster, max_in_flight=5, linger_ms=1, batch_size=512) as producer:

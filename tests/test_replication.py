@@ -4,7 +4,7 @@ import trio
 
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for
+from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for, wait_for_isr
 
 LAG_MS = "1500"
 
@@ -52,7 +52,7 @@ async def test_a_paused_follower_leaves_and_rejoins_the_isr(start_broker, zk):
     import signal
     brokers = start_three(start_broker, zookeeper_session_timeout_ms="10000")
     await create_topic(brokers, zk, "s", rf=3, configs={"min.insync.replicas": "2"})
-    await wait_for(lambda: sorted(partition_state(zk, "s", 0)["isr"]) == [1, 2, 3])
+    await wait_for_isr(zk, "s", [1, 2, 3])
     leader = brokers[partition_state(zk, "s", 0)["leader"]]
     follower = next(b for b in brokers.values() if b is not leader)
     assert (await produce(leader, "s", b"before", -1)).error_code == ErrorCode.NONE
@@ -72,7 +72,7 @@ async def test_min_insync_replicas_with_two_followers_down(start_broker, zk):
     import signal
     brokers = start_three(start_broker, zookeeper_session_timeout_ms="10000")
     await create_topic(brokers, zk, "m", rf=3, configs={"min.insync.replicas": "2"})
-    await wait_for(lambda: sorted(partition_state(zk, "m", 0)["isr"]) == [1, 2, 3])
+    await wait_for_isr(zk, "m", [1, 2, 3])
     leader = brokers[partition_state(zk, "m", 0)["leader"]]
     followers = [b for b in brokers.values() if b is not leader]
     assert (await produce(leader, "m", b"ok", -1)).error_code == ErrorCode.NONE
@@ -130,7 +130,7 @@ async def test_kill_the_leader_mid_stream_loses_no_acknowledged_record(start_bro
     import threading
     brokers = start_three(start_broker)
     await create_topic(brokers, zk, "k", rf=3, configs={"min.insync.replicas": "2"})
-    await wait_for(lambda: sorted(partition_state(zk, "k", 0)["isr"]) == [1, 2, 3])
+    await wait_for_isr(zk, "k", [1, 2, 3])
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     acked, seen, hws, stop = [], [], [], threading.Event()
     async with trio.open_nursery() as nursery:
