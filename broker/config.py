@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from storage.config import LogConfig
+from storage.topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +184,12 @@ class BrokerConfig:
             return LogConfig.from_broker_config({k: str(v) for k, v in self.raw.items()})
         except ValueError as e:
             raise ConfigError(str(e)) from None
+
+    def topic_configs(self) -> TopicConfigs:
+        """An empty `TopicConfigs` with this broker's defaults (log.*, min.insync.replicas,
+        unclean.leader.election.enable) under the topics' overrides."""
+        return TopicConfigs(self.log_config(), min_insync_replicas=self["min.insync.replicas"],
+                            unclean_leader_election_enable=self["unclean.leader.election.enable"])
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ from typing import Any
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
+from storage.topic_configs import TopicConfigs
 
 
 @dataclass
@@ -18,7 +19,7 @@ class BrokerContext:
     replica_manager: ReplicaManager
     zk: Any = None                 # broker.zk.ZkClient (auto topic creation)
     controller: Any = None         # controller.controller.KafkaController
-    topic_configs: dict = field(default_factory=dict)   # topic -> {key: value} from /config/topics
+    topic_configs: TopicConfigs = field(default_factory=TopicConfigs)   # /config/topics overrides
     producer_ids: Any = None       # broker.producer_ids.ProducerIdManager (InitProducerId)
 
     @property

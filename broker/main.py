@@ -31,7 +31,6 @@ from broker.server import KafkaServer
 from broker.zk import NodeExistsError, ZkClient, ZkUnavailable
 from client.connection import Connection, ConnectionClosed
 from controller.controller import KafkaController
-from storage.config import LogConfig
 from storage.errors import StorageError
 from storage.log_manager import LogManager
 
@@ -47,19 +46,15 @@ class Broker:
         self.config = config
         self.zk = ZkClient(config["zookeeper.connect"], session_timeout_ms=config["zookeeper.session.timeout.ms"],
                            connection_timeout_ms=config["zookeeper.connection.timeout.ms"])
-        self.log_manager = LogManager(config.log_dirs, config.log_config(),
+        self.topic_configs = config.topic_configs()
+        self.log_manager = LogManager(config.log_dirs, config.log_config(), topic_config=self.topic_configs.log_config,
                                       flush_check_interval_ms=config["log.flush.scheduler.interval.ms"],
                                       checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"])
         self.metadata_cache = MetadataCache(listener=config.listeners[0].name)
-        self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata_cache)
+        self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata_cache, self.topic_configs)
         self.replica_manager.zk = self.zk
-        self.topic_configs = self.replica_manager.topic_configs
-        default_log_config = self.log_manager.config
-        self.log_manager.topic_config = lambda topic: LogConfig.from_topic_config(
-            {k: v for k, v in self.topic_configs.get(topic, {}).items() if k != "min.insync.replicas"},
-            base=default_log_config)
-        self.controller = KafkaController(config, self.zk)
+        self.controller = KafkaController(config, self.zk, self.topic_configs)
         self.log_manager.high_watermark = lambda tp: (
             self.replica_manager.partitions[tp].high_watermark if tp in self.replica_manager.partitions else 0)
         self.server: KafkaServer | None = None

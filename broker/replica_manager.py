@@ -33,6 +33,7 @@ from broker.replica_fetcher import ReplicaFetcher
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
 from storage.log_manager import LogManager
+from storage.topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,8 @@ class FetchView(NamedTuple):
 
 
 class ReplicaManager:
-    def __init__(self, config: BrokerConfig, log_manager: LogManager, metadata_cache: MetadataCache):
+    def __init__(self, config: BrokerConfig, log_manager: LogManager, metadata_cache: MetadataCache,
+                 topic_configs: TopicConfigs):
         self.config = config
         self.broker_id = config.broker_id
         self.log_manager = log_manager
@@ -62,7 +64,7 @@ class ReplicaManager:
         self.watchers = Watchers()
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
-        self.topic_configs: dict[str, dict[str, str]] = {}   # /config/topics overrides, shared with the broker
+        self.topic_configs = topic_configs
         self.zk = None                                        # broker.zk.ZkClient: ISR writes (set by the broker)
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._nursery: trio.Nursery | None = None
@@ -72,7 +74,7 @@ class ReplicaManager:
 
     def min_insync_replicas(self, topic: str) -> int:
         """`min.insync.replicas`: the topic's override, else the broker's."""
-        return int(self.topic_configs.get(topic, {}).get("min.insync.replicas", self.config["min.insync.replicas"]))
+        return self.topic_configs.min_insync_replicas(topic)
 
     # ---- lookups ---------------------------------------------------------------------------------
     def get_partition(self, topic: str, index: int) -> Partition:

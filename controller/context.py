@@ -38,7 +38,6 @@ class ControllerContext:
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     leadership: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
     partition_states: dict[TopicPartition, str] = field(default_factory=dict)
-    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def live_ids(self) -> set[int]:
@@ -71,4 +70,3 @@ class ControllerContext:
             self.partition_states.pop(tp, None)
         self.assignments.pop(topic, None)
         self.topic_ids.pop(topic, None)
-        self.topic_configs.pop(topic, None)

@@ -35,6 +35,7 @@ from controller.context import NEW, NON_EXISTENT, OFFLINE, ONLINE, ControllerCon
 from controller.topics import TopicError, plan_topic, write_topic
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
+from storage.topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +56,11 @@ class _WatchHandle:
 
 
 class KafkaController:
-    def __init__(self, config: BrokerConfig, zk: ZkClient):
+    def __init__(self, config: BrokerConfig, zk: ZkClient, topic_configs: TopicConfigs):
         self.config = config
         self.broker_id = config.broker_id
         self.zk = zk
+        self.topic_configs = topic_configs
         self.ctx = ControllerContext()
         self.active = False
         self._send, self._receive = trio.open_memory_channel(1 << 16)
@@ -272,7 +274,7 @@ class KafkaController:
         assignment, topic_id = zkdata.decode_topic_assignment(found[0])
         self.ctx.assignments[topic] = assignment
         config = await self.zk.get_or_none(f"{zkdata.CONFIG_TOPICS}/{topic}")
-        self.ctx.topic_configs[topic] = zkdata.decode_topic_config(config[0]) if config else {}
+        self.topic_configs.set(topic, zkdata.decode_topic_config(config[0]) if config else {})
         if topic_id is not None:
             self.ctx.topic_ids[topic] = topic_id
         indexes = list(assignment)
@@ -383,8 +385,7 @@ class KafkaController:
 
     def _unclean_allowed(self, topic: str) -> bool:
         """`unclean.leader.election.enable`: the topic's override, else the broker's."""
-        value = self.ctx.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
-        return self.config["unclean.leader.election.enable"] if value is None else value.strip().lower() == "true"
+        return self.topic_configs.unclean_leader_election_enable(topic)
 
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
         """New/Offline -> Online with the offline (or new-partition) selector; the ZooKeeper
@@ -547,6 +548,7 @@ class KafkaController:
             self.ctx.set_state(tp, OFFLINE)
             self.ctx.set_state(tp, NON_EXISTENT)
         self.ctx.remove_topic(name)
+        self.topic_configs.remove(name)
         for path in (zkdata.topic_path(name), f"{zkdata.CONFIG_TOPICS}/{name}", f"{zkdata.DELETE_TOPICS}/{name}"):
             try:
                 await self.zk.delete(path, recursive=True)

@@ -13,14 +13,10 @@ from broker import zkdata
 from broker.zk import NodeExistsError, ZkClient
 from controller.assignment import InvalidReplicationFactor, assign_replicas
 from protocol.errors import ErrorCode
-from storage.config import LogConfig
+from storage.config import validate_topic_config
 
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
-TOPIC_CONFIG_KEYS = {f.replace("_", ".") for f in LogConfig.__dataclass_fields__ if f != "producer_id_expiration_ms"} | {
-                                                                                    "min.insync.replicas",
-                                                                                    "cleanup.policy",
-                                                                                    "unclean.leader.election.enable"}
 
 
 class TopicError(Exception):
@@ -36,14 +32,9 @@ def validate_name(name: str) -> None:
 
 
 def validate_configs(configs: dict[str, str]) -> None:
-    for key in configs:
-        if key not in TOPIC_CONFIG_KEYS:
-            raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {key!r}")
+    """Kafka's topic config validation (`storage.config`): INVALID_CONFIG naming the key."""
     try:
-        LogConfig.from_topic_config({k: v for k, v in configs.items() if k.replace(".", "_") in
-                                     LogConfig.__dataclass_fields__})
-        if "min.insync.replicas" in configs and int(configs["min.insync.replicas"]) < 1:
-            raise ValueError("min.insync.replicas must be >= 1")
+        validate_topic_config(configs)
     except ValueError as e:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
 

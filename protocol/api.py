@@ -9,12 +9,18 @@ body schema (`protocol/schemas/`), and the header version follows Kafka's rule:
 Bodies are `FieldDict`s (snake_case field names from Kafka's message specs). Building accepts
 plain dicts; missing fields take Kafka's defaults. Decoding raises only `ProtocolError`s:
 `UnsupportedApiKey`, `UnsupportedVersion` (both carry the correlation id, so a broker can still
-answer), `MalformedMessage`.
+answer), `MalformedMessage` (a header or body that is itself truncated or malformed).
+
+Bytes after a complete request body are ignored, as Kafka's brokers do (`AbstractRequest.parseRequest`
+reads the body and never looks at what follows): librdkafka up to at least 2.16 sends three extra
+bytes after a Metadata v9+ request for all topics (confluentinc/librdkafka#5049). Responses, which
+only our own brokers send us, must end where their body ends.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import struct
 from dataclasses import dataclass
 from typing import Callable
@@ -22,6 +28,8 @@ from typing import Callable
 from protocol.errors import MalformedMessage, UnsupportedApiKey, UnsupportedVersion
 from protocol.schemas import APIS, headers
 from protocol.types import BufferReader, FieldDict
+
+log = logging.getLogger(__name__)
 
 _HEAD = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
@@ -134,14 +142,16 @@ def _parse_all(compiled, reader: BufferReader, what: str):
 
 def decode_request(frame) -> Request:
     """Decode one request frame payload (without its size prefix). `records` fields are
-    memoryviews into `frame`, so keep `frame` alive while they are used."""
+    memoryviews into `frame`, so keep `frame` alive while they are used. Bytes after the body are
+    ignored (Kafka's rule, see the module docstring)."""
     api_key, api_version, correlation_id = peek_header(frame)
     schema = schema_for(api_key, api_version, correlation_id)
     reader = BufferReader(frame)
     header = _parse_all(_REQUEST_HEADERS[schema.request_header_version(api_version)], reader, "request header")
     body = _parse_all(schema.requests[api_version], reader, f"{schema.name} v{api_version} request")
     if reader.remaining():
-        raise MalformedMessage(f"{reader.remaining()} bytes after a {schema.name} v{api_version} request")
+        log.debug("ignoring %d bytes after a %s v%d request from %r", reader.remaining(), schema.name,
+                  api_version, header.get("client_id"))
     return Request(header, body)
 
 

@@ -239,12 +239,16 @@ def set_log_append_time(buf, pos: int, timestamp_ms: int) -> None:
 
 # ---- compression ---------------------------------------------------------------------------
 
-def compress(codec: int, data: bytes) -> bytes:
-    """Compress a records payload as Kafka's Java producer does for `codec`."""
+def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
+    """Compress a records payload as Kafka's Java producer does for `codec`. `level` is the
+    codec's compression level (KIP-390: gzip 1-9, lz4 1-17, zstd -131072-22); None or, for gzip,
+    -1 uses the codec's default."""
     if codec == NONE:
         return bytes(data)
     if codec == GZIP:
-        return bytes(cramjam.gzip.compress(data))
+        if level is None or level == -1:
+            return bytes(cramjam.gzip.compress(data))
+        return bytes(cramjam.gzip.compress(data, level=level))
     if codec == SNAPPY:  # xerial framing, as snappy-java's SnappyOutputStream writes
         out = bytearray(_XERIAL_HEADER + _I32.pack(1) + _I32.pack(1))
         for i in range(0, len(data), _XERIAL_BLOCK):
@@ -252,12 +256,26 @@ def compress(codec: int, data: bytes) -> bytes:
             out += _I32.pack(len(block)) + block
         return bytes(out)
     if codec == LZ4:  # LZ4 frame, independent blocks (KafkaLZ4BlockOutputStream)
-        compressor = cramjam.lz4.Compressor(block_linked=False, content_checksum=False)
+        compressor = cramjam.lz4.Compressor(level=level, block_linked=False, content_checksum=False)
         compressor.compress(data)
         return bytes(compressor.finish())
     if codec == ZSTD:
-        return bytes(cramjam.zstd.compress(data))
+        return bytes(cramjam.zstd.compress(data) if level is None else cramjam.zstd.compress(data, level=level))
     raise UnsupportedCompression(f"compression codec {codec}")
+
+
+def recompress(buf, pos: int, header: BatchHeader, codec: int, level: int | None = None) -> bytearray:
+    """The batch at `pos` with its records compressed with `codec` instead (what a broker does
+    for a topic whose compression.type is a codec other than the batch's, Kafka's LogValidator).
+    The records themselves, the offsets, timestamps, producer fields and the other attributes
+    stay as they are; the length, attributes and CRC are rewritten. Raises CorruptRecordBatch if
+    the payload does not decompress."""
+    payload = memoryview(buf)[pos + HEADER_SIZE:pos + header.size]
+    out = bytearray(buf[pos:pos + HEADER_SIZE]) + compress(codec, decompress(header.compression, payload), level)
+    _I32.pack_into(out, 8, len(out) - LOG_OVERHEAD)
+    struct.pack_into(">h", out, CRC_START, (header.attributes & ~COMPRESSION_MASK) | codec)
+    _U32.pack_into(out, 17, compute_crc(out, 0, len(out)))
+    return out
 
 
 def decompress(codec: int, data) -> bytes:

@@ -6,7 +6,10 @@ Source: Kafka protocol guide ("Protocol Primitive Types") and the message-spec c
 
 Invariants kept here:
 - Decoding reads from a `BufferReader`; every short read, bad length or bad varint raises
-  `MalformedMessage` (never `IndexError`, `struct.error` or `UnicodeDecodeError`).
+  `MalformedMessage` (never `IndexError` or `struct.error`).
+- Strings decode as Java's `new String(bytes, UTF_8)` does in Kafka's readers: a byte sequence that
+  is not UTF-8 becomes U+FFFD instead of failing the request (a topic name holding one is then
+  refused by the topic-name rules, as in Kafka).
 - No decode allocates more than the input holds: array counts are checked against the bytes left.
 - `records` fields decode to a `memoryview` into the frame (zero copy); record batches stay opaque.
 - Decoded structs are `FieldDict`s (a dict with attribute access). A field the version lacks is
@@ -197,10 +200,7 @@ class _Runtime:
         n = _read_len(io, compact, nullable, "string")
         if n < 0:
             return None
-        try:
-            return io.read(n).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise MalformedMessage(f"string is not UTF-8: {e}") from None
+        return io.read(n).decode("utf-8", "replace")
 
     @staticmethod
     def write_string(obj, io, compact: bool, nullable: bool):

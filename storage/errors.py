@@ -19,6 +19,13 @@ class RecordTooLarge(StorageError):
     error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
+class InvalidTimestamp(StorageError):
+    """A CreateTime record timestamp outside message.timestamp.before.max.ms /
+    message.timestamp.after.max.ms of the broker's clock (Kafka's InvalidTimestampException)."""
+
+    error_code = ErrorCode.INVALID_TIMESTAMP
+
+
 class InvalidAppendOffset(StorageError):
     """A follower append whose batches are not contiguous or start below the log end offset
     (Kafka's UnexpectedAppendOffsetException / OffsetsOutOfOrderException)."""

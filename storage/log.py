@@ -37,9 +37,9 @@ import crc32c
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch
 from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
-from storage.config import LogConfig
+from storage.config import LONG_MAX, LogConfig
 from storage.epoch_cache import LeaderEpochCache
-from storage.errors import InvalidAppendOffset, OffsetOutOfRange, RecordTooLarge, StorageError
+from storage.errors import InvalidAppendOffset, InvalidTimestamp, OffsetOutOfRange, RecordTooLarge, StorageError
 from storage.producer_state import ProducerStateManager
 from storage.segment import LogSegment, check_contiguous
 
@@ -153,6 +153,8 @@ class Log:
         if duplicate is not None:
             return duplicate
         now = int(time.time() * 1000) if now_ms is None else now_ms
+        self._check_timestamps(parsed, now)
+        parsed = self._compress_as_configured(parsed)
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         offset = first = self.log_end_offset
         buffers, max_ts, max_ts_offset = [], -1, first
@@ -192,6 +194,41 @@ class Log:
             self.producer_state.check(header.producer_id, header.producer_epoch, header.base_sequence, pending)
             pending[header.producer_id] = (header.producer_epoch, header.last_sequence)
         return None
+
+    def _check_timestamps(self, parsed: _Batches, now: int) -> None:
+        """message.timestamp.before.max.ms / after.max.ms (Kafka's LogValidator.validateTimestamp):
+        every CreateTime record timestamp must lie in [now - before, now + after]; raises
+        InvalidTimestamp. Records are decoded only when a bound is configured."""
+        before, after = self.config.message_timestamp_before_max_ms, self.config.message_timestamp_after_max_ms
+        if self.config.message_timestamp_type != "CreateTime" or (before == after == LONG_MAX):
+            return
+        for position, header in parsed.batches:
+            if header.is_control:
+                continue
+            for record in rb.decode_records(parsed.view, position, header):
+                if record.timestamp >= 0 and not now - before <= record.timestamp <= now + after:
+                    raise InvalidTimestamp(f"timestamp {record.timestamp} of offset delta {record.offset - header.base_offset} "
+                                           f"is out of range: it must be within [{now - before}, {now + after}] "
+                                           f"(message.timestamp.before.max.ms / after.max.ms)")
+
+    def _compress_as_configured(self, parsed: _Batches) -> _Batches:
+        """compression.type: a codec other than `producer` recompresses every data batch written
+        with another codec (Kafka's LogValidator); `producer` keeps the batches as sent."""
+        target = self.config.compression_type
+        if target == "producer":
+            return parsed
+        codec = rb.NONE if target == "uncompressed" else rb.CODECS[target]
+        if all(header.compression == codec or header.is_control for _, header in parsed.batches):
+            return parsed
+        level = {rb.GZIP: self.config.compression_gzip_level, rb.LZ4: self.config.compression_lz4_level,
+                 rb.ZSTD: self.config.compression_zstd_level}.get(codec)
+        out = bytearray()
+        for position, header in parsed.batches:
+            if header.compression == codec or header.is_control:
+                out += parsed.view[position:position + header.size]
+            else:
+                out += rb.recompress(parsed.view, position, header, codec, level)
+        return self._parse(out, validate_records=False)
 
     @staticmethod
     def _set_append_time(prefix: bytearray, rest, now: int) -> None:

@@ -19,6 +19,7 @@ Not thread-safe: one owner (the `Log`) calls it. Every call is plain blocking fi
 from __future__ import annotations
 
 import os
+import random
 import time
 from pathlib import Path
 from typing import Iterator
@@ -60,6 +61,9 @@ class LogSegment:
         self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset,
                                     config.segment_index_bytes, new=new)
         self.created_ms = int(time.time() * 1000)
+        # segment.jitter.ms: each segment rolls by time up to this much early (Kafka's randomSegmentJitter)
+        jitter = min(config.segment_jitter_ms, config.segment_ms)
+        self.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
         self._bytes_since_last_index_entry = 0
         self._max_ts: tuple[int, int] | None = None        # (max timestamp, its offset), lazily
         self._rolling_ts: int | None = None                 # first batch's max timestamp, lazily
@@ -131,12 +135,13 @@ class LogSegment:
 
     # ---- writing -----------------------------------------------------------------------------
     def should_roll(self, messages_size: int, max_timestamp: int, max_offset: int) -> bool:
-        """Kafka's roll rule: size, message-time age, full index, or relative-offset overflow."""
+        """Kafka's roll rule: size, message-time age (segment.ms less this segment's jitter), full
+        index, or relative-offset overflow."""
         rolling_ts = self._rolling_based_timestamp()
         waited = (max_timestamp - rolling_ts) if rolling_ts is not None and rolling_ts >= 0 \
             else int(time.time() * 1000) - self.created_ms
         return (self.size > self.config.segment_bytes - messages_size
-                or (self.size > 0 and waited > self.config.segment_ms)
+                or (self.size > 0 and waited > self.config.segment_ms - self.roll_jitter_ms)
                 or self.offset_index.is_full() or self.time_index.is_full()
                 or not self.offset_index.can_append_offset(max_offset))
 

@@ -67,13 +67,30 @@ def test_produce_versions_below_served_are_refused(version):
         decode_request(b"\x00\x00" + version.to_bytes(2, "big") + b"\x00\x00\x00\x01\x00\x00")
 
 
-def test_truncated_and_trailing_bytes_are_malformed():
+def test_truncated_bodies_are_malformed_and_bytes_after_a_body_are_ignored():
     frame = _payload(encode_request(0, 7, 1, PRODUCE))
     for cut in (3, 9, len(frame) // 2, len(frame) - 1):
         with pytest.raises(ProtocolError):
             decode_request(frame[:cut])
+    # Kafka parses the body and ignores what follows it.
+    for extra in (b"\x00", b"\x01\x00\x00", b"\xff" * 100):
+        req = decode_request(frame + extra)
+        assert req.body == decode_request(frame).body
+
+
+def test_librdkafka_metadata_for_all_topics_decodes():
+    # confluent-kafka 2.16.1 / librdkafka 2.16.0 `AdminClient.list_topics()`, captured: Metadata v12 with
+    # null topics (all of them), then three bytes that are no part of the body (librdkafka#5049).
+    frame = bytes.fromhex("0003000c00000003000772646b61666b61" "00" "00000000" "010000")
+    req = decode_request(frame)
+    assert (req.api_key, req.api_version, req.header.client_id) == (3, 12, "rdkafka")
+    assert req.body.topics is None and req.body.allow_auto_topic_creation is False
+
+
+def test_responses_must_end_with_their_body():
+    frame = _payload(encode_response(3, 12, 9, {}))
     with pytest.raises(MalformedMessage, match="bytes after"):
-        decode_request(frame + b"\x00")
+        decode_response(3, 12, frame + b"\x00")
 
 
 VALID = [_payload(encode_request(s.api_key, v, 1, {})) for s in SCHEMAS.values()

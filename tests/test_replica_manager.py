@@ -20,7 +20,7 @@ def rm(tmp_path):
                            "min.insync.replicas": "2"})
     manager = LogManager(config.log_dirs, config.log_config())
     manager.startup()
-    yield ReplicaManager(config, manager, MetadataCache())
+    yield ReplicaManager(config, manager, MetadataCache(), config.topic_configs())
     manager.shutdown()
 
 

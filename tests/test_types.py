@@ -51,7 +51,6 @@ def test_exact_encoding(con, value, wire):
     (String, b"\xff\xff"),                        # null in a non-nullable string
     (NullableString, b"\xff\xfe"),                # -2 is not a length
     (CompactString, b"\x00"),                     # compact null in a non-nullable string
-    (String, b"\x00\x02\xff\xfe"),                # not UTF-8
     (UnsignedVarInt, b"\xff\xff\xff\xff\xff\x01"),  # longer than 5 bytes
     (UnsignedVarInt, b"\x80"),                    # truncated varint
     (Array(Int32sb), b"\x7f\xff\xff\xff"),        # count far beyond the bytes left: no allocation
@@ -86,6 +85,11 @@ def test_unknown_tags_are_preserved_not_errors():
     parsed = FLEX.parse_stream(BufferReader(wire))
     assert parsed._unknown_tagged_fields == {9: b"abc"}
     assert FLEX.build(parsed) == wire
+
+
+def test_strings_that_are_not_utf8_decode_as_java_does():
+    # Kafka's readers build strings with `new String(bytes, UTF_8)`: malformed bytes become U+FFFD.
+    assert String.compile().parse_stream(BufferReader(b"\x00\x04a\xff\xfeb")) == "a\ufffd\ufffdb"
 
 
 def test_tagged_field_with_trailing_bytes_is_malformed():

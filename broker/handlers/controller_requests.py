@@ -16,9 +16,10 @@ async def _load_topic_configs(ctx, topics: set[str]) -> None:
     their logs are created with them."""
     if ctx.zk is None:
         return
-    for topic in topics - set(ctx.topic_configs):
-        found = await ctx.zk.get_or_none(f"{zkdata.CONFIG_TOPICS}/{topic}")
-        ctx.topic_configs[topic] = zkdata.decode_topic_config(found[0]) if found else {}
+    for topic in topics:
+        if topic not in ctx.topic_configs:
+            found = await ctx.zk.get_or_none(f"{zkdata.CONFIG_TOPICS}/{topic}")
+            ctx.topic_configs.set(topic, zkdata.decode_topic_config(found[0]) if found else {})
 
 
 async def stop_replica(ctx, request):
