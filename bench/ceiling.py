@@ -37,7 +37,7 @@ async def _serve_connection(stream: trio.SocketStream, fd: int) -> None:
                 size = _SIZE.unpack_from(buf, pos)[0]
                 if len(buf) - pos - 4 < size:
                     break
-                os.write(fd, memoryview(buf)[pos + 4:pos + 4 + size])
+                os.write(fd, memoryview(buf)[pos + 4 : pos + 4 + size])
                 pos += 4 + size
                 acks += 1
             del buf[:pos]
@@ -67,7 +67,7 @@ def measure(port: int, *, seconds: float = 3.0, frame_bytes: int = 16384, in_fli
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
             pending += s.recv(4096)
-            n, pending = len(pending) // 4, pending[len(pending) // 4 * 4:]
+            n, pending = len(pending) // 4, pending[len(pending) // 4 * 4 :]
             acked += n
             for _ in range(n):
                 s.sendall(frame)
@@ -83,9 +83,10 @@ class CeilingServer:
         self.process: subprocess.Popen | None = None
         self.port = 0
 
-    def __enter__(self) -> "CeilingServer":
-        self.process = subprocess.Popen([sys.executable, "-m", "bench.ceiling", "serve", "--file", self.path],
-                                        stdout=subprocess.PIPE, text=True)
+    def __enter__(self) -> CeilingServer:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bench.ceiling", "serve", "--file", self.path], stdout=subprocess.PIPE, text=True
+        )
         line = self.process.stdout.readline()
         if not line.startswith("ceiling listening on "):
             self.process.kill()
@@ -111,6 +112,7 @@ def main(argv=None) -> int:
         trio.run(serve, args.port, args.file)
     else:
         import tempfile
+
         with tempfile.TemporaryDirectory() as d, CeilingServer(d) as c:
             print(f"ceiling: {measure(c.port, seconds=args.seconds):.1f} MB/s")
     return 0

@@ -56,8 +56,8 @@ class Row:
     p50_ms: float | None
     p99_ms: float | None
     errors: int
-    client_cores: float | None   # the perf client's CPU seconds per second of the run
-    broker_cores: float          # all brokers' CPU seconds per second of the run
+    client_cores: float | None  # the perf client's CPU seconds per second of the run
+    broker_cores: float  # all brokers' CPU seconds per second of the run
 
 
 @dataclass
@@ -71,6 +71,7 @@ class ScalePoint:
 
 
 # ---- a local cluster ---------------------------------------------------------------------------
+
 
 class LocalCluster:
     """ZooKeeper + 3 brokers under `root` (broker i: root/b<i>)."""
@@ -116,17 +117,27 @@ class LocalCluster:
 
 
 async def _create_and_wait(bootstrap: str, name: str, partitions: int, rf: int, configs: dict) -> None:
-    body = {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": rf,
-                        "configs": [{"name": k, "value": v} for k, v in configs.items()]}], "timeout_ms": 60000}
+    body = {
+        "topics": [
+            {
+                "name": name,
+                "num_partitions": partitions,
+                "replication_factor": rf,
+                "configs": [{"name": k, "value": v} for k, v in configs.items()],
+            }
+        ],
+        "timeout_ms": 60000,
+    }
     async with Cluster.open(bootstrap) as cluster:
         with trio.fail_after(60):
-            while True:   # until the controller knows all 3 brokers
+            while True:  # until the controller knows all 3 brokers
                 md = await cluster.refresh_metadata([])
                 if len(md.brokers) == 3 and md.controller_id >= 0:
                     break
                 await trio.sleep(0.1)
-            results = await _on_controller(cluster, 19, lambda v: body,
-                                           lambda r: [(t.name, t.error_code, t.error_message) for t in r.topics])
+            results = await _on_controller(
+                cluster, 19, lambda v: body, lambda r: [(t.name, t.error_code, t.error_message) for t in r.topics]
+            )
             if results[0][1] not in (0, 36):
                 raise RuntimeError(f"CreateTopics {name}: {results}")
             while True:
@@ -139,17 +150,32 @@ async def _create_and_wait(bootstrap: str, name: str, partitions: int, rf: int, 
 
 # ---- perf children -------------------------------------------------------------------------------
 
+
 def perf(kind: str, bootstrap: str, topic: str, *args: str, client: str = "confluent") -> Result:
-    command = [sys.executable, "-m", "minikafka_cli.main", "perf", kind, "--bootstrap-server", bootstrap,
-               "--topic", topic, "--client", client, "--json", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "minikafka_cli.main",
+        "perf",
+        kind,
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--client",
+        client,
+        "--json",
+        *args,
+    ]
     r = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if r.returncode not in (0, 1) or not r.stdout.strip():
         raise RuntimeError(f"{' '.join(command[3:])}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
     return Result.from_json(r.stdout.strip().splitlines()[-1])
 
 
-def measured(cluster: "LocalCluster", case: str, ceiling_mb_s: float, kind: str, topic: str, *args: str,
-             client: str = "confluent") -> Row:
+def measured(
+    cluster: LocalCluster, case: str, ceiling_mb_s: float, kind: str, topic: str, *args: str, client: str = "confluent"
+) -> Row:
     """Run one perf child against `cluster` and make its table row (with CPU use per side)."""
     before = cluster.cpu_s()
     result = perf(kind, cluster.bootstrap, topic, *args, client=client)
@@ -157,9 +183,18 @@ def measured(cluster: "LocalCluster", case: str, ceiling_mb_s: float, kind: str,
     lat = result.latency
     client_cpu = result.extra.get("client_cpu_s")
     print(f"  {case} ({client}): {result.line()}", flush=True)
-    return Row(case, result.client, result.records_per_s, result.mb_per_s, result.mb_per_s / ceiling_mb_s,
-               lat.p50 if lat else None, lat.p99 if lat else None, result.errors,
-               client_cpu / result.seconds if client_cpu is not None else None, brokers)
+    return Row(
+        case,
+        result.client,
+        result.records_per_s,
+        result.mb_per_s,
+        result.mb_per_s / ceiling_mb_s,
+        lat.p50 if lat else None,
+        lat.p99 if lat else None,
+        result.errors,
+        client_cpu / result.seconds if client_cpu is not None else None,
+        brokers,
+    )
 
 
 def run_matrix(root: Path, ceiling: float, quick: bool) -> list[Row]:
@@ -172,25 +207,99 @@ def run_matrix(root: Path, ceiling: float, quick: bool) -> list[Row]:
                 for parts in (1, 6):
                     topic = f"m-{rf}-{acks}-{size}-{parts}"
                     cluster.create_topic(topic, parts, rf, {"min.insync.replicas": "2"} if rf == 3 else {})
-                    rows.append(measured(cluster, f"{label}, {size} B, {parts} partition{'s' if parts > 1 else ''}",
-                                         ceiling, "produce", topic, "--num-records", str(n), "--record-size",
-                                         str(size), "--acks", acks))
+                    rows.append(
+                        measured(
+                            cluster,
+                            f"{label}, {size} B, {parts} partition{'s' if parts > 1 else ''}",
+                            ceiling,
+                            "produce",
+                            topic,
+                            "--num-records",
+                            str(n),
+                            "--record-size",
+                            str(size),
+                            "--acks",
+                            acks,
+                        )
+                    )
         ours_n = 3_000 if quick else 200_000
-        rows.append(measured(cluster, "RF 1 acks=1, 100 B, 1 partition", ceiling, "produce", "m-1-1-100-1",
-                             "--num-records", str(ours_n), "--acks", "1", client="ours"))
+        rows.append(
+            measured(
+                cluster,
+                "RF 1 acks=1, 100 B, 1 partition",
+                ceiling,
+                "produce",
+                "m-1-1-100-1",
+                "--num-records",
+                str(ours_n),
+                "--acks",
+                "1",
+                client="ours",
+            )
+        )
         for client in ("confluent", "ours"):
-            rows.append(measured(cluster, "consume, 100 B, 1 partition (RF 1)", ceiling, "consume", "m-1-1-100-1",
-                                 "--num-records", str(n100), client=client))
+            rows.append(
+                measured(
+                    cluster,
+                    "consume, 100 B, 1 partition (RF 1)",
+                    ceiling,
+                    "consume",
+                    "m-1-1-100-1",
+                    "--num-records",
+                    str(n100),
+                    client=client,
+                )
+            )
         cluster.create_topic("lat", 1, 3, {"min.insync.replicas": "2"})
         n_lat = 3_000 if quick else 30_000
-        rows.append(measured(cluster, "produce latency at 10k records/s, RF 3 acks=all", ceiling, "produce", "lat",
-                             "--num-records", str(n_lat), "--throughput", "10000", "--acks", "all"))
-        rows.append(measured(cluster, "end-to-end latency at 10k records/s, RF 3 acks=all", ceiling, "end-to-end",
-                             "lat", "--num-records", str(n_lat), "--throughput", "10000", "--acks", "all"))
+        rows.append(
+            measured(
+                cluster,
+                "produce latency at 10k records/s, RF 3 acks=all",
+                ceiling,
+                "produce",
+                "lat",
+                "--num-records",
+                str(n_lat),
+                "--throughput",
+                "10000",
+                "--acks",
+                "all",
+            )
+        )
+        rows.append(
+            measured(
+                cluster,
+                "end-to-end latency at 10k records/s, RF 3 acks=all",
+                ceiling,
+                "end-to-end",
+                "lat",
+                "--num-records",
+                str(n_lat),
+                "--throughput",
+                "10000",
+                "--acks",
+                "all",
+            )
+        )
         # linger.ms 0: about one record a request, so this row shows the request rate the cluster sustains
-        rows.append(measured(cluster, "end-to-end at 10k records/s, RF 3 acks=all, linger.ms 0", ceiling,
-                             "end-to-end", "lat", "--num-records", str(n_lat), "--throughput", "10000", "--acks",
-                             "all", "--linger-ms", "0"))
+        rows.append(
+            measured(
+                cluster,
+                "end-to-end at 10k records/s, RF 3 acks=all, linger.ms 0",
+                ceiling,
+                "end-to-end",
+                "lat",
+                "--num-records",
+                str(n_lat),
+                "--throughput",
+                "10000",
+                "--acks",
+                "all",
+                "--linger-ms",
+                "0",
+            )
+        )
     finally:
         cluster.close()
     return rows
@@ -198,21 +307,25 @@ def run_matrix(root: Path, ceiling: float, quick: bool) -> list[Row]:
 
 # ---- scaling -------------------------------------------------------------------------------------
 
+
 def run_scale_point(root: Path, partitions: int, quick: bool) -> ScalePoint:
     cluster = LocalCluster(root / f"scale-{partitions}")
     try:
         time.sleep(2.0)
         before = cluster.rss_bytes()
         cluster.create_topic("s", partitions, 3)
-        time.sleep(3.0)   # idle: fetchers settled, nothing produced yet
+        time.sleep(3.0)  # idle: fetchers settled, nothing produced yet
         after = cluster.rss_bytes()
         rss_kb = statistics.mean((after[i] - before[i]) / 1024 / partitions for i in before)
         md_p50, md_p99 = trio.run(_metadata_latency, cluster.bootstrap, 30)
         n = 20_000 if quick else 1_000_000
         result = perf("produce", cluster.bootstrap, "s", "--num-records", str(n), "--acks", "1")
         failover = trio.run(_failover, cluster, partitions)
-        print(f"  {partitions} partitions: {result.records_per_s:,.0f} records/s, {rss_kb:.0f} KB RSS per partition, "
-              f"Metadata p50 {md_p50:.2f} ms, failover {failover:.2f} s", flush=True)
+        print(
+            f"  {partitions} partitions: {result.records_per_s:,.0f} records/s, {rss_kb:.0f} KB RSS per partition, "
+            f"Metadata p50 {md_p50:.2f} ms, failover {failover:.2f} s",
+            flush=True,
+        )
         return ScalePoint(partitions, result.records_per_s, rss_kb, md_p50, md_p99, failover)
     finally:
         cluster.close()
@@ -241,18 +354,23 @@ async def _failover(cluster: LocalCluster, partitions: int) -> float:
     start = time.monotonic()
     victim.process.wait()
     from client.connection import Connection
+
     with trio.fail_after(120):
         async with Connection.open(survivor.host, survivor.port) as conn:
             while True:
                 md = await conn.request(3, {"topics": [{"name": "s"}]})
                 leaders = [p.leader_id for t in md.topics for p in t.partitions]
-                if md.controller_id not in (-1, dead) and len(leaders) == partitions and \
-                        all(leader not in (-1, dead) for leader in leaders):
+                if (
+                    md.controller_id not in (-1, dead)
+                    and len(leaders) == partitions
+                    and all(leader not in (-1, dead) for leader in leaders)
+                ):
                     return time.monotonic() - start
                 await trio.sleep(0.02)
 
 
 # ---- main ----------------------------------------------------------------------------------------
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -269,8 +387,13 @@ def main(argv=None) -> int:
         points = [run_scale_point(root, n, args.quick) for n in ((1, 10) if args.quick else (1, 10, 100, 1000))]
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    data = {"ceiling_mb_s": ceiling, "rows": [asdict(r) for r in rows], "scaling": [asdict(p) for p in points],
-            "quick": args.quick, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    data = {
+        "ceiling_mb_s": ceiling,
+        "rows": [asdict(r) for r in rows],
+        "scaling": [asdict(p) for p in points],
+        "quick": args.quick,
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     markdown = cluster_report.markdown(data)
     print("\n" + markdown)

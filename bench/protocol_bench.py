@@ -31,16 +31,33 @@ def rate(fn, seconds: float) -> float:
 
 
 def produce_frame(batch: bytes, version: int) -> bytes:
-    body = {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
-            "topic_data": [{"name": "bench", "partition_data": [{"index": 0, "records": batch}]}]}
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 30000,
+        "topic_data": [{"name": "bench", "partition_data": [{"index": 0, "records": batch}]}],
+    }
     (payload,) = FrameDecoder().feed(encode_request(0, version, 1, body, client_id="bench"))
     return payload
 
 
 def fetch_response_body(batch: bytes) -> dict:
-    return {"responses": [{"topic": "bench", "partitions": [
-        {"partition_index": 0, "high_watermark": 100, "last_stable_offset": 100, "log_start_offset": 0,
-         "records": batch}]}]}
+    return {
+        "responses": [
+            {
+                "topic": "bench",
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "high_watermark": 100,
+                        "last_stable_offset": 100,
+                        "log_start_offset": 0,
+                        "records": batch,
+                    }
+                ],
+            }
+        ]
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,14 +77,30 @@ def main(argv: list[str] | None = None) -> int:
             records = req.body.topic_data[0].partition_data[0].records
             assert isinstance(records, memoryview) and records.obj is frame, "records were copied"
             start = frame.find(batch[:64])
-            ceiling = rate(lambda: memoryview(frame)[start:start + len(batch)], s)
+            ceiling = rate(lambda: memoryview(frame)[start : start + len(batch)], s)
             got = rate(lambda: decode_request(frame), s)
-            rows.append((f"decode Produce v{version}, one {label} batch", got, got * len(frame) / 1e6,
-                         "memoryview slice", ceiling, got / ceiling))
+            rows.append(
+                (
+                    f"decode Produce v{version}, one {label} batch",
+                    got,
+                    got * len(frame) / 1e6,
+                    "memoryview slice",
+                    ceiling,
+                    got / ceiling,
+                )
+            )
             if label == "1 MiB" and version == 9:
                 copy = rate(lambda: bytes(memoryview(frame)), s)
-                rows.append(("  (for scale) copy the 1 MiB frame", copy, copy * len(frame) / 1e6,
-                             "memoryview slice", ceiling, copy / ceiling))
+                rows.append(
+                    (
+                        "  (for scale) copy the 1 MiB frame",
+                        copy,
+                        copy * len(frame) / 1e6,
+                        "memoryview slice",
+                        ceiling,
+                        copy / ceiling,
+                    )
+                )
 
     for version in (8, 9):
         body = {"responses": [{"name": "bench", "partition_responses": [{"index": 0, "base_offset": 42}]}]}
@@ -77,12 +110,29 @@ def main(argv: list[str] | None = None) -> int:
         body = fetch_response_body(big)
         got = rate(lambda: encode_response(1, version, 1, body), s)
         copy = rate(lambda: bytes(memoryview(big)), s)
-        rows.append((f"encode Fetch v{version} response, one 1 MiB batch", got, got * len(big) / 1e6,
-                     "copy of the batch", copy, got / copy))
-    meta = {"brokers": [{"node_id": i, "host": "127.0.0.1", "port": 9092 + i} for i in range(3)],
-            "topics": [{"name": f"topic-{t}", "partitions": [
-                {"partition_index": p, "leader_id": p % 3, "replica_nodes": [0, 1, 2], "isr_nodes": [0, 1, 2]}
-                for p in range(10)]} for t in range(10)]}
+        rows.append(
+            (
+                f"encode Fetch v{version} response, one 1 MiB batch",
+                got,
+                got * len(big) / 1e6,
+                "copy of the batch",
+                copy,
+                got / copy,
+            )
+        )
+    meta = {
+        "brokers": [{"node_id": i, "host": "127.0.0.1", "port": 9092 + i} for i in range(3)],
+        "topics": [
+            {
+                "name": f"topic-{t}",
+                "partitions": [
+                    {"partition_index": p, "leader_id": p % 3, "replica_nodes": [0, 1, 2], "isr_nodes": [0, 1, 2]}
+                    for p in range(10)
+                ],
+            }
+            for t in range(10)
+        ],
+    }
     got = rate(lambda: encode_response(3, 12, 1, meta), s)
     rows.append(("encode Metadata v12 response, 100 partitions", got, None, "", None, None))
     (check_frame,) = [produce_frame(big, 9)]
@@ -94,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'case':52} {'ops/s':>12} {'MB/s':>10}   {'ceiling':18} {'ceiling ops/s':>14} {'ratio':>7}")
     print("-" * 120)
     for case, ops, mbs, ceil_name, ceil, ratio in rows:
-        print(f"{case:52} {ops:12,.0f} {'' if mbs is None else f'{mbs:10,.0f}':>10}   {ceil_name:18} "
-              f"{'' if ceil is None else f'{ceil:14,.0f}':>14} {'' if ratio is None else f'{ratio:7.1%}':>7}")
+        print(
+            f"{case:52} {ops:12,.0f} {'' if mbs is None else f'{mbs:10,.0f}':>10}   {ceil_name:18} "
+            f"{'' if ceil is None else f'{ceil:14,.0f}':>14} {'' if ratio is None else f'{ratio:7.1%}':>7}"
+        )
     return 0
 
 

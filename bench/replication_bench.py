@@ -24,13 +24,22 @@ from protocol import record_batch as rb
 
 async def create_topic(brokers) -> None:
     """CreateTopics on whichever broker is the controller (the others answer NOT_CONTROLLER)."""
-    body = {"topics": [{"name": "lat", "num_partitions": 1, "replication_factor": 3,
-                        "configs": [{"name": "min.insync.replicas", "value": "2"}]}], "timeout_ms": 10000}
+    body = {
+        "topics": [
+            {
+                "name": "lat",
+                "num_partitions": 1,
+                "replication_factor": 3,
+                "configs": [{"name": "min.insync.replicas", "value": "2"}],
+            }
+        ],
+        "timeout_ms": 10000,
+    }
     with trio.fail_after(30):
         while True:
             for b in brokers:
                 async with Connection.open(b.host, b.port) as conn:
-                    if (await conn.request(19, body)).topics[0].error_code in (0, 36):   # created / exists
+                    if (await conn.request(19, body)).topics[0].error_code in (0, 36):  # created / exists
                         return
             await trio.sleep(0.2)
 
@@ -48,14 +57,22 @@ async def find_leader(brokers):
 async def measure(brokers, requests: int) -> dict[str, list[float]]:
     await create_topic(brokers)
     leader = await find_leader(brokers)
-    await trio.sleep(1.0)   # let the followers join the fetch loop
+    await trio.sleep(1.0)  # let the followers join the fetch loop
     out = {}
     async with Connection.open(leader.host, leader.port) as conn:
-        for acks in (1, -1, 1, -1):   # interleaved rounds, to share the machine's noise
+        for acks in (1, -1, 1, -1):  # interleaved rounds, to share the machine's noise
             times = out.setdefault("acks=1" if acks == 1 else "acks=all", [])
             for _ in range(requests // 2):
-                body = {"acks": acks, "timeout_ms": 10000, "topic_data": [{"name": "lat", "partition_data": [
-                    {"index": 0, "records": rb.build_batch([(None, b"x" * 100)])}]}]}
+                body = {
+                    "acks": acks,
+                    "timeout_ms": 10000,
+                    "topic_data": [
+                        {
+                            "name": "lat",
+                            "partition_data": [{"index": 0, "records": rb.build_batch([(None, b"x" * 100)])}],
+                        }
+                    ],
+                }
                 start = time.perf_counter()
                 r = await conn.request(0, body)
                 times.append((time.perf_counter() - start) * 1000)

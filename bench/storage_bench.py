@@ -38,8 +38,16 @@ def bench_size(root: Path, size: int, total: int, validate: bool) -> list[tuple]
     log_w = timed(lambda: log.append_as_leader(data, leader_epoch=0, validate_records=validate), n)
     mb = n * len(data) / 1e6
     label = f"append {len(data) // 1024 or len(data)} {'KiB' if len(data) >= 1024 else 'B'} batches"
-    rows.append((label + (" (records validated)" if validate else ""), n / log_w, mb / log_w,
-                 mb / raw_w, raw_w / log_w, log_w / n * 1e6))
+    rows.append(
+        (
+            label + (" (records validated)" if validate else ""),
+            n / log_w,
+            mb / log_w,
+            mb / raw_w,
+            raw_w / log_w,
+            log_w / n * 1e6,
+        )
+    )
     if not validate:
         chunk = max(1 << 20, len(data))
         pos = [0]
@@ -47,6 +55,7 @@ def bench_size(root: Path, size: int, total: int, validate: bool) -> list[tuple]
         def raw_read():
             got = os.pread(fd, chunk, pos[0])
             pos[0] = pos[0] + len(got) if got else 0
+
         reads = max(1, n * len(data) // chunk)
         raw_r = timed(raw_read, reads)
         offset = [0]
@@ -54,12 +63,20 @@ def bench_size(root: Path, size: int, total: int, validate: bool) -> list[tuple]
         def log_read(verify):
             info = log.read(offset[0], chunk, verify_crc=verify)
             offset[0] = info.next_offset if info.next_offset < info.log_end_offset else 0
+
         for verify in (True, False):
             offset[0] = 0
             log_r = timed(lambda: log_read(verify), reads)
-            rows.append((f"read 1 MiB chunks of {label[7:]}" + (" + CRC check" if verify else ""),
-                         reads / log_r, reads * chunk / 1e6 / log_r, reads * chunk / 1e6 / raw_r, raw_r / log_r,
-                         log_r / reads * 1e6))
+            rows.append(
+                (
+                    f"read 1 MiB chunks of {label[7:]}" + (" + CRC check" if verify else ""),
+                    reads / log_r,
+                    reads * chunk / 1e6 / log_r,
+                    reads * chunk / 1e6 / raw_r,
+                    raw_r / log_r,
+                    log_r / reads * 1e6,
+                )
+            )
     os.close(fd)
     log.close()
     return rows

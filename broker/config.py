@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from storage.config import LogConfig
 from storage.topic_configs import TopicConfigs
@@ -48,7 +49,7 @@ class Listener:
     port: int
 
     @classmethod
-    def parse(cls, text: str) -> "Listener":
+    def parse(cls, text: str) -> Listener:
         m = _LISTENER.match(text.strip())
         if not m or not 0 <= int(m.group(3)) <= 65535:
             raise ValueError(f"listener {text!r} is not NAME://host:port")
@@ -85,6 +86,7 @@ def _int_at_least(lo: int) -> Callable[[str], int]:
         if n < lo:
             raise ValueError(f"must be >= {lo}")
         return n
+
     return parse
 
 
@@ -142,7 +144,7 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "log.flush.offset.checkpoint.interval.ms": (_int_at_least(1), 60000),
     "log.message.timestamp.type": (str, "CreateTime"),
     "log.segment.delete.delay.ms": (_int_at_least(0), 60000),
-    "num.network.threads": (int, 3),   # accepted for compatibility; trio needs no thread pools
+    "num.network.threads": (int, 3),  # accepted for compatibility; trio needs no thread pools
     "num.io.threads": (int, 8),
     "num.recovery.threads.per.data.dir": (int, 1),
     "num.replica.fetchers": (_int_at_least(1), 1),
@@ -188,8 +190,11 @@ class BrokerConfig:
     def topic_configs(self) -> TopicConfigs:
         """An empty `TopicConfigs` with this broker's defaults (log.*, min.insync.replicas,
         unclean.leader.election.enable) under the topics' overrides."""
-        return TopicConfigs(self.log_config(), min_insync_replicas=self["min.insync.replicas"],
-                            unclean_leader_election_enable=self["unclean.leader.election.enable"])
+        return TopicConfigs(
+            self.log_config(),
+            min_insync_replicas=self["min.insync.replicas"],
+            unclean_leader_election_enable=self["unclean.leader.election.enable"],
+        )
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -239,8 +244,11 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
 def env_properties(environ: dict[str, str], prefix: str = "KAFKA_") -> dict[str, str]:
     """Configuration from environment variables, as Kafka's container images map them:
     `KAFKA_ZOOKEEPER_CONNECT` -> `zookeeper.connect` (prefix dropped, lower case, `_` -> `.`)."""
-    return {name[len(prefix):].lower().replace("_", "."): value
-            for name, value in environ.items() if name.startswith(prefix) and len(name) > len(prefix)}
+    return {
+        name[len(prefix) :].lower().replace("_", "."): value
+        for name, value in environ.items()
+        if name.startswith(prefix) and len(name) > len(prefix)
+    }
 
 
 def load_config(path: Path | None, overrides: list[str] = (), environ: dict[str, str] | None = None) -> BrokerConfig:

@@ -17,10 +17,10 @@ class BrokerContext:
     cluster_id: str
     metadata_cache: MetadataCache
     replica_manager: ReplicaManager
-    zk: Any = None                 # broker.zk.ZkClient (auto topic creation)
-    controller: Any = None         # controller.controller.KafkaController
-    topic_configs: TopicConfigs = field(default_factory=TopicConfigs)   # /config/topics overrides
-    producer_ids: Any = None       # broker.producer_ids.ProducerIdManager (InitProducerId)
+    zk: Any = None  # broker.zk.ZkClient (auto topic creation)
+    controller: Any = None  # controller.controller.KafkaController
+    topic_configs: TopicConfigs = field(default_factory=TopicConfigs)  # /config/topics overrides
+    producer_ids: Any = None  # broker.producer_ids.ProducerIdManager (InitProducerId)
 
     @property
     def broker_id(self) -> int:

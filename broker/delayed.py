@@ -10,7 +10,7 @@ check is repeated).
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 import trio
 

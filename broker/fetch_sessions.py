@@ -47,14 +47,14 @@ class FetchTopic(NamedTuple):
 @dataclass
 class _Cached:
     params: FetchPartition
-    sent_high_watermark: int = -2     # never sent: the first answer always includes the partition
+    sent_high_watermark: int = -2  # never sent: the first answer always includes the partition
     sent_log_start_offset: int = -2
 
 
 @dataclass
 class FetchSession:
     session_id: int
-    epoch: int                                           # the epoch the next request must carry
+    epoch: int  # the epoch the next request must carry
     partitions: dict[TopicPartition, _Cached] = field(default_factory=dict)
 
 
@@ -85,9 +85,12 @@ class FetchContext:
         cached = self.session.partitions.get((topic, entry["partition_index"]))
         if cached is None:
             return True
-        changed = (bool(entry["records"]) or entry["error_code"] != ErrorCode.NONE
-                   or entry["high_watermark"] != cached.sent_high_watermark
-                   or entry["log_start_offset"] != cached.sent_log_start_offset)
+        changed = (
+            bool(entry["records"])
+            or entry["error_code"] != ErrorCode.NONE
+            or entry["high_watermark"] != cached.sent_high_watermark
+            or entry["log_start_offset"] != cached.sent_log_start_offset
+        )
         if changed or not self.incremental:
             cached.sent_high_watermark = entry["high_watermark"]
             cached.sent_log_start_offset = entry["log_start_offset"]
@@ -95,8 +98,14 @@ class FetchContext:
 
 
 def _params(p) -> FetchPartition:
-    return FetchPartition(p.partition, p.fetch_offset, p.partition_max_bytes, p.get("current_leader_epoch", -1),
-                          p.get("log_start_offset", -1), p.get("last_fetched_epoch", -1))
+    return FetchPartition(
+        p.partition,
+        p.fetch_offset,
+        p.partition_max_bytes,
+        p.get("current_leader_epoch", -1),
+        p.get("log_start_offset", -1),
+        p.get("last_fetched_epoch", -1),
+    )
 
 
 def _request_topics(body) -> list[FetchTopic]:
@@ -106,7 +115,7 @@ def _request_topics(body) -> list[FetchTopic]:
 class FetchSessionCache:
     def __init__(self, max_slots: int = 1000):
         self.max_slots = max_slots
-        self._sessions: OrderedDict[int, FetchSession] = OrderedDict()   # least recently used first
+        self._sessions: OrderedDict[int, FetchSession] = OrderedDict()  # least recently used first
         self._ids = itertools.count(1)
 
     def __len__(self) -> int:
@@ -139,7 +148,7 @@ class FetchSessionCache:
         for t in body.get("forgotten_topics_data", ()):
             for index in t.partitions:
                 session.partitions.pop((t.topic, index), None)
-        session.epoch = epoch + 1 if epoch < 2 ** 31 - 1 else 1
+        session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         self._sessions.move_to_end(session_id)
         topics: dict[str, list[FetchPartition]] = {}
         for (topic, _), cached in session.partitions.items():
@@ -152,7 +161,7 @@ class FetchSessionCache:
         while len(self._sessions) >= self.max_slots:
             self._sessions.popitem(last=False)
         session_id = next(self._ids)
-        if session_id >= 2 ** 31 - 1:
+        if session_id >= 2**31 - 1:
             self._ids = itertools.count(1)
             session_id = next(self._ids)
         session = FetchSession(session_id, 1, partitions)

@@ -44,19 +44,27 @@ class BrokerStartupError(Exception):
 class Broker:
     def __init__(self, config: BrokerConfig):
         self.config = config
-        self.zk = ZkClient(config["zookeeper.connect"], session_timeout_ms=config["zookeeper.session.timeout.ms"],
-                           connection_timeout_ms=config["zookeeper.connection.timeout.ms"])
+        self.zk = ZkClient(
+            config["zookeeper.connect"],
+            session_timeout_ms=config["zookeeper.session.timeout.ms"],
+            connection_timeout_ms=config["zookeeper.connection.timeout.ms"],
+        )
         self.topic_configs = config.topic_configs()
-        self.log_manager = LogManager(config.log_dirs, config.log_config(), topic_config=self.topic_configs.log_config,
-                                      flush_check_interval_ms=config["log.flush.scheduler.interval.ms"],
-                                      checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
-                                      retention_check_interval_ms=config["log.retention.check.interval.ms"])
+        self.log_manager = LogManager(
+            config.log_dirs,
+            config.log_config(),
+            topic_config=self.topic_configs.log_config,
+            flush_check_interval_ms=config["log.flush.scheduler.interval.ms"],
+            checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
+            retention_check_interval_ms=config["log.retention.check.interval.ms"],
+        )
         self.metadata_cache = MetadataCache(listener=config.listeners[0].name)
         self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata_cache, self.topic_configs)
         self.replica_manager.zk = self.zk
         self.controller = KafkaController(config, self.zk, self.topic_configs)
         self.log_manager.high_watermark = lambda tp: (
-            self.replica_manager.partitions[tp].high_watermark if tp in self.replica_manager.partitions else 0)
+            self.replica_manager.partitions[tp].high_watermark if tp in self.replica_manager.partitions else 0
+        )
         self.server: KafkaServer | None = None
         self.registration: zkdata.BrokerRegistration | None = None
 
@@ -64,7 +72,9 @@ class Broker:
         found = await self.zk.get_or_none(zkdata.CLUSTER_ID)
         if found is None:
             try:
-                await self.zk.create(zkdata.CLUSTER_ID, zkdata.encode_cluster_id(zkdata.new_cluster_id()), makepath=True)
+                await self.zk.create(
+                    zkdata.CLUSTER_ID, zkdata.encode_cluster_id(zkdata.new_cluster_id()), makepath=True
+                )
             except NodeExistsError:
                 pass
             found = await self.zk.get(zkdata.CLUSTER_ID)
@@ -74,7 +84,9 @@ class Broker:
         advertised = self.config.advertised_listeners
         ports = {listener.name: port for listener, port in bound}
         endpoints = [(a.name, a.host or "127.0.0.1", a.port or ports.get(a.name, 0)) for a in advertised]
-        self.registration = zkdata.BrokerRegistration(self.config.broker_id, endpoints, self.config["broker.rack"] or None)
+        self.registration = zkdata.BrokerRegistration(
+            self.config.broker_id, endpoints, self.config["broker.rack"] or None
+        )
         path = zkdata.broker_path(self.config.broker_id)
         # A registration left by a killed process of this broker vanishes when its session expires:
         # wait that long; a live broker with the same id keeps it, and we refuse to start.
@@ -109,12 +121,24 @@ class Broker:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:
                 raise BrokerStartupError(str(e)) from None
-            context = BrokerContext(self.config, cluster_id, self.metadata_cache, self.replica_manager, zk=self.zk,
-                                    controller=self.controller, topic_configs=self.topic_configs,
-                                    producer_ids=ProducerIdManager(self.zk, self.config.broker_id))
-            self.server = KafkaServer(self.config.listeners, HANDLERS, context, advertised_api_versions,
-                                      max_request_bytes=self.config["socket.request.max.bytes"],
-                                      idle_timeout_ms=self.config["connections.max.idle.ms"])
+            context = BrokerContext(
+                self.config,
+                cluster_id,
+                self.metadata_cache,
+                self.replica_manager,
+                zk=self.zk,
+                controller=self.controller,
+                topic_configs=self.topic_configs,
+                producer_ids=ProducerIdManager(self.zk, self.config.broker_id),
+            )
+            self.server = KafkaServer(
+                self.config.listeners,
+                HANDLERS,
+                context,
+                advertised_api_versions,
+                max_request_bytes=self.config["socket.request.max.bytes"],
+                idle_timeout_ms=self.config["connections.max.idle.ms"],
+            )
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:
                     bound = await nursery.start(self.server.run)
@@ -125,8 +149,12 @@ class Broker:
                     nursery.start_soon(self._watch_session)
                     endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in self.registration.endpoints)
                     print(f"minikafka broker {self.config.broker_id} started, listening on {endpoints}", flush=True)
-                    log.info("broker %d started (cluster %s, broker epoch %d)", self.config.broker_id, cluster_id,
-                             self.replica_manager.broker_epoch)
+                    log.info(
+                        "broker %d started (cluster %s, broker epoch %d)",
+                        self.config.broker_id,
+                        cluster_id,
+                        self.replica_manager.broker_epoch,
+                    )
                     task_status.started(bound)
                     async for signum in signals:
                         log.info("received %s: shutting down", signal.Signals(signum).name)
@@ -160,8 +188,9 @@ class Broker:
                 if lost:
                     lost = False
                     try:
-                        await self.zk.create(zkdata.broker_path(self.config.broker_id), self.registration.encode(),
-                                             ephemeral=True)
+                        await self.zk.create(
+                            zkdata.broker_path(self.config.broker_id), self.registration.encode(), ephemeral=True
+                        )
                         _, stat = await self.zk.get(zkdata.broker_path(self.config.broker_id))
                         self.replica_manager.broker_epoch = stat.czxid
                     except NodeExistsError:
@@ -191,8 +220,12 @@ class Broker:
                     if code == 0 and not remaining:
                         log.info("controlled shutdown succeeded")
                         return
-                    log.info("controlled shutdown attempt %d: error %s, %d partitions still led here",
-                             attempt + 1, code, len(remaining))
+                    log.info(
+                        "controlled shutdown attempt %d: error %s, %d partitions still led here",
+                        attempt + 1,
+                        code,
+                        len(remaining),
+                    )
                 except (ConnectionClosed, trio.TooSlowError) as e:
                     log.info("controlled shutdown attempt %d failed: %s", attempt + 1, e)
                 await trio.sleep(backoff)
@@ -211,10 +244,18 @@ class Broker:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=str, help="server.properties file (Kafka's keys)")
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="set a configuration key, overriding the file (repeatable)")
-    parser.add_argument("--env-config", action="store_true",
-                        help="also read KAFKA_* environment variables (KAFKA_BROKER_ID -> broker.id), as in containers")
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a configuration key, overriding the file (repeatable)",
+    )
+    parser.add_argument(
+        "--env-config",
+        action="store_true",
+        help="also read KAFKA_* environment variables (KAFKA_BROKER_ID -> broker.id), as in containers",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -224,13 +265,16 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"minikafka broker: configuration error: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format=f"%(asctime)s %(levelname)s [broker {config.broker_id}] %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"%(asctime)s %(levelname)s [broker {config.broker_id}] %(name)s: %(message)s",
+    )
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     failure = None
     try:
         trio.run(Broker(config).run)
-    except* BrokerStartupError as group:   # raised inside the broker's nursery, so grouped
+    except* BrokerStartupError as group:  # raised inside the broker's nursery, so grouped
         failure = group.exceptions[0]
     if failure is not None:
         print(f"minikafka broker: cannot start: {failure}", file=sys.stderr)

@@ -82,8 +82,16 @@ class MetadataCache:
                 deleted.append((topic, index))
                 continue
             self.partitions.setdefault(topic, {})[index] = PartitionState(
-                topic, index, p["leader"], p["leader_epoch"], tuple(p["isr"]), tuple(p["replicas"]),
-                tuple(p.get("offline_replicas", ())), p.get("zk_version", 0), p["controller_epoch"])
+                topic,
+                index,
+                p["leader"],
+                p["leader_epoch"],
+                tuple(p["isr"]),
+                tuple(p["replicas"]),
+                tuple(p.get("offline_replicas", ())),
+                p.get("zk_version", 0),
+                p["controller_epoch"],
+            )
             topic_id = p.get("topic_id", ZERO_UUID)
             if topic_id != ZERO_UUID:
                 self.topic_ids[topic] = topic_id
@@ -105,10 +113,22 @@ class MetadataCache:
             s = parts[index]
             # v1+ report dead replicas in offline_replicas, with no partition error (as Kafka).
             error = ErrorCode.LEADER_NOT_AVAILABLE if s.leader not in self.brokers else ErrorCode.NONE
-            out.append({"error_code": error, "partition_index": index,
-                        "leader_id": s.leader if s.leader in self.brokers else NO_LEADER,
-                        "leader_epoch": s.leader_epoch, "replica_nodes": list(s.replicas),
-                        "isr_nodes": list(s.isr), "offline_replicas": list(s.offline_replicas)})
-        return {"error_code": ErrorCode.NONE, "name": topic, "topic_id": self.topic_ids.get(topic, ZERO_UUID),
-                "is_internal": topic.startswith("__"), "partitions": out,
-                "topic_authorized_operations": -2147483648}
+            out.append(
+                {
+                    "error_code": error,
+                    "partition_index": index,
+                    "leader_id": s.leader if s.leader in self.brokers else NO_LEADER,
+                    "leader_epoch": s.leader_epoch,
+                    "replica_nodes": list(s.replicas),
+                    "isr_nodes": list(s.isr),
+                    "offline_replicas": list(s.offline_replicas),
+                }
+            )
+        return {
+            "error_code": ErrorCode.NONE,
+            "name": topic,
+            "topic_id": self.topic_ids.get(topic, ZERO_UUID),
+            "is_internal": topic.startswith("__"),
+            "partitions": out,
+            "topic_authorized_operations": -2147483648,
+        }

@@ -22,8 +22,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from broker.errors import (FencedLeaderEpoch, NotEnoughReplicas, NotLeaderOrFollower, OffsetNotAvailable,
-                           UnknownLeaderEpoch)
+from broker.errors import (
+    FencedLeaderEpoch,
+    NotEnoughReplicas,
+    NotLeaderOrFollower,
+    OffsetNotAvailable,
+    UnknownLeaderEpoch,
+)
 from storage.log import Log, LogAppendInfo, LogReadInfo
 
 NO_EPOCH = -1
@@ -40,7 +45,7 @@ class ReplicaState:
     log_end_offset: int = -1
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
-    last_fetch_leader_leo: int = -1   # the leader's LEO when this follower last fetched
+    last_fetch_leader_leo: int = -1  # the leader's LEO when this follower last fetched
 
 
 @dataclass
@@ -58,8 +63,8 @@ class Partition:
     replicas: list[int] = field(default_factory=list)
     high_watermark: int = 0
     remote: dict[int, ReplicaState] = field(default_factory=dict)
-    isr_update_failed: bool = False   # a conditional ISR write lost: wait for the controller
-    epoch_start_offset: int = 0       # our LEO when this leadership began
+    isr_update_failed: bool = False  # a conditional ISR write lost: wait for the controller
+    epoch_start_offset: int = 0  # our LEO when this leadership began
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -96,9 +101,13 @@ class Partition:
             self.log.epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
         self.epoch_start_offset = self.log.log_end_offset
         now = now_ms()
-        self.remote = {r: self.remote.get(r, ReplicaState(last_caught_up_ms=now)) if was_leader
-                       else ReplicaState(last_caught_up_ms=now)
-                       for r in self.replicas if r != self.local_broker_id}
+        self.remote = {
+            r: self.remote.get(r, ReplicaState(last_caught_up_ms=now))
+            if was_leader
+            else ReplicaState(last_caught_up_ms=now)
+            for r in self.replicas
+            if r != self.local_broker_id
+        }
         self.isr_update_failed = False
         self.maybe_increment_high_watermark()
         return not was_leader
@@ -134,8 +143,9 @@ class Partition:
         RecordTooLarge."""
         self.require_leader()
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
-            raise NotEnoughReplicas(f"{self.tp}: ISR {self.isr} is smaller than min.insync.replicas "
-                                    f"{min_insync_replicas}")
+            raise NotEnoughReplicas(
+                f"{self.tp}: ISR {self.isr} is smaller than min.insync.replicas {min_insync_replicas}"
+            )
         info = self.log.append_as_leader(records, self.leader_epoch)
         self.maybe_increment_high_watermark()
         return info
@@ -145,31 +155,41 @@ class Partition:
         it moved."""
         if not self.is_leader:
             return False
-        leos = [self.log.log_end_offset] + [self.remote[r].log_end_offset for r in self.isr
-                                            if r != self.local_broker_id and r in self.remote]
+        leos = [self.log.log_end_offset] + [
+            self.remote[r].log_end_offset for r in self.isr if r != self.local_broker_id and r in self.remote
+        ]
         new_hw = min(leos)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
             return True
         return False
 
-    def read(self, fetch_offset: int, max_bytes: int, *, committed_only: bool, min_one_batch: bool,
-             current_leader_epoch: int = NO_EPOCH) -> LogReadInfo:
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        committed_only: bool,
+        min_one_batch: bool,
+        current_leader_epoch: int = NO_EPOCH,
+    ) -> LogReadInfo:
         """Read for a consumer (committed_only: up to the HW, leader only) or a follower (to the
         LEO). Raises NotLeaderOrFollower, fencing errors, OffsetOutOfRange."""
         self.require_leader(current_leader_epoch)
         if committed_only:
             self._require_caught_up_high_watermark()
-        return self.log.read(fetch_offset, max_bytes, self.high_watermark if committed_only else None,
-                             min_one_batch=min_one_batch)
+        return self.log.read(
+            fetch_offset, max_bytes, self.high_watermark if committed_only else None, min_one_batch=min_one_batch
+        )
 
     def _require_caught_up_high_watermark(self) -> None:
         """A new leader may know a lower HW than its predecessor told consumers; until its HW
         reaches the start of its epoch, consumers get OFFSET_NOT_AVAILABLE (retriable, as Kafka's
         KIP-207) instead of a high watermark that went backwards."""
         if self.high_watermark < self.epoch_start_offset:
-            raise OffsetNotAvailable(f"{self.tp}: HW {self.high_watermark} is below the epoch start "
-                                     f"{self.epoch_start_offset}")
+            raise OffsetNotAvailable(
+                f"{self.tp}: HW {self.high_watermark} is below the epoch start {self.epoch_start_offset}"
+            )
 
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now: int | None = None) -> bool:
         """A follower fetched at `fetch_offset` (its LEO); returns whether the HW moved.
@@ -195,8 +215,11 @@ class Partition:
     def out_of_sync_replicas(self, max_lag_ms: int, now: int | None = None) -> list[int]:
         """ISR followers not caught up within `replica.lag.time.max.ms` (to shrink away)."""
         now = now_ms() if now is None else now
-        return [r for r in self.isr if r != self.local_broker_id and r in self.remote
-                and now - self.remote[r].last_caught_up_ms > max_lag_ms]
+        return [
+            r
+            for r in self.isr
+            if r != self.local_broker_id and r in self.remote and now - self.remote[r].last_caught_up_ms > max_lag_ms
+        ]
 
     def should_expand_isr(self, replica_id: int) -> bool:
         """A follower outside the ISR that reached the HW and the current epoch's start offset."""
@@ -206,8 +229,9 @@ class Partition:
         epoch_start = next((o for e, o in self.log.epoch_cache.entries if e == self.leader_epoch), 0)
         return state.log_end_offset >= self.high_watermark and state.log_end_offset >= epoch_start
 
-    def offset_for_timestamp(self, timestamp: int, *, committed_only: bool,
-                             current_leader_epoch: int = NO_EPOCH) -> tuple[int, int, int]:
+    def offset_for_timestamp(
+        self, timestamp: int, *, committed_only: bool, current_leader_epoch: int = NO_EPOCH
+    ) -> tuple[int, int, int]:
         """ListOffsets: (timestamp, offset, leader epoch of that offset); -1 timestamp = latest,
         -2 = earliest, -3 = the record with the max timestamp (KIP-734). A lookup by time that
         finds nothing below the fetchable end returns (-1, -1, -1)."""

@@ -21,7 +21,7 @@ class ProducerIdManager:
         self.zk = zk
         self.broker_id = broker_id
         self._next = 0
-        self._end = -1          # last id of the claimed block
+        self._end = -1  # last id of the claimed block
         self._lock = trio.Lock()
 
     async def generate(self) -> int:
@@ -39,14 +39,21 @@ class ProducerIdManager:
             start = 0
             if found is not None and found[0]:
                 start = int(json.loads(found[0])["block_end"]) + 1
-            block = json.dumps({"version": 1, "broker": self.broker_id, "block_start": str(start),
-                                "block_end": str(start + BLOCK_SIZE - 1)}, separators=(",", ":")).encode()
+            block = json.dumps(
+                {
+                    "version": 1,
+                    "broker": self.broker_id,
+                    "block_start": str(start),
+                    "block_end": str(start + BLOCK_SIZE - 1),
+                },
+                separators=(",", ":"),
+            ).encode()
             try:
                 if found is None:
                     await self.zk.create(PATH, block)
                 else:
                     await self.zk.set(PATH, block, version=found[1].version)
             except (BadVersionError, NodeExistsError):
-                continue   # another broker claimed a block first: read again
+                continue  # another broker claimed a block first: read again
             self._next, self._end = start, start + BLOCK_SIZE - 1
             return

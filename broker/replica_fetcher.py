@@ -35,7 +35,7 @@ FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
 
 @dataclass
 class FetchState:
-    partition: "Partition"
+    partition: Partition
     leader_epoch: int
     truncated: bool = False
     delay_until: float = 0.0
@@ -46,13 +46,13 @@ class ReplicaFetcher:
         self.broker_id, self.leader_id = broker_id, leader_id
         self.host, self.port = host, port
         self.config = config
-        self.on_change = on_change            # called with a tp after its log or HW changed
+        self.on_change = on_change  # called with a tp after its log or HW changed
         self.partitions: dict[tuple[str, int], FetchState] = {}
         self._wakeup = trio.Event()
         self.scope = trio.CancelScope()
-        self.session = FetchSessionHandler()   # incremental fetch session with the leader (KIP-227)
+        self.session = FetchSessionHandler()  # incremental fetch session with the leader (KIP-227)
 
-    def add(self, partition: "Partition") -> None:
+    def add(self, partition: Partition) -> None:
         self.partitions[partition.tp] = FetchState(partition, partition.leader_epoch)
         self._wakeup.set()
 
@@ -64,7 +64,9 @@ class ReplicaFetcher:
         with self.scope:
             while True:
                 try:
-                    async with Connection.open(self.host, self.port, client_id=f"replica-fetcher-{self.broker_id}") as conn:
+                    async with Connection.open(
+                        self.host, self.port, client_id=f"replica-fetcher-{self.broker_id}"
+                    ) as conn:
                         self.session.reset()
                         while True:
                             if not self.partitions:
@@ -73,8 +75,14 @@ class ReplicaFetcher:
                             await self._truncate(conn)
                             await self._fetch(conn)
                 except (ConnectionClosed, trio.TooSlowError, ProtocolError) as e:
-                    log.info("fetcher for leader %d (%s:%d): %s; retrying in %.1f s", self.leader_id, self.host,
-                             self.port, e, backoff)
+                    log.info(
+                        "fetcher for leader %d (%s:%d): %s; retrying in %.1f s",
+                        self.leader_id,
+                        self.host,
+                        self.port,
+                        e,
+                        backoff,
+                    )
                     await trio.sleep(backoff)
 
     def _ready(self, truncated: bool) -> list[tuple[tuple[str, int], FetchState]]:
@@ -90,26 +98,52 @@ class ReplicaFetcher:
             return
         topics: dict[str, list] = {}
         for (topic, index), state in pending:
-            topics.setdefault(topic, []).append({"partition": index, "current_leader_epoch": state.leader_epoch,
-                                                 "leader_epoch": state.partition.log.epoch_cache.latest_epoch})
-        response = await conn.request(OFFSET_FOR_LEADER_EPOCH, {"replica_id": self.broker_id, "topics": [
-            {"topic": t, "partitions": ps} for t, ps in topics.items()]}, timeout_s=30)
+            topics.setdefault(topic, []).append(
+                {
+                    "partition": index,
+                    "current_leader_epoch": state.leader_epoch,
+                    "leader_epoch": state.partition.log.epoch_cache.latest_epoch,
+                }
+            )
+        response = await conn.request(
+            OFFSET_FOR_LEADER_EPOCH,
+            {"replica_id": self.broker_id, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]},
+            timeout_s=30,
+        )
         for t in response.topics:
             for p in t.partitions:
                 state = self.partitions.get((t.topic, p.partition))
                 if state is None:
                     continue
                 if p.error_code != ErrorCode.NONE:
-                    log.info("OffsetForLeaderEpoch %s-%d on leader %d: %s", t.topic, p.partition, self.leader_id,
-                             ErrorCode(p.error_code).name)
+                    log.info(
+                        "OffsetForLeaderEpoch %s-%d on leader %d: %s",
+                        t.topic,
+                        p.partition,
+                        self.leader_id,
+                        ErrorCode(p.error_code).name,
+                    )
                     self._back_off(state)
                     continue
                 partition = state.partition
-                offset = truncation_offset(partition.log.epoch_cache, partition.log_end_offset,
-                                           partition.high_watermark, p.leader_epoch, p.end_offset)
+                offset = truncation_offset(
+                    partition.log.epoch_cache,
+                    partition.log_end_offset,
+                    partition.high_watermark,
+                    p.leader_epoch,
+                    p.end_offset,
+                )
                 if offset < partition.log_end_offset:
-                    log.info("truncating %s-%d from LEO %d to %d (leader %d epoch %d ends at %d)", t.topic, p.partition,
-                             partition.log_end_offset, offset, self.leader_id, p.leader_epoch, p.end_offset)
+                    log.info(
+                        "truncating %s-%d from LEO %d to %d (leader %d epoch %d ends at %d)",
+                        t.topic,
+                        p.partition,
+                        partition.log_end_offset,
+                        offset,
+                        self.leader_id,
+                        p.leader_epoch,
+                        p.end_offset,
+                    )
                     partition.log.truncate_to(offset)
                     partition.high_watermark = min(partition.high_watermark, partition.log_end_offset)
                 state.truncated = True
@@ -123,21 +157,33 @@ class ReplicaFetcher:
         for (topic, index), state in ready:
             log_ = state.partition.log
             wanted[(topic, index)] = {
-                "partition": index, "current_leader_epoch": state.leader_epoch, "fetch_offset": log_.log_end_offset,
-                "last_fetched_epoch": log_.epoch_cache.latest_epoch, "log_start_offset": log_.log_start_offset,
-                "partition_max_bytes": self.config["replica.fetch.max.bytes"]}
+                "partition": index,
+                "current_leader_epoch": state.leader_epoch,
+                "fetch_offset": log_.log_end_offset,
+                "last_fetched_epoch": log_.epoch_cache.latest_epoch,
+                "log_start_offset": log_.log_start_offset,
+                "partition_max_bytes": self.config["replica.fetch.max.bytes"],
+            }
         sessions = conn.version_for(FETCH) >= 7
         if sessions:
             fields = self.session.build(wanted)
         else:
             fields = FetchSessionHandler().build(wanted) | {"session_epoch": FINAL_EPOCH}
-        body = {"replica_id": self.broker_id, "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
-                "min_bytes": self.config["replica.fetch.min.bytes"],
-                "max_bytes": self.config["replica.fetch.response.max.bytes"], "isolation_level": 0, **fields}
+        body = {
+            "replica_id": self.broker_id,
+            "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
+            "min_bytes": self.config["replica.fetch.min.bytes"],
+            "max_bytes": self.config["replica.fetch.response.max.bytes"],
+            "isolation_level": 0,
+            **fields,
+        }
         response = await conn.request(FETCH, body, timeout_s=30 + self.config["replica.fetch.wait.max.ms"] / 1000)
         if sessions and not self.session.handle_response(response.error_code, response.session_id):
-            log.info("fetch session with leader %d: %s; starting a new one", self.leader_id,
-                     ErrorCode(response.error_code).name)
+            log.info(
+                "fetch session with leader %d: %s; starting a new one",
+                self.leader_id,
+                ErrorCode(response.error_code).name,
+            )
             return
         for t in response.responses:
             for p in t.partitions:
@@ -149,14 +195,18 @@ class ReplicaFetcher:
         partition = state.partition
         code = ErrorCode(p.error_code)
         if code == ErrorCode.OFFSET_OUT_OF_RANGE and partition.log_end_offset < p.log_start_offset:
-            log.info("%s-%d: LEO %d is below the leader's log start %d; starting over there", *partition.tp,
-                     partition.log_end_offset, p.log_start_offset)
+            log.info(
+                "%s-%d: LEO %d is below the leader's log start %d; starting over there",
+                *partition.tp,
+                partition.log_end_offset,
+                p.log_start_offset,
+            )
             partition.log.truncate_fully_and_start_at(p.log_start_offset)
             partition.high_watermark = p.log_start_offset
             return
         if code != ErrorCode.NONE:
             if code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                state.truncated = False          # diverged: ask for the epoch's end offset again
+                state.truncated = False  # diverged: ask for the epoch's end offset again
             log.info("fetch %s-%d from leader %d: %s", *partition.tp, self.leader_id, code.name)
             self._back_off(state)
             return

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import trio
 
+from broker import zkdata
 from broker.config import BrokerConfig
 from broker.delayed import Watchers
-from broker.fetch_sessions import FetchSessionCache, FetchTopic, SessionError
 from broker.errors import StaleBrokerEpoch, StaleControllerEpoch, UnknownTopicOrPartition, error_code_for
+from broker.fetch_sessions import FetchSessionCache, FetchTopic, SessionError
 from broker.metadata_cache import MetadataCache, partition_states
-from broker import zkdata
 from broker.partition import Partition
 from broker.replica_fetcher import ReplicaFetcher
 from protocol.errors import ErrorCode
@@ -52,8 +53,9 @@ class FetchView(NamedTuple):
 
 
 class ReplicaManager:
-    def __init__(self, config: BrokerConfig, log_manager: LogManager, metadata_cache: MetadataCache,
-                 topic_configs: TopicConfigs):
+    def __init__(
+        self, config: BrokerConfig, log_manager: LogManager, metadata_cache: MetadataCache, topic_configs: TopicConfigs
+    ):
         self.config = config
         self.broker_id = config.broker_id
         self.log_manager = log_manager
@@ -65,7 +67,7 @@ class ReplicaManager:
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
         self.topic_configs = topic_configs
-        self.zk = None                                        # broker.zk.ZkClient: ISR writes (set by the broker)
+        self.zk = None  # broker.zk.ZkClient: ISR writes (set by the broker)
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._nursery: trio.Nursery | None = None
         self._expand_send, self._expand_receive = trio.open_memory_channel(math.inf)
@@ -114,22 +116,37 @@ class ReplicaManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         partition = self.partitions.get(tp)
         if partition is not None and state["leader_epoch"] <= partition.leader_epoch:
-            log.info("ignoring LeaderAndIsr for %s: leader epoch %d is not above %d", tp,
-                     state["leader_epoch"], partition.leader_epoch)
+            log.info(
+                "ignoring LeaderAndIsr for %s: leader epoch %d is not above %d",
+                tp,
+                state["leader_epoch"],
+                partition.leader_epoch,
+            )
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if partition is None:
             topic_log = self.log_manager.get_or_create_log(tp)
             topic_id = state.get("topic_id", ZERO_UUID)
-            partition = Partition(tp[0], tp[1], self.broker_id, topic_log,
-                                  topic_id=None if topic_id == ZERO_UUID else topic_id,
-                                  high_watermark=topic_log.log_start_offset)
+            partition = Partition(
+                tp[0],
+                tp[1],
+                self.broker_id,
+                topic_log,
+                topic_id=None if topic_id == ZERO_UUID else topic_id,
+                high_watermark=topic_log.log_start_offset,
+            )
             self.partitions[tp] = partition
         checkpointed = self._checkpointed_hw.pop(tp, None)
         self._stop_fetching(tp)
         if state["leader"] == self.broker_id:
             partition.make_leader(state, checkpointed)
-            log.info("became leader of %s at epoch %d (ISR %s, LEO %d, HW %d)", tp, partition.leader_epoch,
-                     partition.isr, partition.log_end_offset, partition.high_watermark)
+            log.info(
+                "became leader of %s at epoch %d (ISR %s, LEO %d, HW %d)",
+                tp,
+                partition.leader_epoch,
+                partition.isr,
+                partition.log_end_offset,
+                partition.high_watermark,
+            )
         else:
             partition.make_follower(state, checkpointed)
             log.info("became follower of %s at epoch %d (leader %d)", tp, partition.leader_epoch, partition.leader_id)
@@ -141,13 +158,19 @@ class ReplicaManager:
     @staticmethod
     def _leader_and_isr_response(version: int, error: ErrorCode, results: list) -> dict:
         if version < 5:
-            return {"error_code": error, "partition_errors": [
-                {"topic_name": tp[0], "partition_index": tp[1], "error_code": code} for tp, _, code in results]}
+            return {
+                "error_code": error,
+                "partition_errors": [
+                    {"topic_name": tp[0], "partition_index": tp[1], "error_code": code} for tp, _, code in results
+                ],
+            }
         topics: dict[Any, list] = {}
         for tp, topic_id, code in results:
             topics.setdefault((tp[0], topic_id), []).append({"partition_index": tp[1], "error_code": code})
-        return {"error_code": error, "topics": [{"topic_id": tid, "partition_errors": errs}
-                                                  for (_, tid), errs in topics.items()]}
+        return {
+            "error_code": error,
+            "topics": [{"topic_id": tid, "partition_errors": errs} for (_, tid), errs in topics.items()],
+        }
 
     def update_metadata(self, body) -> dict:
         """UpdateMetadata v0-8 -> response body."""
@@ -165,18 +188,24 @@ class ReplicaManager:
             self._check_controller(body)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             return {"error_code": error_code_for(e), "partition_errors": []}
-        requests = []   # (topic, partition, delete, leader epoch)
+        requests = []  # (topic, partition, delete, leader epoch)
         for p in body.ungrouped_partitions:
             requests.append((p.topic_name, p.partition_index, body.delete_partitions, -1))
         for t in body.topics:
             requests += [(t.name, i, body.delete_partitions, -1) for i in t.partition_indexes]
         for t in body.topic_states:
-            requests += [(t.topic_name, p.partition_index, p.delete_partition, p.leader_epoch)
-                         for p in t.partition_states]
+            requests += [
+                (t.topic_name, p.partition_index, p.delete_partition, p.leader_epoch) for p in t.partition_states
+            ]
         errors = []
         for topic, index, delete, epoch in requests:
-            errors.append({"topic_name": topic, "partition_index": index,
-                           "error_code": self._stop_replica((topic, index), delete, epoch)})
+            errors.append(
+                {
+                    "topic_name": topic,
+                    "partition_index": index,
+                    "error_code": self._stop_replica((topic, index), delete, epoch),
+                }
+            )
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     def _stop_replica(self, tp: TopicPartition, delete: bool, leader_epoch: int) -> ErrorCode:
@@ -193,13 +222,14 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     # ---- produce -------------------------------------------------------------------------------
-    async def append_records(self, acks: int, timeout_ms: int, topic_data,
-                             on_appended: Callable[[], None] | None = None) -> list[dict]:
+    async def append_records(
+        self, acks: int, timeout_ms: int, topic_data, on_appended: Callable[[], None] | None = None
+    ) -> list[dict]:
         """Produce: append every partition's records, call `on_appended` (the appends are done;
         the server may start the connection's next request), then for acks=-1 wait until the HW
         covers them. Returns the `responses` of a Produce response (v3-9 names)."""
         results: dict[TopicPartition, dict] = {}
-        waiting: dict[TopicPartition, int] = {}   # tp -> offset the HW must reach
+        waiting: dict[TopicPartition, int] = {}  # tp -> offset the HW must reach
         for topic in topic_data:
             for p in topic.partition_data:
                 tp = (topic.name, p.index)
@@ -230,8 +260,12 @@ class ReplicaManager:
         self._changed(tp)
         if acks == -1:
             waiting[tp] = info.last_offset + 1
-        return {"error_code": ErrorCode.NONE, "base_offset": info.first_offset,
-                "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset}
+        return {
+            "error_code": ErrorCode.NONE,
+            "base_offset": info.first_offset,
+            "log_append_time_ms": info.log_append_time,
+            "log_start_offset": info.log_start_offset,
+        }
 
     async def _await_replication(self, waiting: dict[TopicPartition, int], results: dict, timeout_ms: int) -> None:
         def settled(tp: TopicPartition, required: int) -> ErrorCode | None:
@@ -285,7 +319,7 @@ class ReplicaManager:
                 answered.append({"topic": topic["topic"], "partitions": parts})
         return {"error_code": ErrorCode.NONE, "session_id": context.session_id, "responses": answered}
 
-    def _fetch_can_complete(self, body: "FetchView", follower: bool, epochs: dict) -> bool:
+    def _fetch_can_complete(self, body: FetchView, follower: bool, epochs: dict) -> bool:
         """A waiting fetch answers now if any partition has data past its fetch offset (to the
         LEO for followers, the HW for consumers) or changed leadership or epoch. A high watermark
         change alone does not answer a follower (KAFKA-9952 removed that for the fetch rate it
@@ -293,8 +327,11 @@ class ReplicaManager:
         for topic in body.topics:
             for p in topic.partitions:
                 partition = self.partitions.get((topic.topic, p.partition))
-                if partition is None or not partition.is_leader or \
-                        partition.leader_epoch != epochs[(topic.topic, p.partition)]:
+                if (
+                    partition is None
+                    or not partition.is_leader
+                    or partition.leader_epoch != epochs[(topic.topic, p.partition)]
+                ):
                     return True
                 if follower:
                     if partition.log.log_end_offset > p.fetch_offset:
@@ -303,7 +340,7 @@ class ReplicaManager:
                     return True
         return False
 
-    def _read(self, body: "FetchView", follower: bool, record_fetch: bool = True) -> tuple[list, int, bool]:
+    def _read(self, body: FetchView, follower: bool, record_fetch: bool = True) -> tuple[list, int, bool]:
         """-> (responses, bytes read, answer now). `record_fetch`: note a follower's fetch offset
         (its LEO) and ISR eligibility; done once per request, not on re-reads after a wait."""
         responses, total, errors = [], 0, False
@@ -311,21 +348,36 @@ class ReplicaManager:
         for topic in body.topics:
             parts = []
             for p in topic.partitions:
-                entry = self._read_one(topic.topic, p, follower and record_fetch, follower, budget,
-                                       first=(total == 0), replica_id=body.replica_id)
+                entry = self._read_one(
+                    topic.topic,
+                    p,
+                    follower and record_fetch,
+                    follower,
+                    budget,
+                    first=(total == 0),
+                    replica_id=body.replica_id,
+                )
                 size = len(entry["records"] or b"")
                 total += size
                 budget = max(0, budget - size)
-                errors = errors or entry["error_code"] != ErrorCode.NONE    # an error answers now
+                errors = errors or entry["error_code"] != ErrorCode.NONE  # an error answers now
                 parts.append(entry)
             responses.append({"topic": topic.topic, "partitions": parts})
         return responses, total, errors
 
-    def _read_one(self, topic: str, p, record_fetch: bool, follower: bool, budget: int, first: bool,
-                  replica_id: int) -> dict:
-        entry = {"partition_index": p.partition, "error_code": ErrorCode.NONE, "high_watermark": -1,
-                 "last_stable_offset": -1, "log_start_offset": -1, "records": b"",
-                 "aborted_transactions": None, "preferred_read_replica": -1}
+    def _read_one(
+        self, topic: str, p, record_fetch: bool, follower: bool, budget: int, first: bool, replica_id: int
+    ) -> dict:
+        entry = {
+            "partition_index": p.partition,
+            "error_code": ErrorCode.NONE,
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "records": b"",
+            "aborted_transactions": None,
+            "preferred_read_replica": -1,
+        }
         try:
             partition = self.get_partition(topic, p.partition)
             if follower:
@@ -338,9 +390,13 @@ class ReplicaManager:
                     self._expand_send.send_nowait(partition.tp)
             # a follower already at the LEO has nothing to read
             if not (follower and p.fetch_offset == partition.log.log_end_offset):
-                info = partition.read(p.fetch_offset, min(p.partition_max_bytes, budget),
-                                      committed_only=not follower, min_one_batch=first,
-                                      current_leader_epoch=p.current_leader_epoch)
+                info = partition.read(
+                    p.fetch_offset,
+                    min(p.partition_max_bytes, budget),
+                    committed_only=not follower,
+                    min_one_batch=first,
+                    current_leader_epoch=p.current_leader_epoch,
+                )
                 entry["records"] = info.records
         except Exception as e:
             entry["error_code"] = error_code_for(e)
@@ -360,15 +416,22 @@ class ReplicaManager:
         for topic in body.topics:
             parts = []
             for p in topic.partitions:
-                entry = {"partition_index": p.partition_index, "error_code": ErrorCode.NONE,
-                         "timestamp": -1, "offset": -1, "leader_epoch": -1}
+                entry = {
+                    "partition_index": p.partition_index,
+                    "error_code": ErrorCode.NONE,
+                    "timestamp": -1,
+                    "offset": -1,
+                    "leader_epoch": -1,
+                }
                 try:
                     partition = self.get_partition(topic.name, p.partition_index)
                     ts, offset, epoch = partition.offset_for_timestamp(
-                        p.timestamp, committed_only=body.replica_id == CONSUMER_REPLICA_ID,
-                        current_leader_epoch=p.current_leader_epoch)
+                        p.timestamp,
+                        committed_only=body.replica_id == CONSUMER_REPLICA_ID,
+                        current_leader_epoch=p.current_leader_epoch,
+                    )
                     entry.update(timestamp=ts, offset=offset)
-                    if version >= 4:   # not in v1-3 (and not ignorable)
+                    if version >= 4:  # not in v1-3 (and not ignorable)
                         entry["leader_epoch"] = epoch
                 except Exception as e:
                     entry["error_code"] = error_code_for(e)
@@ -425,8 +488,13 @@ class ReplicaManager:
             for partition in [p for p in self.partitions.values() if p.is_leader and not p.isr_update_failed]:
                 lagging = partition.out_of_sync_replicas(max_lag)
                 if lagging:
-                    log.info("shrinking ISR of %s from %s: %s not caught up within %d ms", partition.tp,
-                             partition.isr, lagging, max_lag)
+                    log.info(
+                        "shrinking ISR of %s from %s: %s not caught up within %d ms",
+                        partition.tp,
+                        partition.isr,
+                        lagging,
+                        max_lag,
+                    )
                     await self._write_isr(partition, [r for r in partition.isr if r not in lagging])
 
     async def _expand_isr_on_request(self) -> None:
@@ -447,22 +515,34 @@ class ReplicaManager:
         async with self._isr_lock:
             if self.partitions.get(partition.tp) is not partition or not partition.is_leader:
                 return False
-            state = zkdata.LeaderIsr(self.broker_id, partition.leader_epoch, tuple(new_isr), partition.controller_epoch,
-                                     partition.partition_epoch)
+            state = zkdata.LeaderIsr(
+                self.broker_id,
+                partition.leader_epoch,
+                tuple(new_isr),
+                partition.controller_epoch,
+                partition.partition_epoch,
+            )
             try:
-                stat = await self.zk.set(zkdata.partition_state_path(*partition.tp), state.encode(),
-                                         version=partition.partition_epoch)
+                stat = await self.zk.set(
+                    zkdata.partition_state_path(*partition.tp), state.encode(), version=partition.partition_epoch
+                )
             except Exception as e:
                 partition.isr_update_failed = True
-                log.warning("ISR update of %s failed (%s): leaving it to the controller", partition.tp, type(e).__name__)
+                log.warning(
+                    "ISR update of %s failed (%s): leaving it to the controller", partition.tp, type(e).__name__
+                )
                 return False
             partition.isr = list(new_isr)
             partition.partition_epoch = stat.version
             partition.maybe_increment_high_watermark()
             self._changed(partition.tp)
             try:
-                await self.zk.create(f"{zkdata.ISR_CHANGE_NOTIFICATION}/isr_change_",
-                                     zkdata.encode_partitions([partition.tp]), sequence=True, makepath=True)
+                await self.zk.create(
+                    f"{zkdata.ISR_CHANGE_NOTIFICATION}/isr_change_",
+                    zkdata.encode_partitions([partition.tp]),
+                    sequence=True,
+                    makepath=True,
+                )
             except Exception as e:
                 log.warning("ISR change notification for %s failed: %s", partition.tp, e)
             return True

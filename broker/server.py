@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -41,9 +41,16 @@ Handler = Callable[[object, Request], Awaitable[dict | None]]
 
 
 class KafkaServer:
-    def __init__(self, listeners: list[Listener], handlers: dict[int, Handler], context: object,
-                 api_versions: Callable[[], list[dict]], *, max_request_bytes: int = 104857600,
-                 idle_timeout_ms: int = 600000):
+    def __init__(
+        self,
+        listeners: list[Listener],
+        handlers: dict[int, Handler],
+        context: object,
+        api_versions: Callable[[], list[dict]],
+        *,
+        max_request_bytes: int = 104857600,
+        idle_timeout_ms: int = 600000,
+    ):
         self.listeners = listeners
         self.handlers = handlers
         self.context = context
@@ -69,8 +76,9 @@ class KafkaServer:
                         port = sockets[0].socket.getsockname()[1]
                         self.bound.append((listener, port))
                         log.info("listening on %s://%s:%d", listener.name, listener.host or "0.0.0.0", port)
-                        accept.start_soon(functools.partial(trio.serve_listeners, self._serve, sockets,
-                                                            handler_nursery=connections))
+                        accept.start_soon(
+                            functools.partial(trio.serve_listeners, self._serve, sockets, handler_nursery=connections)
+                        )
                     task_status.started(list(self.bound))
 
     async def stop(self, grace_s: float = 5.0) -> None:
@@ -98,8 +106,9 @@ class KafkaServer:
         finally:
             self.active_connections -= 1
 
-    async def _read_requests(self, stream: trio.SocketStream, slots: trio.MemorySendChannel,
-                             nursery: trio.Nursery, peer: str) -> None:
+    async def _read_requests(
+        self, stream: trio.SocketStream, slots: trio.MemorySendChannel, nursery: trio.Nursery, peer: str
+    ) -> None:
         """Read frames and start each request once the previous one has released (its ordered
         work is done); stop at EOF, an idle timeout, an oversize frame, a request that closes the
         connection, or shutdown."""
@@ -129,14 +138,15 @@ class KafkaServer:
                 return
             for frame in frames:
                 slot = _Slot()
-                await slots.send(slot)            # waits while MAX_PIPELINED are in progress
+                await slots.send(slot)  # waits while MAX_PIPELINED are in progress
                 nursery.start_soon(self._handle, frame, peer, slot)
                 await slot.released.wait()
                 if slot.response is _CLOSE:
                     return
 
-    async def _write_responses(self, stream: trio.SocketStream, slots: trio.MemoryReceiveChannel, peer: str,
-                               connection: trio.CancelScope) -> None:
+    async def _write_responses(
+        self, stream: trio.SocketStream, slots: trio.MemoryReceiveChannel, peer: str, connection: trio.CancelScope
+    ) -> None:
         """Send responses in request order; a request that closes the connection ends it after
         the responses before it are sent."""
         try:
@@ -151,7 +161,7 @@ class KafkaServer:
             log.debug("connection %s ended: %s", peer, e)
         connection.cancel()
 
-    async def _handle(self, frame: bytes, peer: str, slot: "_Slot") -> None:
+    async def _handle(self, frame: bytes, peer: str, slot: _Slot) -> None:
         try:
             slot.response = await self._respond(frame, peer, slot.release)
         finally:
@@ -163,8 +173,12 @@ class KafkaServer:
             request = decode_request(frame)
         except UnsupportedVersion as e:
             if e.api_key == API_VERSIONS_KEY:
-                return encode_response_parts(API_VERSIONS_KEY, 0, e.correlation_id, {
-                    "error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.api_versions()})
+                return encode_response_parts(
+                    API_VERSIONS_KEY,
+                    0,
+                    e.correlation_id,
+                    {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.api_versions()},
+                )
             log.warning("closing %s: %s", peer, e)
             return _CLOSE
         except ProtocolError as e:
@@ -185,7 +199,7 @@ class KafkaServer:
             return _CLOSE
 
 
-_IOV_MAX = 512   # buffers per sendmsg call (Linux allows 1024)
+_IOV_MAX = 512  # buffers per sendmsg call (Linux allows 1024)
 
 
 async def _send_parts(stream: trio.SocketStream, parts: list) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 
 
-def truncation_offset(cache: LeaderEpochCache, log_end_offset: int, high_watermark: int,
-                      leader_epoch: int, leader_end_offset: int) -> int:
+def truncation_offset(
+    cache: LeaderEpochCache, log_end_offset: int, high_watermark: int, leader_epoch: int, leader_end_offset: int
+) -> int:
     """The offset to truncate the follower's log to (everything at or above it goes).
 
     leader_epoch / leader_end_offset: the leader's OffsetForLeaderEpoch answer. When the leader
@@ -22,6 +23,6 @@ def truncation_offset(cache: LeaderEpochCache, log_end_offset: int, high_waterma
     if leader_end_offset == UNDEFINED_EPOCH_OFFSET or leader_epoch == UNDEFINED_EPOCH:
         return min(high_watermark, log_end_offset)
     local_epoch, local_end = cache.end_offset_for(leader_epoch, log_end_offset)
-    if local_epoch == UNDEFINED_EPOCH:   # the follower knows nothing of that epoch or earlier ones
+    if local_epoch == UNDEFINED_EPOCH:  # the follower knows nothing of that epoch or earlier ones
         return min(leader_end_offset, log_end_offset)
     return min(leader_end_offset, local_end, log_end_offset)

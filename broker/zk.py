@@ -20,8 +20,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ZkClient", "ZkUnavailable", "NodeExistsError", "NoNodeError", "BadVersionError",
-           "NotEmptyError", "Stat"]
+__all__ = ["ZkClient", "ZkUnavailable", "NodeExistsError", "NoNodeError", "BadVersionError", "NotEmptyError", "Stat"]
 
 
 class ZkUnavailable(Exception):
@@ -38,7 +37,7 @@ class Stat:
     ephemeral_owner: int
 
     @classmethod
-    def of(cls, zstat) -> "Stat":
+    def of(cls, zstat) -> Stat:
         return cls(zstat.version, zstat.czxid, zstat.ephemeralOwner)
 
 
@@ -46,8 +45,11 @@ class ZkClient:
     def __init__(self, connect: str, *, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000):
         self.connect = connect
         self.connection_timeout_ms = connection_timeout_ms
-        self._kazoo = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000,
-                                  connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2})
+        self._kazoo = KazooClient(
+            hosts=connect,
+            timeout=session_timeout_ms / 1000,
+            connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2},
+        )
         self._state_send, self.state_changes = trio.open_memory_channel(64)
         self._token: trio.lowlevel.TrioToken | None = None
 
@@ -64,35 +66,41 @@ class ZkClient:
             await trio.to_thread.run_sync(self._kazoo.start, self.connection_timeout_ms / 1000)
         except KazooTimeoutError:
             await trio.to_thread.run_sync(self._kazoo.close)
-            raise ZkUnavailable(f"ZooKeeper at {self.connect} did not answer within "
-                                f"{self.connection_timeout_ms} ms") from None
+            raise ZkUnavailable(
+                f"ZooKeeper at {self.connect} did not answer within {self.connection_timeout_ms} ms"
+            ) from None
 
     async def _ensure_chroot(self, hosts: str, chroot: str) -> None:
         """A chroot in the connect string must exist before use; create it as Kafka does."""
+
         def create() -> None:
             client = KazooClient(hosts=hosts, timeout=self._kazoo._session_timeout / 1000)
             try:
                 client.start(self.connection_timeout_ms / 1000)
                 client.ensure_path(chroot)
             except KazooTimeoutError:
-                raise ZkUnavailable(f"ZooKeeper at {hosts} did not answer within "
-                                    f"{self.connection_timeout_ms} ms") from None
+                raise ZkUnavailable(
+                    f"ZooKeeper at {hosts} did not answer within {self.connection_timeout_ms} ms"
+                ) from None
             finally:
                 client.stop()
                 client.close()
+
         await trio.to_thread.run_sync(create)
 
-    def _on_state(self, state: str) -> None:   # kazoo thread
-        name = {KazooState.CONNECTED: "CONNECTED", KazooState.SUSPENDED: "SUSPENDED",
-                KazooState.LOST: "LOST"}.get(state, str(state))
+    def _on_state(self, state: str) -> None:  # kazoo thread
+        name = {KazooState.CONNECTED: "CONNECTED", KazooState.SUSPENDED: "SUSPENDED", KazooState.LOST: "LOST"}.get(
+            state, str(state)
+        )
         self._post(self._state_send, name)
 
-    def _post(self, channel, item) -> None:   # kazoo thread -> trio
+    def _post(self, channel, item) -> None:  # kazoo thread -> trio
         def deliver():
             try:
                 channel.send_nowait(item)
             except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
                 log.warning("dropped ZooKeeper event %r: nobody is reading", item)
+
         if self._token is not None:
             try:
                 self._token.run_sync_soon(deliver)
@@ -112,11 +120,13 @@ class ZkClient:
     async def _call(self, fn, *args, **kwargs) -> Any:
         return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
-    async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False,
-                     makepath: bool = False) -> str:
+    async def create(
+        self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False, makepath: bool = False
+    ) -> str:
         """Create a znode; raises NodeExistsError / NoNodeError. Returns the created path."""
-        return await self._call(self._kazoo.create, path, data, ephemeral=ephemeral, sequence=sequence,
-                                makepath=makepath)
+        return await self._call(
+            self._kazoo.create, path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath
+        )
 
     async def ensure_path(self, path: str) -> None:
         await self._call(self._kazoo.ensure_path, path)
@@ -135,6 +145,7 @@ class ZkClient:
     async def get_many(self, paths: list[str]) -> list[tuple[bytes, Stat] | None]:
         """(data, stat) or None (no node) for each path, in order. The reads are pipelined: all
         are sent before the first answer is awaited (kazoo's get_async, in one worker thread)."""
+
         def run():
             pending = [self._kazoo.get_async(p) for p in paths]
             out = []
@@ -145,6 +156,7 @@ class ZkClient:
                 except NoNodeError:
                     out.append(None)
             return out
+
         return await trio.to_thread.run_sync(run) if paths else []
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
@@ -165,15 +177,17 @@ class ZkClient:
         """Like `fenced_write` for many independent transactions, pipelined (all are sent before
         the first answer is awaited). Returns, per transaction, its results or the exception it
         would have raised (nothing is raised here)."""
+
         def run():
             pending = [self._transaction(fence_path, fence_version, ops).commit_async() for ops in op_lists]
             out = []
             for result in pending:
                 try:
                     out.append(result.get())
-                except Exception as e:   # connection loss and the like: that transaction failed
+                except Exception as e:  # connection loss and the like: that transaction failed
                     out.append(e)
             return out
+
         outcomes = await trio.to_thread.run_sync(run) if op_lists else []
         return [o if isinstance(o, Exception) else _multi_results(o) for o in outcomes]
 
@@ -204,8 +218,9 @@ class ZkClient:
         (kazoo ChildrenWatch, re-armed across reconnects)."""
         send, receive = trio.open_memory_channel(buffer)
 
-        def on_children(children):   # kazoo thread
+        def on_children(children):  # kazoo thread
             self._post(send, sorted(children))
+
         await self.ensure_path(path)
         await trio.to_thread.run_sync(lambda: self._kazoo.ChildrenWatch(path, on_children))
         return receive
@@ -215,13 +230,14 @@ class ZkClient:
         change, creation or deletion (kazoo DataWatch)."""
         send, receive = trio.open_memory_channel(buffer)
 
-        def on_data(data, zstat, event=None):   # kazoo thread (first call: the constructing thread)
+        def on_data(data, zstat, event=None):  # kazoo thread (first call: the constructing thread)
             self._post(send, (data, Stat.of(zstat) if zstat else None))
+
         await trio.to_thread.run_sync(lambda: self._kazoo.DataWatch(path, on_data))
         return receive
 
 
-def _multi_results(results: list) -> "list | Exception":
+def _multi_results(results: list) -> list | Exception:
     """A committed multi-op's per-op results (after the fence check) as Stats / paths, or the
     exception for a failed one: kazoo returns exception objects instead of raising; the real
     cause is the one that is not RolledBackError (a failed fence check is BadVersionError)."""

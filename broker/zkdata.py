@@ -23,9 +23,16 @@ CONFIG_TOPICS = "/config/topics"
 DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
-PERSISTENT_PATHS = ["/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics",
-                    "/config/changes", "/admin/delete_topics", "/isr_change_notification",
-                    "/latest_producer_id_block"]
+PERSISTENT_PATHS = [
+    "/brokers/ids",
+    "/brokers/topics",
+    "/brokers/seqid",
+    "/config/topics",
+    "/config/changes",
+    "/admin/delete_topics",
+    "/isr_change_notification",
+    "/latest_producer_id_block",
+]
 
 
 def broker_path(broker_id: int) -> str:
@@ -49,20 +56,27 @@ class BrokerRegistration:
     """/brokers/ids/<id>, version 5 (Kafka `BrokerIdZNode`)."""
 
     broker_id: int
-    endpoints: list[tuple[str, str, int]]     # (listener name, host, port)
+    endpoints: list[tuple[str, str, int]]  # (listener name, host, port)
     rack: str | None = None
 
     def encode(self) -> bytes:
         name, host, port = self.endpoints[0]
-        body = {"features": {}, "listener_security_protocol_map": {n: "PLAINTEXT" for n, _, _ in self.endpoints},
-                "endpoints": [f"{n}://{h}:{p}" for n, h, p in self.endpoints], "jmx_port": -1,
-                "port": port, "host": host, "version": 5, "timestamp": str(int(time.time() * 1000))}
+        body = {
+            "features": {},
+            "listener_security_protocol_map": {n: "PLAINTEXT" for n, _, _ in self.endpoints},
+            "endpoints": [f"{n}://{h}:{p}" for n, h, p in self.endpoints],
+            "jmx_port": -1,
+            "port": port,
+            "host": host,
+            "version": 5,
+            "timestamp": str(int(time.time() * 1000)),
+        }
         if self.rack:
             body["rack"] = self.rack
         return _dumps(body)
 
     @classmethod
-    def decode(cls, broker_id: int, data: bytes) -> "BrokerRegistration":
+    def decode(cls, broker_id: int, data: bytes) -> BrokerRegistration:
         body = json.loads(data)
         endpoints = []
         for ep in body.get("endpoints", []):
@@ -98,16 +112,21 @@ def topic_id_from_str(text: str) -> uuid.UUID:
 
 def encode_topic_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID) -> bytes:
     """/brokers/topics/<topic>, version 3 (topic ids, KIP-516)."""
-    return _dumps({"version": 3, "topic_id": topic_id_to_str(topic_id),
-                   "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
-                   "adding_replicas": {}, "removing_replicas": {}})
+    return _dumps(
+        {
+            "version": 3,
+            "topic_id": topic_id_to_str(topic_id),
+            "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+    )
 
 
 def decode_topic_assignment(data: bytes) -> tuple[dict[int, list[int]], uuid.UUID | None]:
     body = json.loads(data)
     topic_id = body.get("topic_id")
-    return ({int(p): list(r) for p, r in body["partitions"].items()},
-            topic_id_from_str(topic_id) if topic_id else None)
+    return ({int(p): list(r) for p, r in body["partitions"].items()}, topic_id_from_str(topic_id) if topic_id else None)
 
 
 @dataclass(frozen=True)
@@ -121,11 +140,18 @@ class LeaderIsr:
     zk_version: int = 0
 
     def encode(self) -> bytes:
-        return _dumps({"controller_epoch": self.controller_epoch, "leader": self.leader, "version": 1,
-                       "leader_epoch": self.leader_epoch, "isr": list(self.isr)})
+        return _dumps(
+            {
+                "controller_epoch": self.controller_epoch,
+                "leader": self.leader,
+                "version": 1,
+                "leader_epoch": self.leader_epoch,
+                "isr": list(self.isr),
+            }
+        )
 
     @classmethod
-    def decode(cls, data: bytes, zk_version: int) -> "LeaderIsr":
+    def decode(cls, data: bytes, zk_version: int) -> LeaderIsr:
         body = json.loads(data)
         return cls(body["leader"], body["leader_epoch"], tuple(body["isr"]), body["controller_epoch"], zk_version)
 

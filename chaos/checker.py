@@ -29,12 +29,12 @@ class Report:
     attempted: int = 0
     acked: int = 0
     failed: int = 0
-    lost: list = field(default_factory=list)            # acknowledged, absent at its offset
-    divergent: list = field(default_factory=list)       # (partition, broker, first differing offset)
-    unstable: list = field(default_factory=list)        # read/acked at an offset, something else there now
+    lost: list = field(default_factory=list)  # acknowledged, absent at its offset
+    divergent: list = field(default_factory=list)  # (partition, broker, first differing offset)
+    unstable: list = field(default_factory=list)  # read/acked at an offset, something else there now
     hw_regressions: list = field(default_factory=list)  # (consumer, partition, before, after)
-    reordered: list = field(default_factory=list)       # (producer, partition, value)
-    duplicated: list = field(default_factory=list)      # values present more than once
+    reordered: list = field(default_factory=list)  # (producer, partition, value)
+    duplicated: list = field(default_factory=list)  # values present more than once
     max_leaderless_s: float = 0.0
 
     @property
@@ -42,12 +42,22 @@ class Report:
         return not (self.lost or self.divergent or self.unstable or self.hw_regressions or self.reordered)
 
     def violations(self) -> dict[str, int]:
-        return {name: len(getattr(self, name)) for name in ("lost", "divergent", "unstable", "hw_regressions",
-                                                              "reordered") if getattr(self, name)}
+        return {
+            name: len(getattr(self, name))
+            for name in ("lost", "divergent", "unstable", "hw_regressions", "reordered")
+            if getattr(self, name)
+        }
 
 
-def check(history: list[dict], replicas: dict[int, dict[int, list[tuple[int, bytes]]]], leaders: dict[int, int],
-          isr: dict[int, list[int]], high_watermarks: dict[int, int], *, in_order: bool) -> Report:
+def check(
+    history: list[dict],
+    replicas: dict[int, dict[int, list[tuple[int, bytes]]]],
+    leaders: dict[int, int],
+    isr: dict[int, list[int]],
+    high_watermarks: dict[int, int],
+    *,
+    in_order: bool,
+) -> Report:
     """replicas: {partition: {broker: [(offset, value)]}}; leaders: {partition: final leader};
     isr / high_watermarks: final, per partition. `in_order`: producers had one request in flight."""
     report = Report()
@@ -61,15 +71,15 @@ def check(history: list[dict], replicas: dict[int, dict[int, list[tuple[int, byt
     report.failed = sum(1 for e in history if e["op"] == "fail")
 
     present = {(p, v) for p, log in final.items() for v in log.values()}
-    for e in acks:                                                            # (1) and (3) for writes
+    for e in acks:  # (1) and (3) for writes
         there = final.get(e["partition"], {}).get(e["offset"])
         if there == e["value"]:
             continue
         if (e["partition"], e["value"]) not in present:
-            report.lost.append((e["partition"], e["offset"], e["value"]))     # gone (its offset may be reused)
+            report.lost.append((e["partition"], e["offset"], e["value"]))  # gone (its offset may be reused)
         else:
-            report.unstable.append((e["partition"], e["offset"], e["value"], there))   # moved elsewhere
-    for p, logs in replicas.items():                                         # (2)
+            report.unstable.append((e["partition"], e["offset"], e["value"], there))  # moved elsewhere
+    for p, logs in replicas.items():  # (2)
         hw = high_watermarks.get(p, 0)
         reference = [r for r in logs.get(leaders.get(p), []) if r[0] < hw]
         for broker in isr.get(p, []):
@@ -78,7 +88,7 @@ def check(history: list[dict], replicas: dict[int, dict[int, list[tuple[int, byt
                 first = next((a[0] for a, b in zip(mine, reference) if a != b), min(len(mine), len(reference)))
                 report.divergent.append((p, broker, first))
     last_hw: dict[tuple, int] = {}
-    for e in history:                                                        # (3) for reads and HWs
+    for e in history:  # (3) for reads and HWs
         if e["op"] == "read":
             there = final.get(e["partition"], {}).get(e["offset"])
             if there != e["value"]:
@@ -88,12 +98,12 @@ def check(history: list[dict], replicas: dict[int, dict[int, list[tuple[int, byt
             if e["hw"] < last_hw.get(key, -1):
                 report.hw_regressions.append((e["consumer"], e["partition"], last_hw[key], e["hw"]))
             last_hw[key] = max(last_hw.get(key, -1), e["hw"])
-    if in_order:                                                             # (4)
+    if in_order:  # (4)
         positions: dict[tuple, list] = collections.defaultdict(list)
         where: dict[tuple, int] = {}
         for p, log in final.items():
             for o in sorted(log):
-                where.setdefault((p, log[o]), o)     # a duplicate counts where it first landed
+                where.setdefault((p, log[o]), o)  # a duplicate counts where it first landed
         for e in sends:
             offset = where.get((e["partition"], e["value"]))
             if offset is not None:
@@ -102,7 +112,7 @@ def check(history: list[dict], replicas: dict[int, dict[int, list[tuple[int, byt
             for (a, _), (b, value) in zip(seq, seq[1:]):
                 if b < a:
                     report.reordered.append((producer, partition, value))
-    leaderless_since: dict[int, float] = {}                                  # longest window without a leader
+    leaderless_since: dict[int, float] = {}  # longest window without a leader
     for e in history:
         if e["op"] != "leader":
             continue

@@ -58,8 +58,9 @@ class Env:
                 continue
             try:
                 async with Connection.open(b.host, b.port, connect_timeout_s=2) as conn:
-                    return await conn.request(3, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False},
-                                              timeout_s=3)
+                    return await conn.request(
+                        3, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}, timeout_s=3
+                    )
             except (ConnectionClosed, trio.TooSlowError):
                 continue
         return None
@@ -77,6 +78,7 @@ class Env:
 
 
 # ---- the workload --------------------------------------------------------------------------------
+
 
 async def producer_task(env: Env, name: str, stop: trio.Event, outstanding: int = 200) -> None:
     """Unique values round-robin over the partitions, up to `outstanding` records awaiting their
@@ -102,6 +104,7 @@ async def producer_task(env: Env, name: str, stop: trio.Event, outstanding: int 
                             env.record(op="fail", producer=name, partition=partition, value=value, error=str(e))
                         finally:
                             slots.release()
+
                     settling.start_soon(settle)
                     seq += 1
 
@@ -112,10 +115,24 @@ async def consumer_task(env: Env, partition: int, stop: trio.Event) -> None:
         while not stop.is_set():
             try:
                 conn = await cluster.leader_connection(TOPIC, partition, refresh=True)
-                r = await conn.request(1, {"replica_id": -1, "max_wait_ms": 200, "min_bytes": 1, "max_bytes": 1 << 20,
-                                           "topics": [{"topic": TOPIC, "partitions": [
-                                               {"partition": partition, "fetch_offset": position,
-                                                "partition_max_bytes": 1 << 20}]}]}, timeout_s=5)
+                r = await conn.request(
+                    1,
+                    {
+                        "replica_id": -1,
+                        "max_wait_ms": 200,
+                        "min_bytes": 1,
+                        "max_bytes": 1 << 20,
+                        "topics": [
+                            {
+                                "topic": TOPIC,
+                                "partitions": [
+                                    {"partition": partition, "fetch_offset": position, "partition_max_bytes": 1 << 20}
+                                ],
+                            }
+                        ],
+                    },
+                    timeout_s=5,
+                )
             except (KafkaError, ConnectionClosed, trio.TooSlowError):
                 await trio.sleep(0.1)
                 continue
@@ -128,8 +145,13 @@ async def consumer_task(env: Env, partition: int, stop: trio.Event) -> None:
             for pos, header in rb.iter_batches(data, allow_partial_tail=True):
                 for record in rb.decode_records(data, pos, header):
                     if record.offset >= position:
-                        env.record(op="read", consumer=f"c{partition}", partition=partition, offset=record.offset,
-                                   value=record.value)
+                        env.record(
+                            op="read",
+                            consumer=f"c{partition}",
+                            partition=partition,
+                            offset=record.offset,
+                            value=record.value,
+                        )
                 position = max(position, header.next_offset)
 
 
@@ -146,6 +168,7 @@ async def observer_task(env: Env, stop: trio.Event) -> None:
 
 
 # ---- the nemeses --------------------------------------------------------------------------------
+
 
 async def kill_leader(env: Env) -> str:
     done = []
@@ -222,6 +245,7 @@ IPTABLES_TAG = "minikafka-chaos"
 
 def iptables_works() -> bool:
     import subprocess
+
     try:
         return subprocess.run(["iptables", "-L", "-n"], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
@@ -230,8 +254,27 @@ def iptables_works() -> bool:
 
 def _iptables(action: str, port: int) -> None:
     import subprocess
-    subprocess.run(["iptables", action, "INPUT", "-p", "tcp", "--dport", str(port), "-m", "comment",
-                    "--comment", IPTABLES_TAG, "-j", "DROP"], check=True, capture_output=True, timeout=10)
+
+    subprocess.run(
+        [
+            "iptables",
+            action,
+            "INPUT",
+            "-p",
+            "tcp",
+            "--dport",
+            str(port),
+            "-m",
+            "comment",
+            "--comment",
+            IPTABLES_TAG,
+            "-j",
+            "DROP",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=10,
+    )
 
 
 async def partition(env: Env) -> str:
@@ -255,12 +298,12 @@ async def unclean(env: Env) -> str:
     followers = [b for b in env.brokers if b != leader]
     lagging = env.rng.choice(followers)
     env.brokers[lagging].process.send_signal(signal.SIGSTOP)
-    await trio.sleep(5)     # > replica.lag.time.max.ms: it leaves the ISR while the others take writes
+    await trio.sleep(5)  # > replica.lag.time.max.ms: it leaves the ISR while the others take writes
     for b in env.brokers:
         if b != lagging:
             env.brokers[b].kill()
     env.brokers[lagging].process.send_signal(signal.SIGCONT)
-    await trio.sleep(6)     # the controller (on the paused broker, or elected there) picks it: unclean
+    await trio.sleep(6)  # the controller (on the paused broker, or elected there) picks it: unclean
     for b in env.brokers:
         if b != lagging:
             await env.restart(b)
@@ -281,6 +324,7 @@ SCENARIOS = {
 
 
 # ---- running and judging ----------------------------------------------------------------------------
+
 
 def replica_records(broker: BrokerProcess, partition: int) -> list[tuple[int, bytes]]:
     out = []
@@ -305,7 +349,7 @@ async def heal(env: Env) -> None:
             if md and md.topics and all(len(p.isr_nodes) == 3 and p.leader_id >= 0 for p in md.topics[0].partitions):
                 break
             await trio.sleep(0.2)
-    await trio.sleep(2)      # quiescence: followers learn the final HW
+    await trio.sleep(2)  # quiescence: followers learn the final HW
 
 
 async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.0) -> tuple[Report, str]:
@@ -315,27 +359,49 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
     zk = ZooKeeperProcess.start(directory / "zk")
     brokers = {}
     for i in (1, 2, 3):
-        brokers[i] = BrokerProcess.create(i, directory / f"b{i}", zk.connect, replica_lag_time_max_ms="2000",
-                                          zookeeper_session_timeout_ms="4000",
-                                          **{k.replace(".", "_"): v for k, v in extra.items()}).start()
+        brokers[i] = BrokerProcess.create(
+            i,
+            directory / f"b{i}",
+            zk.connect,
+            replica_lag_time_max_ms="2000",
+            zookeeper_session_timeout_ms="4000",
+            **{k.replace(".", "_"): v for k, v in extra.items()},
+        ).start()
     env = Env(directory, zk, brokers, random.Random(f"{seed}-{name}"), [])
     try:
-        with trio.fail_after(30):   # every registration processed by the controller
+        with trio.fail_after(30):  # every registration processed by the controller
             while not ((md := await env.metadata()) and len(md.brokers) == 3 and md.controller_id >= 0):
                 await trio.sleep(0.1)
         async with Cluster.open(env.bootstrap, retries=30) as cluster:
+
             async def create(refresh):
                 md = await cluster.refresh_metadata([])
                 conn = await cluster.broker_connection(md.controller_id)
-                r = await conn.request(19, {"topics": [{"name": TOPIC, "num_partitions": PARTITIONS, "replication_factor": 3,
-                                                        "configs": [{"name": "min.insync.replicas", "value": "2"}]}],
-                                            "timeout_ms": 10000})
+                r = await conn.request(
+                    19,
+                    {
+                        "topics": [
+                            {
+                                "name": TOPIC,
+                                "num_partitions": PARTITIONS,
+                                "replication_factor": 3,
+                                "configs": [{"name": "min.insync.replicas", "value": "2"}],
+                            }
+                        ],
+                        "timeout_ms": 10000,
+                    },
+                )
                 if r.topics[0].error_code != 0:
                     raise KafkaError(r.topics[0].error_code, "CreateTopics")
+
             await cluster.retry(create, "CreateTopics")
         with trio.fail_after(30):
-            while not ((md := await env.metadata()) and md.topics and md.topics[0].error_code == 0
-                       and all(len(p.isr_nodes) == 3 for p in md.topics[0].partitions)):
+            while not (
+                (md := await env.metadata())
+                and md.topics
+                and md.topics[0].error_code == 0
+                and all(len(p.isr_nodes) == 3 for p in md.topics[0].partitions)
+            ):
                 await trio.sleep(0.2)
         stop = trio.Event()
         async with trio.open_nursery() as nursery:
@@ -361,8 +427,12 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
             text = (env.brokers[leaders[p]].directory / "logs" / "replication-offset-checkpoint").read_text()
             hws[p] = next(int(line.split()[2]) for line in text.splitlines()[2:] if line.split()[:2] == [TOPIC, str(p)])
         replicas = {p: {b: replica_records(broker, p) for b, broker in env.brokers.items()} for p in range(PARTITIONS)}
-        (directory / "history.jsonl").write_text("".join(
-            json.dumps({k: (v.decode() if isinstance(v, bytes) else v) for k, v in e.items()}) + "\n" for e in env.history))
+        (directory / "history.jsonl").write_text(
+            "".join(
+                json.dumps({k: (v.decode() if isinstance(v, bytes) else v) for k, v in e.items()}) + "\n"
+                for e in env.history
+            )
+        )
         return check(env.history, replicas, leaders, isr, hws, in_order=True), what
     finally:
         for b in env.brokers.values():
@@ -371,9 +441,11 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
 
 
 def format_row(name: str, report: Report, what: str) -> str:
-    return (f"{name:20} {report.attempted:>7} {report.acked:>6} {report.failed:>6} {len(report.lost):>5} "
-            f"{len(report.duplicated):>5} {report.max_leaderless_s:>10.1f}  "
-            f"{'ok' if report.ok else 'VIOLATIONS ' + str(report.violations())}  [{what}]")
+    return (
+        f"{name:20} {report.attempted:>7} {report.acked:>6} {report.failed:>6} {len(report.lost):>5} "
+        f"{len(report.duplicated):>5} {report.max_leaderless_s:>10.1f}  "
+        f"{'ok' if report.ok else 'VIOLATIONS ' + str(report.violations())}  [{what}]"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -385,7 +457,9 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     print(f"chaos seed {seed} (--seed {seed} reproduces this run)")
     root = args.dir or Path(tempfile.mkdtemp(prefix="minikafka-chaos-"))
-    print(f"{'scenario':20} {'sent':>7} {'acked':>6} {'failed':>6} {'lost':>5} {'dups':>5} {'no leader s':>10}  verdict")
+    print(
+        f"{'scenario':20} {'sent':>7} {'acked':>6} {'failed':>6} {'lost':>5} {'dups':>5} {'no leader s':>10}  verdict"
+    )
     failures = 0
     for name in args.only or list(SCENARIOS):
         if name == "partition-broker" and not iptables_works():

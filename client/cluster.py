@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Awaitable, Callable, TypeVar
+from typing import TypeVar
 
 import trio
 
@@ -69,8 +70,17 @@ class Metadata:
 
 
 class Cluster:
-    def __init__(self, bootstrap: list[tuple[str, int]], nursery: trio.Nursery, *, client_id: str,
-                 retries: int, backoff_ms: int, max_backoff_ms: int, request_timeout_ms: int):
+    def __init__(
+        self,
+        bootstrap: list[tuple[str, int]],
+        nursery: trio.Nursery,
+        *,
+        client_id: str,
+        retries: int,
+        backoff_ms: int,
+        max_backoff_ms: int,
+        request_timeout_ms: int,
+    ):
         self.bootstrap = bootstrap
         self._nursery = nursery
         self.client_id = client_id
@@ -85,14 +95,28 @@ class Cluster:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, bootstrap: str | list[str], *, client_id: str = "minikafka", retries: int = 8,
-                   backoff_ms: int = 100, max_backoff_ms: int = 2000,
-                   request_timeout_ms: int = 30000) -> AsyncIterator["Cluster"]:
+    async def open(
+        cls,
+        bootstrap: str | list[str],
+        *,
+        client_id: str = "minikafka",
+        retries: int = 8,
+        backoff_ms: int = 100,
+        max_backoff_ms: int = 2000,
+        request_timeout_ms: int = 30000,
+    ) -> AsyncIterator[Cluster]:
         bootstrap_servers = parse_bootstrap(bootstrap)
         with unwrap_single():
             async with trio.open_nursery() as nursery:
-                cluster = cls(bootstrap_servers, nursery, client_id=client_id, retries=retries, backoff_ms=backoff_ms,
-                              max_backoff_ms=max_backoff_ms, request_timeout_ms=request_timeout_ms)
+                cluster = cls(
+                    bootstrap_servers,
+                    nursery,
+                    client_id=client_id,
+                    retries=retries,
+                    backoff_ms=backoff_ms,
+                    max_backoff_ms=max_backoff_ms,
+                    request_timeout_ms=request_timeout_ms,
+                )
                 try:
                     yield cluster
                 finally:
@@ -102,7 +126,7 @@ class Cluster:
     async def connect(self, host: str, port: int) -> Connection:
         """A live connection to host:port (opened once and shared; a broken one is replaced)."""
         key = (host, port)
-        while True:   # every await below may change the maps: check them again afterwards
+        while True:  # every await below may change the maps: check them again afterwards
             if key in self._connecting:
                 await self._connecting[key].wait()
                 continue
@@ -111,9 +135,9 @@ class Cluster:
                 break
             if not cached.closed:
                 return cached
-            self.drop(cached)                     # the broker went away: let its holder exit
+            self.drop(cached)  # the broker went away: let its holder exit
             await trio.sleep(0.01)
-        ready = self._connecting[key] = trio.Event()   # no await since the checks: this task owns the key
+        ready = self._connecting[key] = trio.Event()  # no await since the checks: this task owns the key
         try:
             conn, scope = await self._nursery.start(self._hold, host, port)
             self._connections[key], self._closers[key] = conn, scope
@@ -158,8 +182,7 @@ class Cluster:
     async def refresh_metadata(self, topics: list[str] | None = None) -> Metadata:
         """Metadata for `topics` (None: all topics), merged into `self.metadata`; asks the
         brokers in turn until one answers (raises ConnectionClosed when none does)."""
-        body = {"topics": None if topics is None else [{"name": t} for t in topics],
-                "allow_auto_topic_creation": False}
+        body = {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": False}
         candidates = list(self.bootstrap) + [hp for hp in self.metadata.brokers.values() if hp not in self.bootstrap]
         response, errors = None, []
         for host, port in candidates:
@@ -177,8 +200,12 @@ class Cluster:
         for t in response.topics:
             md.topic_errors[t.name] = ErrorCode(t.error_code)
             if t.error_code == ErrorCode.NONE:
-                md.topics[t.name] = {p.partition_index: PartitionInfo(p.leader_id, p.leader_epoch, list(p.replica_nodes),
-                                                                      list(p.isr_nodes)) for p in t.partitions}
+                md.topics[t.name] = {
+                    p.partition_index: PartitionInfo(
+                        p.leader_id, p.leader_epoch, list(p.replica_nodes), list(p.isr_nodes)
+                    )
+                    for p in t.partitions
+                }
             else:
                 md.topics.pop(t.name, None)
         return md

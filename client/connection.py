@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import trio
 
@@ -69,8 +69,9 @@ class Connection:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, host: str, port: int, *, client_id: str = "minikafka",
-                   connect_timeout_s: float = 10.0) -> AsyncIterator["Connection"]:
+    async def open(
+        cls, host: str, port: int, *, client_id: str = "minikafka", connect_timeout_s: float = 10.0
+    ) -> AsyncIterator[Connection]:
         try:
             with trio.fail_after(connect_timeout_s):
                 stream = await trio.open_tcp_stream(host, port)
@@ -89,13 +90,16 @@ class Connection:
 
     async def _negotiate(self) -> None:
         ours = SCHEMAS[API_VERSIONS_KEY].max_version
-        response = await self.request(API_VERSIONS_KEY, {"client_software_name": "minikafka",
-                                                         "client_software_version": "0.1.0"}, version=ours)
+        response = await self.request(
+            API_VERSIONS_KEY, {"client_software_name": "minikafka", "client_software_version": "0.1.0"}, version=ours
+        )
         if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
             theirs = next((k.max_version for k in response.api_keys if k.api_key == API_VERSIONS_KEY), 0)
             response = await self.request(API_VERSIONS_KEY, {}, version=min(ours, theirs))
         if response.error_code != ErrorCode.NONE:
-            raise ConnectionClosed(f"ApiVersions failed on {self.host}:{self.port}: {ErrorCode(response.error_code).name}")
+            raise ConnectionClosed(
+                f"ApiVersions failed on {self.host}:{self.port}: {ErrorCode(response.error_code).name}"
+            )
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
     @property
@@ -111,8 +115,15 @@ class Connection:
             raise UnsupportedByBroker(f"{self.host}:{self.port} serves no common version of {ours.name}")
         return min(hi, ours.max_version)
 
-    async def request(self, api_key: int, body: dict, *, version: int | None = None, timeout_s: float = 30.0,
-                      expect_response: bool = True) -> FieldDict | None:
+    async def request(
+        self,
+        api_key: int,
+        body: dict,
+        *,
+        version: int | None = None,
+        timeout_s: float = 30.0,
+        expect_response: bool = True,
+    ) -> FieldDict | None:
         """Send one request and wait for its response body (None when expect_response=False,
         as for Produce with acks=0). Raises ConnectionClosed, trio.TooSlowError, ProtocolError."""
         pending = await self.send(api_key, body, version=version, expect_response=expect_response)
@@ -120,8 +131,9 @@ class Connection:
             return None
         return await self.wait(pending, timeout_s)
 
-    async def send(self, api_key: int, body: dict, *, version: int | None = None,
-                   expect_response: bool = True) -> "_Pending | None":
+    async def send(
+        self, api_key: int, body: dict, *, version: int | None = None, expect_response: bool = True
+    ) -> _Pending | None:
         """Write a request now and return a handle for `wait` (pipelining: requests go out in the
         order `send` is called, and the broker answers in that order)."""
         if self._closed is not None:
@@ -142,7 +154,7 @@ class Connection:
             raise ConnectionClosed(f"{self.host}:{self.port}: {e}") from None
         return pending if expect_response else None
 
-    async def wait(self, pending: "_Pending", timeout_s: float = 30.0) -> FieldDict:
+    async def wait(self, pending: _Pending, timeout_s: float = 30.0) -> FieldDict:
         """The response body of a request from `send`."""
         try:
             with trio.fail_after(timeout_s):
@@ -167,8 +179,9 @@ class Connection:
         correlation_id = int.from_bytes(frame[:4], "big", signed=True)
         pending = self._pending.get(correlation_id)
         if pending is None:
-            log.debug("response to an abandoned request (correlation id %d) from %s:%d", correlation_id, self.host,
-                      self.port)
+            log.debug(
+                "response to an abandoned request (correlation id %d) from %s:%d", correlation_id, self.host, self.port
+            )
             return
         try:
             _, pending.result = decode_response(pending.api_key, pending.version, frame)

@@ -24,8 +24,8 @@ class FetchSessionHandler:
     def __init__(self) -> None:
         self.session_id = 0
         self.epoch = INITIAL_EPOCH
-        self._sent: dict[TopicPartition, dict] = {}      # what the broker's session holds
-        self._pending: dict[TopicPartition, dict] = {}   # what it will hold once the request succeeds
+        self._sent: dict[TopicPartition, dict] = {}  # what the broker's session holds
+        self._pending: dict[TopicPartition, dict] = {}  # what it will hold once the request succeeds
 
     def build(self, wanted: dict[TopicPartition, dict]) -> dict:
         """`session_id`, `session_epoch`, `topics` and `forgotten_topics_data` of the next request."""
@@ -41,9 +41,12 @@ class FetchSessionHandler:
         dropped: dict[str, list[int]] = {}
         for topic, index in forgotten:
             dropped.setdefault(topic, []).append(index)
-        return {"session_id": self.session_id, "session_epoch": epoch,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in dropped.items()]}
+        return {
+            "session_id": self.session_id,
+            "session_epoch": epoch,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in dropped.items()],
+        }
 
     def handle_response(self, error_code: int, session_id: int) -> bool:
         """Update from a response's top-level error code and session id; False (and the session
@@ -55,10 +58,9 @@ class FetchSessionHandler:
             self.session_id = session_id
             self.epoch = 1 if session_id != 0 else INITIAL_EPOCH
         else:
-            self.epoch = self.epoch + 1 if self.epoch < 2 ** 31 - 1 else 1
+            self.epoch = self.epoch + 1 if self.epoch < 2**31 - 1 else 1
         self._sent = self._pending
         return True
 
     def reset(self) -> None:
         self.session_id, self.epoch, self._sent, self._pending = 0, INITIAL_EPOCH, {}, {}
-

@@ -28,8 +28,8 @@ import itertools
 import logging
 import time
 from collections import deque
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Sequence
 
 import trio
 
@@ -49,7 +49,7 @@ def murmur2(data: bytes) -> int:
     length = len(data)
     h = (0x9747B28C ^ length) & 0xFFFFFFFF
     for i in range(0, length - length % 4, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
+        k = int.from_bytes(data[i : i + 4], "little")
         k = (k * m) & 0xFFFFFFFF
         k ^= k >> r
         k = (k * m) & 0xFFFFFFFF
@@ -93,7 +93,7 @@ class Delivery:
         self._done = trio.Event()
         self.metadata: RecordMetadata | None = None
         self.error: KafkaError | None = None
-        self.completed_at: float | None = None   # time.monotonic() when acknowledged or failed
+        self.completed_at: float | None = None  # time.monotonic() when acknowledged or failed
 
     def _complete(self, metadata: RecordMetadata | None, error: KafkaError | None, now: float) -> None:
         self.metadata, self.error, self.completed_at = metadata, error, now
@@ -112,30 +112,42 @@ class Delivery:
 
 @dataclass
 class _Batch:
-    records: list            # (key, value, headers, timestamp)
+    records: list  # (key, value, headers, timestamp)
     deliveries: list
     epoch: int = -1
     base_sequence: int = -1
     data: bytes = b""
-    size: int = 0            # the records' bytes, counted against buffer_memory
+    size: int = 0  # the records' bytes, counted against buffer_memory
     created: float = field(default_factory=time.monotonic)
 
 
 @dataclass
 class _PartitionState:
-    queue: deque = field(default_factory=deque)        # (record, delivery) not yet batched
-    unacked: deque = field(default_factory=deque)      # batches sent or to send, in sequence order
+    queue: deque = field(default_factory=deque)  # (record, delivery) not yet batched
+    unacked: deque = field(default_factory=deque)  # batches sent or to send, in sequence order
     next_sequence: int = 0
-    failed: int = 0                                    # records that failed for good
+    failed: int = 0  # records that failed for good
     epoch: int = 0
     wakeup: trio.Event = field(default_factory=trio.Event)
     idle: trio.Event = field(default_factory=trio.Event)
 
 
 class Producer:
-    def __init__(self, cluster: Cluster, nursery: trio.Nursery, *, acks: int, idempotent: bool, max_in_flight: int,
-                 linger_ms: int, batch_size: int, compression: int, request_timeout_ms: int, delivery_timeout_ms: int,
-                 buffer_memory: int = 33554432):
+    def __init__(
+        self,
+        cluster: Cluster,
+        nursery: trio.Nursery,
+        *,
+        acks: int,
+        idempotent: bool,
+        max_in_flight: int,
+        linger_ms: int,
+        batch_size: int,
+        compression: int,
+        request_timeout_ms: int,
+        delivery_timeout_ms: int,
+        buffer_memory: int = 33554432,
+    ):
         self._validate(acks, idempotent, max_in_flight)
         self.cluster = cluster
         self._nursery = nursery
@@ -159,19 +171,38 @@ class Producer:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, cluster: Cluster, *, acks: int = -1, idempotent: bool = True, max_in_flight: int = 5,
-                   linger_ms: int = 5, batch_size: int = 16384, compression: int = rb.NONE,
-                   request_timeout_ms: int = 30000, delivery_timeout_ms: int = 120000,
-                   buffer_memory: int = 33554432) -> AsyncIterator["Producer"]:
+    async def open(
+        cls,
+        cluster: Cluster,
+        *,
+        acks: int = -1,
+        idempotent: bool = True,
+        max_in_flight: int = 5,
+        linger_ms: int = 5,
+        batch_size: int = 16384,
+        compression: int = rb.NONE,
+        request_timeout_ms: int = 30000,
+        delivery_timeout_ms: int = 120000,
+        buffer_memory: int = 33554432,
+    ) -> AsyncIterator[Producer]:
         """Raises ValueError for inconsistent settings (idempotence needs acks=-1; max_in_flight
         1..5) before anything is sent."""
         cls._validate(acks, idempotent, max_in_flight)
         with unwrap_single():
             async with trio.open_nursery() as nursery:
-                producer = cls(cluster, nursery, acks=acks, idempotent=idempotent, max_in_flight=max_in_flight,
-                               linger_ms=linger_ms, batch_size=batch_size, compression=compression,
-                               request_timeout_ms=request_timeout_ms, delivery_timeout_ms=delivery_timeout_ms,
-                               buffer_memory=buffer_memory)
+                producer = cls(
+                    cluster,
+                    nursery,
+                    acks=acks,
+                    idempotent=idempotent,
+                    max_in_flight=max_in_flight,
+                    linger_ms=linger_ms,
+                    batch_size=batch_size,
+                    compression=compression,
+                    request_timeout_ms=request_timeout_ms,
+                    delivery_timeout_ms=delivery_timeout_ms,
+                    buffer_memory=buffer_memory,
+                )
                 if idempotent:
                     await producer._init_producer_id()
                 try:
@@ -187,13 +218,21 @@ class Producer:
             if r.error_code != ErrorCode.NONE:
                 raise KafkaError(r.error_code, "InitProducerId")
             return r.producer_id, r.producer_epoch
+
         self.producer_id, epoch = await self.cluster.retry(attempt, "InitProducerId")
         self._base_epoch = epoch
 
     # ---- sending -------------------------------------------------------------------------------
-    async def send(self, topic: str, value: bytes | None, *, key: bytes | None = None,
-                   headers: Sequence[tuple[str, bytes | None]] = (), partition: int | None = None,
-                   timestamp_ms: int | None = None) -> Delivery:
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        *,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> Delivery:
         """Queue one record; returns its `Delivery`. Raises KafkaError for an unknown topic."""
         if partition is None:
             count = len(await self.cluster.partitions(topic))
@@ -236,8 +275,13 @@ class Producer:
         if self.idempotent:
             batch.epoch, batch.base_sequence = state.epoch, state.next_sequence
             state.next_sequence = (state.next_sequence + len(records)) % SEQUENCE_LIMIT
-        batch.data = rb.build_batch(records, compression=self.compression, producer_id=self.producer_id,
-                                    producer_epoch=batch.epoch, base_sequence=batch.base_sequence)
+        batch.data = rb.build_batch(
+            records,
+            compression=self.compression,
+            producer_id=self.producer_id,
+            producer_epoch=batch.epoch,
+            base_sequence=batch.base_sequence,
+        )
         return batch
 
     async def _sender(self, tp: tuple[str, int], state: _PartitionState) -> None:
@@ -264,12 +308,16 @@ class Producer:
                 in_flight = deque()
                 window = list(itertools.islice(state.unacked, self.max_in_flight))
                 for batch in window:
-                    body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.request_timeout_ms,
-                            "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1], "records": batch.data}]}]}
+                    body = {
+                        "transactional_id": None,
+                        "acks": self.acks,
+                        "timeout_ms": self.request_timeout_ms,
+                        "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1], "records": batch.data}]}],
+                    }
                     in_flight.append((batch, await conn.send(0, body, expect_response=self.acks != 0)))
                 retry = False
                 for batch, pending in in_flight:
-                    if pending is None:   # acks=0: nothing comes back
+                    if pending is None:  # acks=0: nothing comes back
                         self._complete(tp, state, batch, -1, None)
                         continue
                     response = await conn.wait(pending, self.request_timeout_ms / 1000 + 5)
@@ -277,8 +325,13 @@ class Producer:
                     code = ErrorCode(part.error_code)
                     if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER) and not retry:
                         self._complete(tp, state, batch, part.base_offset, None)
-                    elif retry or code in RETRIABLE or code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and batch is not window[0]:
-                        retry = True      # this and every later batch go again, in order
+                    elif (
+                        retry
+                        or code in RETRIABLE
+                        or code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+                        and batch is not window[0]
+                    ):
+                        retry = True  # this and every later batch go again, in order
                     else:
                         self._fail_for_good(tp, state, batch, KafkaError(code, f"{tp[0]}-{tp[1]}"))
                 if retry:
@@ -322,11 +375,20 @@ class Producer:
             for later in state.unacked:
                 later.epoch, later.base_sequence = state.epoch, state.next_sequence
                 state.next_sequence = (state.next_sequence + len(later.records)) % SEQUENCE_LIMIT
-                later.data = rb.build_batch(later.records, compression=self.compression, producer_id=self.producer_id,
-                                            producer_epoch=later.epoch, base_sequence=later.base_sequence)
+                later.data = rb.build_batch(
+                    later.records,
+                    compression=self.compression,
+                    producer_id=self.producer_id,
+                    producer_epoch=later.epoch,
+                    base_sequence=later.base_sequence,
+                )
 
     def _expire(self, tp, state: _PartitionState) -> None:
         now = time.monotonic()
         while state.unacked and now - state.unacked[0].created > self.delivery_timeout_s:
-            self._fail_for_good(tp, state, state.unacked[0],
-                                KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"delivery timeout for {tp[0]}-{tp[1]}"))
+            self._fail_for_good(
+                tp,
+                state,
+                state.unacked[0],
+                KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"delivery timeout for {tp[0]}-{tp[1]}"),
+            )

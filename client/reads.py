@@ -7,38 +7,62 @@ from __future__ import annotations
 from client.cluster import Cluster, KafkaError
 from protocol.errors import ErrorCode
 
-EARLIEST = -2   # ListOffsets timestamp: the log start offset
-LATEST = -1     # ListOffsets timestamp: the high watermark (what a consumer may read up to)
+EARLIEST = -2  # ListOffsets timestamp: the log start offset
+LATEST = -1  # ListOffsets timestamp: the high watermark (what a consumer may read up to)
 
 
 async def list_offset(cluster: Cluster, topic: str, partition: int, timestamp: int) -> int:
     """The offset ListOffsets answers for `timestamp` (ms, or EARLIEST / LATEST).
     Raises KafkaError with the partition's error code once retries are spent."""
+
     async def attempt(refresh: bool) -> int:
         conn = await cluster.leader_connection(topic, partition, refresh)
-        r = await conn.request(2, {"replica_id": -1, "isolation_level": 0, "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+        r = await conn.request(
+            2,
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}],
+            },
+        )
         p = r.topics[0].partitions[0]
         if p.error_code != ErrorCode.NONE:
             raise KafkaError(p.error_code, f"{topic}-{partition}")
         return p.offset
+
     return await cluster.retry(attempt, "ListOffsets")
 
 
-async def fetch_records(cluster: Cluster, topic: str, partition: int, offset: int, *,
-                        max_wait_ms: int, max_bytes: int) -> bytes:
+async def fetch_records(
+    cluster: Cluster, topic: str, partition: int, offset: int, *, max_wait_ms: int, max_bytes: int
+) -> bytes:
     """The raw record-batch bytes (possibly empty, possibly ending in a partial batch) a Fetch from
     `offset` returns, waiting up to `max_wait_ms` for at least one byte and taking at most
     `max_bytes` bytes. Raises KafkaError with the partition's error code once retries are spent."""
+
     async def attempt(refresh: bool) -> bytes:
         conn = await cluster.leader_connection(topic, partition, refresh)
-        r = await conn.request(1, {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1,
-                                   "max_bytes": max_bytes, "isolation_level": 0, "topics": [
-                                       {"topic": topic, "partitions": [
-                                           {"partition": partition, "fetch_offset": offset,
-                                            "partition_max_bytes": max_bytes}]}]})
+        r = await conn.request(
+            1,
+            {
+                "replica_id": -1,
+                "max_wait_ms": max_wait_ms,
+                "min_bytes": 1,
+                "max_bytes": max_bytes,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {"partition": partition, "fetch_offset": offset, "partition_max_bytes": max_bytes}
+                        ],
+                    }
+                ],
+            },
+        )
         p = r.responses[0].partitions[0]
         if p.error_code != ErrorCode.NONE:
             raise KafkaError(p.error_code, f"{topic}-{partition}")
         return p.records or b""
+
     return await cluster.retry(attempt, "Fetch")

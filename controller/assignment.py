@@ -15,9 +15,15 @@ class InvalidReplicationFactor(ValueError):
     pass
 
 
-def assign_replicas(num_partitions: int, replication_factor: int, brokers: list[int], *,
-                    fixed_start_index: int = -1, start_partition_id: int = -1,
-                    rng: random.Random | None = None) -> dict[int, list[int]]:
+def assign_replicas(
+    num_partitions: int,
+    replication_factor: int,
+    brokers: list[int],
+    *,
+    fixed_start_index: int = -1,
+    start_partition_id: int = -1,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
     """{partition: [replica broker ids]}; raises InvalidReplicationFactor when the factor is not
     in 1..len(brokers), ValueError for fewer than one partition."""
     if num_partitions <= 0:
@@ -25,8 +31,9 @@ def assign_replicas(num_partitions: int, replication_factor: int, brokers: list[
     if replication_factor <= 0:
         raise InvalidReplicationFactor("replication factor must be larger than 0")
     if replication_factor > len(brokers):
-        raise InvalidReplicationFactor(f"replication factor: {replication_factor} larger than available "
-                                       f"brokers: {len(brokers)}")
+        raise InvalidReplicationFactor(
+            f"replication factor: {replication_factor} larger than available brokers: {len(brokers)}"
+        )
     rng = rng or random.Random()
     ids = sorted(brokers)
     n = len(ids)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import trio
 
@@ -67,8 +67,9 @@ class BrokerChannels:
         for broker_id in list(self._queues):
             self.remove_broker(broker_id)
 
-    async def _sender(self, broker_id: int, host: str, port: int, queue: trio.MemoryReceiveChannel,
-                      scope: trio.CancelScope) -> None:
+    async def _sender(
+        self, broker_id: int, host: str, port: int, queue: trio.MemoryReceiveChannel, scope: trio.CancelScope
+    ) -> None:
         with scope:
             backoff = 0.1
             pending = None
@@ -100,62 +101,119 @@ class RequestBatch:
     update_metadata_brokers: set[int] = field(default_factory=set)
     stop_replica: dict[int, dict[tuple[str, int], tuple[bool, int]]] = field(default_factory=dict)
 
-    def add_leader_and_isr(self, brokers, tp: tuple[str, int], state: LeaderIsr, replicas: list[int],
-                           is_new: bool = False) -> None:
+    def add_leader_and_isr(
+        self, brokers, tp: tuple[str, int], state: LeaderIsr, replicas: list[int], is_new: bool = False
+    ) -> None:
         for broker in brokers:
             self.leader_and_isr.setdefault(broker, {})[tp] = {
-                "partition_index": tp[1], "controller_epoch": state.controller_epoch, "leader": state.leader,
-                "leader_epoch": state.leader_epoch, "isr": list(state.isr), "partition_epoch": state.zk_version,
-                "replicas": list(replicas), "is_new": is_new}
+                "partition_index": tp[1],
+                "controller_epoch": state.controller_epoch,
+                "leader": state.leader,
+                "leader_epoch": state.leader_epoch,
+                "isr": list(state.isr),
+                "partition_epoch": state.zk_version,
+                "replicas": list(replicas),
+                "is_new": is_new,
+            }
 
-    def add_update_metadata(self, brokers, tp: tuple[str, int], state: LeaderIsr | None, replicas: list[int],
-                            live: set[int], deleting: bool = False) -> None:
+    def add_update_metadata(
+        self,
+        brokers,
+        tp: tuple[str, int],
+        state: LeaderIsr | None,
+        replicas: list[int],
+        live: set[int],
+        deleting: bool = False,
+    ) -> None:
         self.update_metadata_brokers.update(brokers)
         if state is None:
             return
         self.update_metadata[tp] = {
-            "partition_index": tp[1], "controller_epoch": state.controller_epoch,
-            "leader": -2 if deleting else state.leader, "leader_epoch": state.leader_epoch, "isr": list(state.isr),
-            "zk_version": state.zk_version, "replicas": list(replicas),
-            "offline_replicas": [r for r in replicas if r not in live]}
+            "partition_index": tp[1],
+            "controller_epoch": state.controller_epoch,
+            "leader": -2 if deleting else state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+            "zk_version": state.zk_version,
+            "replicas": list(replicas),
+            "offline_replicas": [r for r in replicas if r not in live],
+        }
 
     def add_stop_replica(self, brokers, tp: tuple[str, int], delete: bool, leader_epoch: int = -1) -> None:
         for broker in brokers:
             self.stop_replica.setdefault(broker, {})[tp] = (delete, leader_epoch)
 
-    def send(self, channels: BrokerChannels, epoch: int, live: dict[int, BrokerRegistration],
-             broker_epochs: dict[int, int], topic_ids: dict, on_response: Callable | None = None) -> None:
+    def send(
+        self,
+        channels: BrokerChannels,
+        epoch: int,
+        live: dict[int, BrokerRegistration],
+        broker_epochs: dict[int, int],
+        topic_ids: dict,
+        on_response: Callable | None = None,
+    ) -> None:
         """Send everything collected, then clear the batch. LeaderAndIsr goes first (so replicas
         know their role before Metadata points clients at them)."""
         leaders = [{"broker_id": b, "host_name": r.endpoints[0][1], "port": r.endpoints[0][2]} for b, r in live.items()]
         for broker, states in self.leader_and_isr.items():
             if broker not in live:
                 continue
-            channels.send(broker, LEADER_AND_ISR, {
-                "controller_id": self.controller_id, "controller_epoch": epoch,
-                "broker_epoch": broker_epochs.get(broker, -1), "type": 0,
-                "topic_states": _group(states, topic_ids), "live_leaders": leaders}, on_response)
+            channels.send(
+                broker,
+                LEADER_AND_ISR,
+                {
+                    "controller_id": self.controller_id,
+                    "controller_epoch": epoch,
+                    "broker_epoch": broker_epochs.get(broker, -1),
+                    "type": 0,
+                    "topic_states": _group(states, topic_ids),
+                    "live_leaders": leaders,
+                },
+                on_response,
+            )
         if self.update_metadata_brokers:
-            live_brokers = [{"id": b, "rack": r.rack, "endpoints": [
-                {"port": p, "host": h, "listener": n, "security_protocol": 0} for n, h, p in r.endpoints]}
-                for b, r in live.items()]
+            live_brokers = [
+                {
+                    "id": b,
+                    "rack": r.rack,
+                    "endpoints": [
+                        {"port": p, "host": h, "listener": n, "security_protocol": 0} for n, h, p in r.endpoints
+                    ],
+                }
+                for b, r in live.items()
+            ]
             for broker in self.update_metadata_brokers:
                 if broker in live:
-                    channels.send(broker, UPDATE_METADATA, {
-                        "controller_id": self.controller_id, "controller_epoch": epoch,
-                        "broker_epoch": broker_epochs.get(broker, -1),
-                        "topic_states": _group(self.update_metadata, topic_ids), "live_brokers": live_brokers})
+                    channels.send(
+                        broker,
+                        UPDATE_METADATA,
+                        {
+                            "controller_id": self.controller_id,
+                            "controller_epoch": epoch,
+                            "broker_epoch": broker_epochs.get(broker, -1),
+                            "topic_states": _group(self.update_metadata, topic_ids),
+                            "live_brokers": live_brokers,
+                        },
+                    )
         for broker, parts in self.stop_replica.items():
             if broker not in live:
                 continue
             topics: dict[str, list] = {}
             for (topic, index), (delete, leader_epoch) in parts.items():
-                topics.setdefault(topic, []).append({"partition_index": index, "leader_epoch": leader_epoch,
-                                                     "delete_partition": delete})
-            channels.send(broker, STOP_REPLICA, {
-                "controller_id": self.controller_id, "controller_epoch": epoch,
-                "broker_epoch": broker_epochs.get(broker, -1),
-                "topic_states": [{"topic_name": t, "partition_states": ps} for t, ps in topics.items()]}, on_response)
+                topics.setdefault(topic, []).append(
+                    {"partition_index": index, "leader_epoch": leader_epoch, "delete_partition": delete}
+                )
+            channels.send(
+                broker,
+                STOP_REPLICA,
+                {
+                    "controller_id": self.controller_id,
+                    "controller_epoch": epoch,
+                    "broker_epoch": broker_epochs.get(broker, -1),
+                    "topic_states": [{"topic_name": t, "partition_states": ps} for t, ps in topics.items()],
+                },
+                on_response,
+            )
         self.leader_and_isr.clear()
         self.update_metadata.clear()
         self.update_metadata_brokers.clear()
@@ -166,4 +224,6 @@ def _group(states: dict[tuple[str, int], dict], topic_ids: dict) -> list[dict]:
     topics: dict[str, list] = {}
     for (topic, _), state in sorted(states.items()):
         topics.setdefault(topic, []).append(state)
-    return [{"topic_name": t, "topic_id": topic_ids.get(t, ZERO_UUID), "partition_states": ps} for t, ps in topics.items()]
+    return [
+        {"topic_name": t, "topic_id": topic_ids.get(t, ZERO_UUID), "partition_states": ps} for t, ps in topics.items()
+    ]

@@ -20,8 +20,9 @@ its zkVersion, then sent as LeaderAndIsr to the replicas and UpdateMetadata to e
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import trio
 
@@ -97,9 +98,14 @@ class KafkaController:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             handle = _WatchHandle()
-            await trio.to_thread.run_sync(lambda: self.zk._kazoo.DataWatch(
-                zkdata.CONTROLLER, lambda data, stat, event=None: self._post_from_kazoo(
-                    handle, "controller_changed", None if data is None else zkdata.decode_controller(data))))
+            await trio.to_thread.run_sync(
+                lambda: self.zk._kazoo.DataWatch(
+                    zkdata.CONTROLLER,
+                    lambda data, stat, event=None: self._post_from_kazoo(
+                        handle, "controller_changed", None if data is None else zkdata.decode_controller(data)
+                    ),
+                )
+            )
             task_status.started()
             async for event in self._receive:
                 try:
@@ -157,7 +163,7 @@ class KafkaController:
             if found is not None and zkdata.decode_controller(found[0]) != self.broker_id and self.active:
                 self._resign("another broker won the election")
             elif found is not None and zkdata.decode_controller(found[0]) == self.broker_id and not self.active:
-                await self._on_failover()   # our own node, e.g. after a session moved
+                await self._on_failover()  # our own node, e.g. after a session moved
             return
         await self._on_failover()
 
@@ -199,26 +205,40 @@ class KafkaController:
         log.info("broker %d is the controller (epoch %d)", self.broker_id, self.ctx.epoch)
         scope = self._active_scope = trio.CancelScope()
         self._nursery.start_soon(self._active_tasks, scope)
-        for path, kind in ((zkdata.BROKER_IDS, "broker_change"), (zkdata.TOPICS, "topic_change"),
-                           (zkdata.DELETE_TOPICS, "delete_topics"), (zkdata.ISR_CHANGE_NOTIFICATION, "isr_change")):
+        for path, kind in (
+            (zkdata.BROKER_IDS, "broker_change"),
+            (zkdata.TOPICS, "topic_change"),
+            (zkdata.DELETE_TOPICS, "delete_topics"),
+            (zkdata.ISR_CHANGE_NOTIFICATION, "isr_change"),
+        ):
             await self._watch_children(path, kind)
         handle = _WatchHandle()
         self._watches.append(handle)
-        await trio.to_thread.run_sync(lambda: self.zk._kazoo.DataWatch(
-            zkdata.PREFERRED_REPLICA_ELECTION, lambda data, stat, event=None: self._post_from_kazoo(
-                handle, "preferred_election", None if data is None else zkdata.decode_partitions(data))))
+        await trio.to_thread.run_sync(
+            lambda: self.zk._kazoo.DataWatch(
+                zkdata.PREFERRED_REPLICA_ELECTION,
+                lambda data, stat, event=None: self._post_from_kazoo(
+                    handle, "preferred_election", None if data is None else zkdata.decode_partitions(data)
+                ),
+            )
+        )
         started = trio.current_time()
         await self._load_context()
-        log.info("controller context loaded: %d brokers, %d partitions in %.0f ms", len(self.ctx.live_brokers),
-                 len(self.ctx.leadership), (trio.current_time() - started) * 1000)
+        log.info(
+            "controller context loaded: %d brokers, %d partitions in %.0f ms",
+            len(self.ctx.live_brokers),
+            len(self.ctx.leadership),
+            (trio.current_time() - started) * 1000,
+        )
         # Announce everything: metadata to all, roles to every replica, then elect missing leaders.
         live = self.ctx.live_ids
         for tp in self.ctx.all_partitions():
             state = self.ctx.leadership.get(tp)
             self.ctx.partition_states[tp] = NEW if state is None else (ONLINE if state.leader in live else OFFLINE)
             if state is not None:
-                self.batch.add_leader_and_isr([r for r in self.ctx.replicas(tp) if r in live], tp, state,
-                                              self.ctx.replicas(tp))
+                self.batch.add_leader_and_isr(
+                    [r for r in self.ctx.replicas(tp) if r in live], tp, state, self.ctx.replicas(tp)
+                )
             self.batch.add_update_metadata(live, tp, state, self.ctx.replicas(tp), live)
         self.batch.update_metadata_brokers.update(live)
         self._send_batch()
@@ -246,8 +266,11 @@ class KafkaController:
         handle = _WatchHandle()
         self._watches.append(handle)
         await self.zk.ensure_path(path)
-        await trio.to_thread.run_sync(lambda: self.zk._kazoo.ChildrenWatch(
-            path, lambda children: self._post_from_kazoo(handle, kind, sorted(children))))
+        await trio.to_thread.run_sync(
+            lambda: self.zk._kazoo.ChildrenWatch(
+                path, lambda children: self._post_from_kazoo(handle, kind, sorted(children))
+            )
+        )
 
     async def _load_context(self) -> None:
         for child in await self.zk.get_children(zkdata.BROKER_IDS):
@@ -285,8 +308,9 @@ class KafkaController:
 
     def _send_batch(self) -> None:
         if self.channels is not None:
-            self.batch.send(self.channels, self.ctx.epoch, self.ctx.live_brokers, self.ctx.broker_epochs,
-                            self.ctx.topic_ids)
+            self.batch.send(
+                self.channels, self.ctx.epoch, self.ctx.live_brokers, self.ctx.broker_epochs, self.ctx.topic_ids
+            )
 
     # ---- partition state machine -------------------------------------------------------------------
     async def _write_leadership(self, tp: TopicPartition, new: LeaderIsr, create: bool) -> LeaderIsr | None:
@@ -296,12 +320,14 @@ class KafkaController:
         try:
             if create:
                 await self.zk.ensure_path(path.rsplit("/", 1)[0])
-                await self.zk.fenced_write(zkdata.CONTROLLER_EPOCH, self.ctx.epoch_zk_version,
-                                           [("create", path, new.encode())])
+                await self.zk.fenced_write(
+                    zkdata.CONTROLLER_EPOCH, self.ctx.epoch_zk_version, [("create", path, new.encode())]
+                )
                 version = 0
             else:
-                (stat,) = await self.zk.fenced_write(zkdata.CONTROLLER_EPOCH, self.ctx.epoch_zk_version,
-                                                     [("set", path, new.encode(), new.zk_version)])
+                (stat,) = await self.zk.fenced_write(
+                    zkdata.CONTROLLER_EPOCH, self.ctx.epoch_zk_version, [("set", path, new.encode(), new.zk_version)]
+                )
                 version = stat.version
         except (BadVersionError, NodeExistsError, NoNodeError) as e:
             log.info("partition state write for %s lost a race (%s); re-reading", tp, type(e).__name__)
@@ -321,8 +347,13 @@ class KafkaController:
         if chosen is None:
             return current, None
         leader, isr = chosen
-        return current, LeaderIsr(leader, (current.leader_epoch + 1) if current else 0, tuple(isr), self.ctx.epoch,
-                                  current.zk_version if current else 0)
+        return current, LeaderIsr(
+            leader,
+            (current.leader_epoch + 1) if current else 0,
+            tuple(isr),
+            self.ctx.epoch,
+            current.zk_version if current else 0,
+        )
 
     def _adopt(self, tp: TopicPartition, stored: LeaderIsr, is_new: bool) -> None:
         """A written state becomes the controller's, and LeaderAndIsr + UpdateMetadata are queued."""
@@ -366,8 +397,11 @@ class KafkaController:
         op_lists = []
         for tp, _, current, new in plans:
             path = zkdata.partition_state_path(*tp)
-            op_lists.append([("create", path.rsplit("/", 1)[0], b""), ("create", path, new.encode())] if current is None
-                            else [("set", path, new.encode(), new.zk_version)])
+            op_lists.append(
+                [("create", path.rsplit("/", 1)[0], b""), ("create", path, new.encode())]
+                if current is None
+                else [("set", path, new.encode(), new.zk_version)]
+            )
         outcomes = await self.zk.fenced_write_many(zkdata.CONTROLLER_EPOCH, self.ctx.epoch_zk_version, op_lists)
         retry = []
         for (tp, choose, current, new), outcome in zip(plans, outcomes):
@@ -375,8 +409,11 @@ class KafkaController:
                 retry.append((tp, choose))
                 continue
             version = 0 if current is None else outcome[-1].version
-            self._adopt(tp, LeaderIsr(new.leader, new.leader_epoch, new.isr, new.controller_epoch, version),
-                        is_new=current is None)
+            self._adopt(
+                tp,
+                LeaderIsr(new.leader, new.leader_epoch, new.isr, new.controller_epoch, version),
+                is_new=current is None,
+            )
             done[tp] = True
         for tp, choose in retry:
             if self.active:
@@ -397,15 +434,22 @@ class KafkaController:
             unclean = self._unclean_allowed(tp[0])
 
             def choose(current):
-                if current is None:   # a new partition: all live replicas start in sync
+                if current is None:  # a new partition: all live replicas start in sync
                     live_replicas = [r for r in replicas if r in live]
                     return (live_replicas[0], live_replicas) if live_replicas else None
                 chosen = election.offline_partition_leader(replicas, list(current.isr), live, unclean)
                 if chosen is not None and chosen[0] not in current.isr:
-                    log.warning("UNCLEAN leader election for %s-%d: broker %d leads without being in the ISR %s; "
-                                "records only the old ISR held are lost", *tp, chosen[0], list(current.isr))
+                    log.warning(
+                        "UNCLEAN leader election for %s-%d: broker %d leads without being in the ISR %s; "
+                        "records only the old ISR held are lost",
+                        *tp,
+                        chosen[0],
+                        list(current.isr),
+                    )
                 return chosen
+
             return choose
+
         done = await self._change_leaderships([(tp, chooser(tp)) for tp in partitions])
         for tp in partitions:
             if done[tp]:
@@ -421,7 +465,7 @@ class KafkaController:
         known = self.ctx.live_ids
         dead, new = known - now, now - known
         bounced = set()
-        for b in now & known:   # same id, new registration (restarted faster than we noticed)
+        for b in now & known:  # same id, new registration (restarted faster than we noticed)
             found = await self.zk.get_or_none(zkdata.broker_path(b))
             if found is not None and found[1].czxid != self.ctx.broker_epochs.get(b):
                 bounced.add(b)
@@ -443,11 +487,15 @@ class KafkaController:
             self.ctx.set_state(tp, OFFLINE)
         await self._elect_leaders(leaderless)
         # Replicas on dead brokers leave every ISR they were in (OfflineReplica).
-        shrinking = [tp for tp, state in list(self.ctx.leadership.items())
-                     if tp not in leaderless and set(state.isr) & dead and state.leader in live]
+        shrinking = [
+            tp
+            for tp, state in list(self.ctx.leadership.items())
+            if tp not in leaderless and set(state.isr) & dead and state.leader in live
+        ]
 
         def shrink(cur):
             return (cur.leader, [r for r in cur.isr if r not in dead]) if cur.leader in live else None
+
         await self._change_leaderships([(tp, shrink) for tp in shrinking])
         for tp in self.ctx.all_partitions():
             self.batch.add_update_metadata(live, tp, self.ctx.leadership.get(tp), self.ctx.replicas(tp), live)
@@ -491,8 +539,14 @@ class KafkaController:
         results = []
         live = sorted(self.ctx.live_ids)
         for t in body.topics:
-            result = {"name": t.name, "error_code": ErrorCode.NONE, "error_message": None, "num_partitions": -1,
-                      "replication_factor": -1, "topic_id": ZERO_UUID}
+            result = {
+                "name": t.name,
+                "error_code": ErrorCode.NONE,
+                "error_message": None,
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "topic_id": ZERO_UUID,
+            }
             try:
                 configs = {c.name: c.value for c in t.configs}
                 manual = {a.partition_index: list(a.broker_ids) for a in t.assignments}
@@ -540,9 +594,12 @@ class KafkaController:
         live = self.ctx.live_ids
         for tp in self.ctx.partitions_of(name):
             state = self.ctx.leadership.get(tp)
-            self.batch.add_stop_replica([r for r in self.ctx.replicas(tp) if r in live], tp, delete=True, leader_epoch=-2)
-            self.batch.add_update_metadata(live, tp, state or LeaderIsr(-1, 0, (), self.ctx.epoch),
-                                           self.ctx.replicas(tp), live, deleting=True)
+            self.batch.add_stop_replica(
+                [r for r in self.ctx.replicas(tp) if r in live], tp, delete=True, leader_epoch=-2
+            )
+            self.batch.add_update_metadata(
+                live, tp, state or LeaderIsr(-1, 0, (), self.ctx.epoch), self.ctx.replicas(tp), live, deleting=True
+            )
         self._send_batch()
         for tp in self.ctx.partitions_of(name):
             self.ctx.set_state(tp, OFFLINE)
@@ -597,8 +654,9 @@ class KafkaController:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif state.leader == replicas[0]:
                 results[tp] = ErrorCode.ELECTION_NOT_NEEDED
-            elif await self._change_leadership(tp, lambda cur, r=replicas: election.preferred_replica_leader(
-                    r, list(cur.isr), live)):
+            elif await self._change_leadership(
+                tp, lambda cur, r=replicas: election.preferred_replica_leader(r, list(cur.isr), live)
+            ):
                 results[tp] = ErrorCode.NONE
             else:
                 results[tp] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
@@ -638,13 +696,24 @@ class KafkaController:
             if state is None or len(self.ctx.replicas(tp)) < 2:
                 continue
             if state.leader == broker_id:
-                await self._change_leadership(tp, lambda cur, r=self.ctx.replicas(tp): election.controlled_shutdown_leader(
-                    r, list(cur.isr), live, self.ctx.shutting_down))
+                await self._change_leadership(
+                    tp,
+                    lambda cur, r=self.ctx.replicas(tp): election.controlled_shutdown_leader(
+                        r, list(cur.isr), live, self.ctx.shutting_down
+                    ),
+                )
             elif broker_id in state.isr:
-                await self._change_leadership(tp, lambda cur: (cur.leader, [r for r in cur.isr if r != broker_id])
-                                              if cur.leader in live and len(cur.isr) > 1 else None)
+                await self._change_leadership(
+                    tp,
+                    lambda cur: (
+                        (cur.leader, [r for r in cur.isr if r != broker_id])
+                        if cur.leader in live and len(cur.isr) > 1
+                        else None
+                    ),
+                )
         self._send_batch()
         remaining = [tp for tp, s in self.ctx.leadership.items() if s.leader == broker_id]
-        log.info("controller: controlled shutdown of broker %d leaves %d partitions led by it", broker_id, len(remaining))
+        log.info(
+            "controller: controlled shutdown of broker %d leaves %d partitions led by it", broker_id, len(remaining)
+        )
         return ErrorCode.NONE, remaining
-

@@ -7,8 +7,9 @@ Each takes the assignment (AR, in order), the ISR and the live brokers and retur
 from __future__ import annotations
 
 
-def offline_partition_leader(assignment: list[int], isr: list[int], live: set[int],
-                             unclean_enabled: bool) -> tuple[int, list[int]] | None:
+def offline_partition_leader(
+    assignment: list[int], isr: list[int], live: set[int], unclean_enabled: bool
+) -> tuple[int, list[int]] | None:
     """First live ISR member in assignment order; with unclean election enabled and no such
     member, the first live replica (the ISR becomes just it: data it lacks is lost)."""
     live_isr = [r for r in isr if r in live]
@@ -29,8 +30,9 @@ def preferred_replica_leader(assignment: list[int], isr: list[int], live: set[in
     return None
 
 
-def controlled_shutdown_leader(assignment: list[int], isr: list[int], live: set[int],
-                               shutting_down: set[int]) -> tuple[int, list[int]] | None:
+def controlled_shutdown_leader(
+    assignment: list[int], isr: list[int], live: set[int], shutting_down: set[int]
+) -> tuple[int, list[int]] | None:
     """First live ISR member not shutting down; the ISR drops the brokers shutting down."""
     new_isr = [r for r in isr if r not in shutting_down]
     leader = next((r for r in assignment if r in new_isr and r in live), None)

@@ -27,8 +27,10 @@ class TopicError(Exception):
 
 def validate_name(name: str) -> None:
     if not name or name in (".", "..") or len(name) > MAX_NAME_LENGTH or not LEGAL_TOPIC.match(name):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"topic name {name!r} is illegal: it must be 1-249 of [a-zA-Z0-9._-], not '.' or '..'")
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"topic name {name!r} is illegal: it must be 1-249 of [a-zA-Z0-9._-], not '.' or '..'",
+        )
 
 
 def validate_configs(configs: dict[str, str]) -> None:
@@ -39,8 +41,14 @@ def validate_configs(configs: dict[str, str]) -> None:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
 
 
-def plan_topic(name: str, num_partitions: int, replication_factor: int, live_brokers: list[int], configs: dict,
-               manual: dict[int, list[int]] | None = None) -> dict[int, list[int]]:
+def plan_topic(
+    name: str,
+    num_partitions: int,
+    replication_factor: int,
+    live_brokers: list[int],
+    configs: dict,
+    manual: dict[int, list[int]] | None = None,
+) -> dict[int, list[int]]:
     """Validate and choose an assignment; raises TopicError with Kafka's code."""
     validate_name(name)
     validate_configs(configs)
@@ -52,7 +60,9 @@ def plan_topic(name: str, num_partitions: int, replication_factor: int, live_bro
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"partition {p}: replicas {replicas}")
         return manual
     if num_partitions <= 0:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"number of partitions must be larger than 0, got {num_partitions}")
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS, f"number of partitions must be larger than 0, got {num_partitions}"
+        )
     try:
         return assign_replicas(num_partitions, replication_factor, live_brokers)
     except InvalidReplicationFactor as e:

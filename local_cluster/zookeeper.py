@@ -52,7 +52,7 @@ class ZooKeeperProcess:
         return f"127.0.0.1:{self.port}"
 
     @classmethod
-    def start(cls, directory: Path, port: int = 0, timeout_s: float = 30.0) -> "ZooKeeperProcess":
+    def start(cls, directory: Path, port: int = 0, timeout_s: float = 30.0) -> ZooKeeperProcess:
         java = shutil.which("java")
         missing = [p for p in CLASSPATH if not Path(p).exists()]
         if java is None or missing:
@@ -63,16 +63,31 @@ class ZooKeeperProcess:
         (directory / "zoo.cfg").write_text(
             f"tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={directory / 'data'}\n"
             f"clientPortAddress=127.0.0.1\nclientPort={port}\nadmin.enableServer=false\n"
-            f"4lw.commands.whitelist=*\nminSessionTimeout=1000\nmaxSessionTimeout=60000\n")
+            f"4lw.commands.whitelist=*\nminSessionTimeout=1000\nmaxSessionTimeout=60000\n"
+        )
         (directory / "log4j.properties").write_text(
             "log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n"
             "log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n"
-            "log4j.appender.CONSOLE.layout.ConversionPattern=%d %-5p [zookeeper] %c{1}: %m%n\n")
+            "log4j.appender.CONSOLE.layout.ConversionPattern=%d %-5p [zookeeper] %c{1}: %m%n\n"
+        )
         log_file = open(directory / "zookeeper.log", "ab")
         process = subprocess.Popen(
-            [java, "-Xms32m", "-Xmx64m", "-XX:+UseSerialGC", f"-Dlog4j.configuration=file:{directory / 'log4j.properties'}",
-             "-cp", ":".join(CLASSPATH), "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(directory / "zoo.cfg")],
-            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            [
+                java,
+                "-Xms32m",
+                "-Xmx64m",
+                "-XX:+UseSerialGC",
+                f"-Dlog4j.configuration=file:{directory / 'log4j.properties'}",
+                "-cp",
+                ":".join(CLASSPATH),
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                str(directory / "zoo.cfg"),
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         log_file.close()
         zk = cls(directory, port, process)
         deadline = time.monotonic() + timeout_s

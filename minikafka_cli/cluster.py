@@ -33,13 +33,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--brokers", type=int, default=3, help="how many brokers, ids 1..N (default 3)")
     up.add_argument("--zookeeper-port", type=int, default=2181)
     up.add_argument("--base-port", type=int, default=9092, help="broker i listens on base-port + i - 1")
-    up.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra broker configuration for every broker (repeatable)")
-    for name, text in (("status", "brokers, controller, topics, under-replicated and offline partitions"),
-                       ("down", "stop everything this cluster started")):
+    up.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra broker configuration for every broker (repeatable)",
+    )
+    for name, text in (
+        ("status", "brokers, controller, topics, under-replicated and offline partitions"),
+        ("down", "stop everything this cluster started"),
+    ):
         sub.add_parser(name, help=text)
-    for name, text in (("kill", "SIGKILL a broker"), ("stop", "SIGTERM a broker (controlled shutdown)"),
-                       ("start", "start a stopped broker again (same config, same log dir)")):
+    for name, text in (
+        ("kill", "SIGKILL a broker"),
+        ("stop", "SIGTERM a broker (controlled shutdown)"),
+        ("start", "start a stopped broker again (same config, same log dir)"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("broker_id", type=int)
     for p in sub.choices.values():
@@ -94,8 +104,9 @@ def _wait_gone(entry: dict, timeout_s: float) -> None:
 
 
 def _start_broker(directory: Path, broker_id: int, entry: dict, zk_connect: str, overrides: dict) -> dict:
-    broker = BrokerProcess.create(broker_id, directory / f"broker-{broker_id}", zk_connect, port=entry["port"],
-                                  **overrides)
+    broker = BrokerProcess.create(
+        broker_id, directory / f"broker-{broker_id}", zk_connect, port=entry["port"], **overrides
+    )
     broker.start(detached=True)
     config = str(broker.directory / "server.properties")
     return {**entry, "pid": broker.process.pid, "marker": config, "dir": str(broker.directory)}
@@ -132,20 +143,27 @@ def up(args) -> int:
         zk = ZooKeeperProcess.start(directory / "zookeeper", port=args.zookeeper_port)
     except ZooKeeperError as e:
         raise ClusterError(str(e)) from None
-    state = {"zookeeper": {"pid": zk.process.pid, "port": zk.port, "marker": str(directory / "zookeeper" / "zoo.cfg")},
-             "brokers": {}, "overrides": overrides}
+    state = {
+        "zookeeper": {"pid": zk.process.pid, "port": zk.port, "marker": str(directory / "zookeeper" / "zoo.cfg")},
+        "brokers": {},
+        "overrides": overrides,
+    }
     _save(directory, state)
     for i in range(1, args.brokers + 1):
         try:
-            state["brokers"][str(i)] = _start_broker(directory, i, {"port": args.base_port + i - 1}, zk.connect, overrides)
+            state["brokers"][str(i)] = _start_broker(
+                directory, i, {"port": args.base_port + i - 1}, zk.connect, overrides
+            )
         except BrokerStartError as e:
             _save(directory, state)
             raise ClusterError(f"broker {i} did not start: {str(e).splitlines()[0]}") from None
         _save(directory, state)
     bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in state["brokers"].values())
     controller = trio.run(_wait_ready, bootstrap, args.brokers)
-    print(f"cluster up in {time.monotonic() - started:.1f} s: ZooKeeper 127.0.0.1:{zk.port}, "
-          f"{args.brokers} brokers, controller {controller}")
+    print(
+        f"cluster up in {time.monotonic() - started:.1f} s: ZooKeeper 127.0.0.1:{zk.port}, "
+        f"{args.brokers} brokers, controller {controller}"
+    )
     print(f"bootstrap servers: {bootstrap}")
     return 0
 
@@ -162,7 +180,9 @@ async def _status(state: dict) -> None:
     async with Cluster.open(bootstrap, retries=2) as cluster:
         md = await cluster.refresh_metadata(None)
     print(f"controller: {md.controller_id}")
-    under = [(t, p) for t, parts in md.topics.items() for p, info in parts.items() if len(info.isr) < len(info.replicas)]
+    under = [
+        (t, p) for t, parts in md.topics.items() for p, info in parts.items() if len(info.isr) < len(info.replicas)
+    ]
     offline = [(t, p) for t, parts in md.topics.items() for p, info in parts.items() if info.leader < 0]
     print(f"topics: {len(md.topics)} ({', '.join(sorted(md.topics)) or 'none'})")
     print(f"under-replicated partitions: {len(under)}" + (f" {sorted(under)}" if under else ""))
@@ -201,8 +221,9 @@ def run(args: argparse.Namespace) -> int:
             raise ClusterError(f"broker {args.broker_id} is already running")
         zk_connect = f"127.0.0.1:{state['zookeeper']['port']}"
         try:
-            state["brokers"][str(args.broker_id)] = _start_broker(directory, args.broker_id, entry, zk_connect,
-                                                                  state.get("overrides", {}))
+            state["brokers"][str(args.broker_id)] = _start_broker(
+                directory, args.broker_id, entry, zk_connect, state.get("overrides", {})
+            )
         except BrokerStartError as e:
             raise ClusterError(f"broker {args.broker_id} did not start: {str(e).splitlines()[0]}") from None
         _save(directory, state)

@@ -4,7 +4,8 @@ an unreachable cluster or a Kafka error), never a traceback."""
 from __future__ import annotations
 
 import sys
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 

@@ -44,6 +44,7 @@ def _text(data: bytes | None) -> str | None:
 
 def _format(args, partition: int, record: rb.Record) -> str:
     if args.json:
+
         def enc(b):
             if b is None:
                 return None
@@ -51,9 +52,17 @@ def _format(args, partition: int, record: rb.Record) -> str:
                 return b.decode("utf-8")
             except UnicodeDecodeError:
                 return {"base64": base64.b64encode(b).decode()}
-        return json.dumps({"partition": partition, "offset": record.offset, "timestamp": record.timestamp,
-                           "key": enc(record.key), "value": enc(record.value),
-                           "headers": {h.key: enc(h.value) for h in record.headers}})
+
+        return json.dumps(
+            {
+                "partition": partition,
+                "offset": record.offset,
+                "timestamp": record.timestamp,
+                "key": enc(record.key),
+                "value": enc(record.value),
+                "headers": {h.key: enc(h.value) for h in record.headers},
+            }
+        )
     fields = []
     if args.print_offset:
         fields.append(f"{partition}:{record.offset}")
@@ -78,8 +87,11 @@ async def _consume(args, out) -> int:
             partitions = [args.partition]
         positions = {}
         for p in partitions:
-            positions[p] = args.offset if args.offset is not None else \
-                await list_offset(cluster, args.topic, p, EARLIEST if args.from_beginning else LATEST)
+            positions[p] = (
+                args.offset
+                if args.offset is not None
+                else await list_offset(cluster, args.topic, p, EARLIEST if args.from_beginning else LATEST)
+            )
         idle_deadline = None if args.timeout_ms is None else trio.current_time() + args.timeout_ms / 1000
         while True:
             got_any = False

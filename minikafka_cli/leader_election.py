@@ -14,8 +14,12 @@ from protocol.errors import ErrorCode
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
-    parser.add_argument("--preferred", action="store_true", required=True,
-                        help="elect each partition's preferred replica (the only election type offered)")
+    parser.add_argument(
+        "--preferred",
+        action="store_true",
+        required=True,
+        help="elect each partition's preferred replica (the only election type offered)",
+    )
     parser.add_argument("--topic", help="only this topic (default: every partition)")
     parser.add_argument("--partition", type=int, help="only this partition of --topic")
 
@@ -35,6 +39,7 @@ async def _run(args) -> int:
             if r.get("error_code", 0) == ErrorCode.NOT_CONTROLLER:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER, "the controller moved")
             return r
+
         response = await cluster.retry(attempt, "ElectLeaders")
     status = 0
     for topic in response.replica_election_results:

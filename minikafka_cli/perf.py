@@ -34,8 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
     common.add_argument("--topic", required=True)
     common.add_argument("--num-records", type=_positive, required=True)
-    common.add_argument("--client", choices=["ours", "confluent"], default="ours",
-                        help="our trio client (default) or confluent-kafka")
+    common.add_argument(
+        "--client", choices=["ours", "confluent"], default="ours", help="our trio client (default) or confluent-kafka"
+    )
     common.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     p = sub.add_parser("produce", parents=[common], help="producer throughput and latency")
@@ -48,8 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--idempotence", action="store_true", help="idempotent producer (needs --acks all)")
 
     c = sub.add_parser("consume", parents=[common], help="consumer throughput from the log start")
-    c.add_argument("--fetch-max-bytes", type=_positive, default=None,
-                   help="bytes per fetch (default: 1 MiB per partition ours, 50 MiB confluent)")
+    c.add_argument(
+        "--fetch-max-bytes",
+        type=_positive,
+        default=None,
+        help="bytes per fetch (default: 1 MiB per partition ours, 50 MiB confluent)",
+    )
     c.add_argument("--timeout", type=float, default=120, help="give up after this many seconds")
 
     e = sub.add_parser("end-to-end", parents=[common], help="produce-to-consume latency at a paced rate")
@@ -71,32 +76,78 @@ def _check(args) -> str | None:
 
 def _confluent(args) -> Result:
     from perf import confluent
+
     if args.perf_command == "produce":
-        return confluent.produce(args.bootstrap_server, args.topic, num_records=args.num_records,
-                                 record_size=args.record_size, throughput=args.throughput, acks=ACKS[args.acks],
-                                 batch_size=args.batch_size, linger_ms=args.linger_ms,
-                                 compression=args.compression, idempotence=args.idempotence)
+        return confluent.produce(
+            args.bootstrap_server,
+            args.topic,
+            num_records=args.num_records,
+            record_size=args.record_size,
+            throughput=args.throughput,
+            acks=ACKS[args.acks],
+            batch_size=args.batch_size,
+            linger_ms=args.linger_ms,
+            compression=args.compression,
+            idempotence=args.idempotence,
+        )
     if args.perf_command == "consume":
-        return confluent.consume(args.bootstrap_server, args.topic, num_records=args.num_records,
-                                 fetch_max_bytes=args.fetch_max_bytes or 52428800, timeout_s=args.timeout)
-    return confluent.end_to_end(args.bootstrap_server, args.topic, num_records=args.num_records,
-                                throughput=args.throughput, record_size=args.record_size, acks=ACKS[args.acks],
-                                partition=args.partition, linger_ms=args.linger_ms, timeout_s=args.timeout)
+        return confluent.consume(
+            args.bootstrap_server,
+            args.topic,
+            num_records=args.num_records,
+            fetch_max_bytes=args.fetch_max_bytes or 52428800,
+            timeout_s=args.timeout,
+        )
+    return confluent.end_to_end(
+        args.bootstrap_server,
+        args.topic,
+        num_records=args.num_records,
+        throughput=args.throughput,
+        record_size=args.record_size,
+        acks=ACKS[args.acks],
+        partition=args.partition,
+        linger_ms=args.linger_ms,
+        timeout_s=args.timeout,
+    )
 
 
 def _ours(args):
     if args.perf_command == "produce":
         optional = {k: v for k, v in (("batch_size", args.batch_size), ("linger_ms", args.linger_ms)) if v is not None}
-        return functools.partial(ours.produce, args.bootstrap_server, args.topic, num_records=args.num_records,
-                                 record_size=args.record_size, throughput=args.throughput, acks=ACKS[args.acks],
-                                 compression=rb.CODECS[args.compression], idempotence=args.idempotence, **optional)
+        return functools.partial(
+            ours.produce,
+            args.bootstrap_server,
+            args.topic,
+            num_records=args.num_records,
+            record_size=args.record_size,
+            throughput=args.throughput,
+            acks=ACKS[args.acks],
+            compression=rb.CODECS[args.compression],
+            idempotence=args.idempotence,
+            **optional,
+        )
     if args.perf_command == "consume":
-        return functools.partial(ours.consume, args.bootstrap_server, args.topic, num_records=args.num_records,
-                                 fetch_max_bytes=args.fetch_max_bytes or 1048576, timeout_s=args.timeout)
+        return functools.partial(
+            ours.consume,
+            args.bootstrap_server,
+            args.topic,
+            num_records=args.num_records,
+            fetch_max_bytes=args.fetch_max_bytes or 1048576,
+            timeout_s=args.timeout,
+        )
     optional = {"linger_ms": args.linger_ms} if args.linger_ms is not None else {}
-    return functools.partial(ours.end_to_end, args.bootstrap_server, args.topic, num_records=args.num_records,
-                             throughput=args.throughput, record_size=args.record_size, acks=ACKS[args.acks],
-                             partition=args.partition, timeout_s=args.timeout, **optional)
+    return functools.partial(
+        ours.end_to_end,
+        args.bootstrap_server,
+        args.topic,
+        num_records=args.num_records,
+        throughput=args.throughput,
+        record_size=args.record_size,
+        acks=ACKS[args.acks],
+        partition=args.partition,
+        timeout_s=args.timeout,
+        **optional,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.client == "confluent":
         from perf.confluent import PerfClientError
+
         try:
             result = _confluent(args)
         except PerfClientError as e:

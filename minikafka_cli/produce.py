@@ -13,8 +13,8 @@ import sys
 from tqdm import tqdm
 
 from client import Cluster
-from minikafka_cli.common import run_trio
 from client.producer import Producer
+from minikafka_cli.common import run_trio
 from protocol import record_batch as rb
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
@@ -26,16 +26,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", type=argparse.FileType("rb"), help="read records from this file (default: stdin)")
     parser.add_argument("--partition", type=int, help="send every record to this partition")
     parser.add_argument("--key-separator", help="split each line into key and value at the first SEP")
-    parser.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
-                        help="add this header to every record (repeatable)")
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="add this header to every record (repeatable)",
+    )
     parser.add_argument("--acks", choices=sorted(ACKS), default="all", help="0, 1 or all (default all)")
     parser.add_argument("--compression", choices=sorted(rb.CODECS), default="none")
     parser.add_argument("--linger-ms", type=int, default=5, help="wait this long to fill a batch (default 5)")
     parser.add_argument("--batch-size", type=int, default=16384, help="bytes per batch (default 16384)")
-    parser.add_argument("--max-in-flight", type=int, default=5, choices=range(1, 6), metavar="1..5",
-                        help="batches in flight per partition (default 5)")
-    parser.add_argument("--no-idempotence", action="store_true",
-                        help="do not use an idempotent producer (retries may then duplicate)")
+    parser.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=5,
+        choices=range(1, 6),
+        metavar="1..5",
+        help="batches in flight per partition (default 5)",
+    )
+    parser.add_argument(
+        "--no-idempotence", action="store_true", help="do not use an idempotent producer (retries may then duplicate)"
+    )
 
 
 def _records(stream, key_separator: str | None):
@@ -57,13 +69,20 @@ async def _produce(args, headers) -> tuple[int, int]:
     progress = tqdm(unit=" records", disable=args.file is None or not sys.stderr.isatty(), file=sys.stderr)
     ok = failed = 0
     async with Cluster.open(args.bootstrap_server) as cluster:
-        async with Producer.open(cluster, acks=acks, idempotent=idempotent, max_in_flight=args.max_in_flight,
-                                 linger_ms=args.linger_ms, batch_size=args.batch_size,
-                                 compression=rb.CODECS[args.compression]) as producer:
+        async with Producer.open(
+            cluster,
+            acks=acks,
+            idempotent=idempotent,
+            max_in_flight=args.max_in_flight,
+            linger_ms=args.linger_ms,
+            batch_size=args.batch_size,
+            compression=rb.CODECS[args.compression],
+        ) as producer:
             deliveries = []
             for key, value in _records(stream, args.key_separator):
-                deliveries.append(await producer.send(args.topic, value, key=key, headers=headers,
-                                                      partition=args.partition))
+                deliveries.append(
+                    await producer.send(args.topic, value, key=key, headers=headers, partition=args.partition)
+                )
                 progress.update(1)
             await producer.flush()
     progress.close()

@@ -12,4 +12,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from examples import flights
+
     return flights.main((["--rows", str(args.rows)] if args.rows else []) + (["--dir", args.dir] if args.dir else []))

@@ -14,21 +14,27 @@ from protocol.errors import ErrorCode
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
-    for name, text in (("create", "create a topic"), ("list", "list topics"), ("describe", "show partitions"),
-                       ("delete", "delete a topic")):
+    for name, text in (
+        ("create", "create a topic"),
+        ("list", "list topics"),
+        ("describe", "show partitions"),
+        ("delete", "delete a topic"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
         if name != "list":
             p.add_argument("--topic", required=name != "describe", help="the topic (describe: all when omitted)")
         if name == "create":
             p.add_argument("--partitions", type=int, default=-1, help="default: the broker's num.partitions")
-            p.add_argument("--replication-factor", type=int, default=-1,
-                           help="default: the broker's default.replication.factor")
+            p.add_argument(
+                "--replication-factor", type=int, default=-1, help="default: the broker's default.replication.factor"
+            )
             p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="topic config")
 
 
 async def _on_controller(cluster: Cluster, api_key: int, make_body, errors_of) -> list:
     """Send make_body(version) to the active controller, retrying while NOT_CONTROLLER."""
+
     async def attempt(refresh):
         md = await cluster.refresh_metadata([])
         conn = await cluster.broker_connection(md.controller_id)
@@ -38,6 +44,7 @@ async def _on_controller(cluster: Cluster, api_key: int, make_body, errors_of) -
         if any(code == ErrorCode.NOT_CONTROLLER for _, code, _ in results):
             raise KafkaError(ErrorCode.NOT_CONTROLLER, "the controller moved")
         return results
+
     return await cluster.retry(attempt, "controller request")
 
 
@@ -50,17 +57,30 @@ async def _run(args) -> int:
                 if not sep:
                     raise ValueError(f"--config {item!r} is not KEY=VALUE")
                 configs.append({"name": key, "value": value})
-            body = {"topics": [{"name": args.topic, "num_partitions": args.partitions,
-                                "replication_factor": args.replication_factor, "configs": configs}], "timeout_ms": 30000}
-            results = await _on_controller(cluster, 19, lambda version: body,
-                                           lambda r: [(t.name, t.error_code, t.error_message) for t in r.topics])
+            body = {
+                "topics": [
+                    {
+                        "name": args.topic,
+                        "num_partitions": args.partitions,
+                        "replication_factor": args.replication_factor,
+                        "configs": configs,
+                    }
+                ],
+                "timeout_ms": 30000,
+            }
+            results = await _on_controller(
+                cluster, 19, lambda version: body, lambda r: [(t.name, t.error_code, t.error_message) for t in r.topics]
+            )
             return _report(results, "Created topic {}.")
         if args.action == "delete":
-            def delete_body(version):   # v6 names topics in `topics`, v1-5 in `topic_names`
+
+            def delete_body(version):  # v6 names topics in `topics`, v1-5 in `topic_names`
                 names = {"topics": [{"name": args.topic}]} if version >= 6 else {"topic_names": [args.topic]}
                 return {**names, "timeout_ms": 30000}
-            results = await _on_controller(cluster, 20, delete_body,
-                                           lambda r: [(t.name, t.error_code, None) for t in r.responses])
+
+            results = await _on_controller(
+                cluster, 20, delete_body, lambda r: [(t.name, t.error_code, None) for t in r.responses]
+            )
             return _report(results, "Deleted topic {}.")
         md = await cluster.refresh_metadata(None if args.action == "list" or not args.topic else [args.topic])
         if args.action == "list":
@@ -75,8 +95,10 @@ async def _run(args) -> int:
             rf = max((len(p.replicas) for p in parts.values()), default=0)
             print(f"Topic: {name}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}")
             for index, p in sorted(parts.items()):
-                print(f"\tTopic: {name}\tPartition: {index}\tLeader: {p.leader}\t"
-                      f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+                print(
+                    f"\tTopic: {name}\tPartition: {index}\tLeader: {p.leader}\t"
+                    f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+                )
         return 0
 
 
@@ -86,7 +108,9 @@ def _report(results, success: str) -> int:
         if code == ErrorCode.NONE:
             print(success.format(name))
         else:
-            print(f"minikafka topics: {name}: {ErrorCode(code).name}{f': {message}' if message else ''}", file=sys.stderr)
+            print(
+                f"minikafka topics: {name}: {ErrorCode(code).name}{f': {message}' if message else ''}", file=sys.stderr
+            )
             status = 1
     return status
 

@@ -25,8 +25,8 @@ import json
 import logging
 import time
 
-from perf.stats import Latency, Result, Throttler, process_cpu_s, sample_every
 from perf.ours import age_ms, payload, stamped
+from perf.stats import Latency, Result, Throttler, process_cpu_s, sample_every
 
 _TIMEOUT_S = 30
 # librdkafka's own log lines (connection refused, retries...) would bury the one-line result or
@@ -76,8 +76,9 @@ def _retry_when_full(producer, send) -> None:
             producer.poll(0.005)
 
 
-def _send_paced(producer, topic: str, value: bytes, n: int, every: int, throttler: Throttler, sampled,
-                start: float) -> None:
+def _send_paced(
+    producer, topic: str, value: bytes, n: int, every: int, throttler: Throttler, sampled, start: float
+) -> None:
     """One produce() per record, paced to the throttler; delivery reports are served while
     waiting, so a sampled latency is the acknowledgement's, not the next poll's."""
     for i in range(n):
@@ -109,15 +110,16 @@ def _send_batched(ck, producer, topic: str, value: bytes, n: int, every: int, sa
                 continue
             failed = [m for m in pending if "_error" in m]
             retry = [m for m in failed if m.pop("_error").code() == ck.KafkaError._QUEUE_FULL]
-            if retry:    # others (none expected) stay unsent and show up as errors from end offsets
+            if retry:  # others (none expected) stay unsent and show up as errors from end offsets
                 producer.poll(0.005)
             pending = retry
         producer.poll(0)
         i += run
 
 
-def _settled_end_offsets(consumer, ck, topic: str, partitions: list[int], before: dict[int, int],
-                         expected: int, wait_s: float = 5.0) -> dict[int, int]:
+def _settled_end_offsets(
+    consumer, ck, topic: str, partitions: list[int], before: dict[int, int], expected: int, wait_s: float = 5.0
+) -> dict[int, int]:
     """End offsets (high watermarks) once they cover `expected` new records, or as they stand
     after `wait_s` (with acks=1 the high watermark trails the acknowledgements briefly)."""
     deadline = time.monotonic() + wait_s
@@ -129,21 +131,38 @@ def _settled_end_offsets(consumer, ck, topic: str, partitions: list[int], before
 
 
 def _consumer(ck, bootstrap: str, **extra):
-    return ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "minikafka-perf", "enable.auto.commit": False,
-                        **_BASE, **extra})
+    return ck.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "minikafka-perf", "enable.auto.commit": False, **_BASE, **extra}
+    )
 
 
-def produce(bootstrap: str, topic: str, *, num_records: int, record_size: int, throughput: float = -1,
-            acks: int = -1, batch_size: int | None = None, linger_ms: int | None = None,
-            compression: str = "none", idempotence: bool = False) -> Result:
+def produce(
+    bootstrap: str,
+    topic: str,
+    *,
+    num_records: int,
+    record_size: int,
+    throughput: float = -1,
+    acks: int = -1,
+    batch_size: int | None = None,
+    linger_ms: int | None = None,
+    compression: str = "none",
+    idempotence: bool = False,
+) -> Result:
     ck = _kafka()
     partitions = _partitions(ck, bootstrap, topic)
     probe = _consumer(ck, bootstrap)
     try:
         before = _end_offsets(probe, ck, topic, partitions)
-        conf = {"bootstrap.servers": bootstrap, **_BASE, "acks": str(acks),
-                "compression.type": compression, "enable.idempotence": idempotence,
-                "queue.buffering.max.messages": 1000000, "queue.buffering.max.kbytes": 262144}
+        conf = {
+            "bootstrap.servers": bootstrap,
+            **_BASE,
+            "acks": str(acks),
+            "compression.type": compression,
+            "enable.idempotence": idempotence,
+            "queue.buffering.max.messages": 1000000,
+            "queue.buffering.max.kbytes": 262144,
+        }
         if batch_size is not None:
             conf["batch.size"] = batch_size
         if linger_ms is not None:
@@ -161,6 +180,7 @@ def produce(bootstrap: str, topic: str, *, num_records: int, record_size: int, t
                     samples.append((time.monotonic() - sent_at) * 1000)
                 else:
                     failed_samples[0] += 1
+
             return report
 
         start, cpu = time.monotonic(), process_cpu_s()
@@ -177,25 +197,42 @@ def produce(bootstrap: str, topic: str, *, num_records: int, record_size: int, t
         probe.close()
     written = sum(after[p] - before[p] for p in partitions)
     errors = max(0, num_records - written)
-    return Result("produce", "confluent", written, written * record_size, elapsed, Latency.of(samples), errors,
-                  extra={"not_delivered": left, "failed_samples": failed_samples[0], "client_cpu_s": cpu})
+    return Result(
+        "produce",
+        "confluent",
+        written,
+        written * record_size,
+        elapsed,
+        Latency.of(samples),
+        errors,
+        extra={"not_delivered": left, "failed_samples": failed_samples[0], "client_cpu_s": cpu},
+    )
 
 
-def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_bytes: int = 52428800,
-            timeout_s: float = 60) -> Result:
+def consume(
+    bootstrap: str, topic: str, *, num_records: int, fetch_max_bytes: int = 52428800, timeout_s: float = 60
+) -> Result:
     ck = _kafka()
     partitions = _partitions(ck, bootstrap, topic)
     rtt: list[dict] = []
     # librdkafka pauses fetching for fetch.queue.backoff.ms (1 s) whenever queued.min.messages are
     # waiting for the application; both are raised so the broker, not that pause, sets the pace.
-    consumer = _consumer(ck, bootstrap, **{"fetch.max.bytes": fetch_max_bytes, "statistics.interval.ms": 500,
-                                           "stats_cb": lambda s: rtt.append(_fetch_rtt(s)),
-                                           "fetch.queue.backoff.ms": 1, "queued.min.messages": 1000000})
+    consumer = _consumer(
+        ck,
+        bootstrap,
+        **{
+            "fetch.max.bytes": fetch_max_bytes,
+            "statistics.interval.ms": 500,
+            "stats_cb": lambda s: rtt.append(_fetch_rtt(s)),
+            "fetch.queue.backoff.ms": 1,
+            "queued.min.messages": 1000000,
+        },
+    )
     try:
         consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions])
         counted = nbytes = 0
         assigned = time.monotonic()
-        start = None   # as kafka-consumer-perf-test, the clock starts at the first record
+        start = None  # as kafka-consumer-perf-test, the clock starts at the first record
         while counted < num_records:
             if time.monotonic() > assigned + timeout_s:
                 raise PerfClientError(f"only {counted} of {num_records} records within {timeout_s:.0f} s")
@@ -206,17 +243,38 @@ def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_bytes: in
             if start is None and counted:
                 start, cpu = time.monotonic(), process_cpu_s()
         elapsed, cpu = time.monotonic() - start, process_cpu_s() - cpu
-        consumer.poll(0.6)   # one more statistics window
+        consumer.poll(0.6)  # one more statistics window
     except ck.KafkaException as e:
         raise PerfClientError(str(e)) from None
     finally:
         consumer.close()
     window = next((w for w in reversed(rtt) if w), None)
-    latency = Latency(window["cnt"], window["avg"] / 1000, window["p50"] / 1000, window["p95"] / 1000,
-                      window["p99"] / 1000, window["max"] / 1000) if window else None
-    return Result("consume", "confluent", counted, nbytes, elapsed, latency,
-                  extra={"partitions": len(partitions), "latency_source": "librdkafka rtt (us -> ms)",
-                         "startup_s": start - assigned, "client_cpu_s": cpu})
+    latency = (
+        Latency(
+            window["cnt"],
+            window["avg"] / 1000,
+            window["p50"] / 1000,
+            window["p95"] / 1000,
+            window["p99"] / 1000,
+            window["max"] / 1000,
+        )
+        if window
+        else None
+    )
+    return Result(
+        "consume",
+        "confluent",
+        counted,
+        nbytes,
+        elapsed,
+        latency,
+        extra={
+            "partitions": len(partitions),
+            "latency_source": "librdkafka rtt (us -> ms)",
+            "startup_s": start - assigned,
+            "client_cpu_s": cpu,
+        },
+    )
 
 
 def _fetch_rtt(stats_json: str) -> dict:
@@ -226,8 +284,18 @@ def _fetch_rtt(stats_json: str) -> dict:
     return max(windows, key=lambda w: w["cnt"]) if windows else {}
 
 
-def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: float, record_size: int = 100,
-               acks: int = -1, partition: int = 0, linger_ms: int | None = None, timeout_s: float = 60) -> Result:
+def end_to_end(
+    bootstrap: str,
+    topic: str,
+    *,
+    num_records: int,
+    throughput: float,
+    record_size: int = 100,
+    acks: int = -1,
+    partition: int = 0,
+    linger_ms: int | None = None,
+    timeout_s: float = 60,
+) -> Result:
     if record_size < 8:
         raise ValueError("end-to-end records carry an 8-byte timestamp: --record-size must be >= 8")
     ck = _kafka()
@@ -253,7 +321,9 @@ def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: floa
         deadline = start + timeout_s
         while len(latencies) < num_records:
             if time.monotonic() > deadline:
-                raise PerfClientError(f"only {len(latencies)} of {num_records} records came back within {timeout_s:.0f} s")
+                raise PerfClientError(
+                    f"only {len(latencies)} of {num_records} records came back within {timeout_s:.0f} s"
+                )
             while sent < num_records and throttler.delay_s(sent + 1, time.monotonic() - start) == 0:
                 producer.produce(topic, stamped(pad), partition=partition)
                 sent += 1
@@ -267,5 +337,12 @@ def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: floa
         raise PerfClientError(str(e)) from None
     finally:
         consumer.close()
-    return Result("end-to-end", "confluent", len(latencies), len(latencies) * record_size, elapsed,
-                  Latency.of(latencies), extra={"target_records_per_s": throughput})
+    return Result(
+        "end-to-end",
+        "confluent",
+        len(latencies),
+        len(latencies) * record_size,
+        elapsed,
+        Latency.of(latencies),
+        extra={"target_records_per_s": throughput},
+    )

@@ -46,23 +46,39 @@ def payload(record_size: int) -> bytes:
     return (b"ABCDEFGHIJKLMNOPQRSTUVWXYZ" * (record_size // 26 + 1))[:record_size]
 
 
-async def produce(bootstrap: str, topic: str, *, num_records: int, record_size: int, throughput: float = -1,
-                  acks: int = 1, batch_size: int = 16384, linger_ms: int = 5, compression: int = rb.NONE,
-                  idempotence: bool = False) -> Result:
+async def produce(
+    bootstrap: str,
+    topic: str,
+    *,
+    num_records: int,
+    record_size: int,
+    throughput: float = -1,
+    acks: int = 1,
+    batch_size: int = 16384,
+    linger_ms: int = 5,
+    compression: int = rb.NONE,
+    idempotence: bool = False,
+) -> Result:
     value = payload(record_size)
     every = sample_every(num_records)
     throttler = Throttler(throughput)
     samples, outstanding = [], deque()
     async with Cluster.open(bootstrap, client_id="minikafka-perf") as cluster:
-        async with Producer.open(cluster, acks=acks, idempotent=idempotence, linger_ms=linger_ms,
-                                 batch_size=batch_size, compression=compression) as producer:
+        async with Producer.open(
+            cluster,
+            acks=acks,
+            idempotent=idempotence,
+            linger_ms=linger_ms,
+            batch_size=batch_size,
+            compression=compression,
+        ) as producer:
             start, cpu = time.monotonic(), process_cpu_s()
             for i in range(num_records):
                 sent_at = time.monotonic()
                 delivery = await producer.send(topic, value)
                 if i % every == 0:
                     outstanding.append((sent_at, delivery))
-                if len(outstanding) > 4096:   # settle what is done, keep memory flat
+                if len(outstanding) > 4096:  # settle what is done, keep memory flat
                     _settle(outstanding, samples, wait_all=False)
                 delay = throttler.delay_s(i + 1, time.monotonic() - start)
                 if delay > 0:
@@ -71,8 +87,16 @@ async def produce(bootstrap: str, topic: str, *, num_records: int, record_size: 
             elapsed, cpu = time.monotonic() - start, process_cpu_s() - cpu
             _settle(outstanding, samples, wait_all=True)
             failed = sum(state.failed for state in producer.partitions.values())
-    return Result("produce", "ours", num_records - failed, (num_records - failed) * record_size, elapsed,
-                  Latency.of(samples), failed, extra={"client_cpu_s": cpu})
+    return Result(
+        "produce",
+        "ours",
+        num_records - failed,
+        (num_records - failed) * record_size,
+        elapsed,
+        Latency.of(samples),
+        failed,
+        extra={"client_cpu_s": cpu},
+    )
 
 
 def _settle(outstanding: deque, samples: list, wait_all: bool) -> None:
@@ -83,8 +107,9 @@ def _settle(outstanding: deque, samples: list, wait_all: bool) -> None:
             samples.append((delivery.completed_at - sent_at) * 1000)
 
 
-async def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_bytes: int = 1048576,
-                  timeout_s: float = 60) -> Result:
+async def consume(
+    bootstrap: str, topic: str, *, num_records: int, fetch_max_bytes: int = 1048576, timeout_s: float = 60
+) -> Result:
     """Read `num_records` from the start of `topic` (all partitions). Raises trio.TooSlowError if
     they are not there within `timeout_s`."""
     counted, nbytes, latencies = 0, 0, []
@@ -99,7 +124,9 @@ async def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_byt
             offset = offsets[partition]
             while not done.is_set():
                 t0 = time.monotonic()
-                data = await fetch_records(cluster, topic, partition, offset, max_wait_ms=500, max_bytes=fetch_max_bytes)
+                data = await fetch_records(
+                    cluster, topic, partition, offset, max_wait_ms=500, max_bytes=fetch_max_bytes
+                )
                 latencies.append((time.monotonic() - t0) * 1000)
                 for pos, header in rb.iter_batches(data, allow_partial_tail=True):
                     if header.next_offset <= offset:
@@ -115,12 +142,29 @@ async def consume(bootstrap: str, topic: str, *, num_records: int, fetch_max_byt
                 for p in partitions:
                     nursery.start_soon(reader, p)
         elapsed, cpu = time.monotonic() - start, process_cpu_s() - cpu
-    return Result("consume", "ours", counted, nbytes, elapsed, Latency.of(latencies),
-                  extra={"partitions": len(partitions), "fetches": len(latencies), "client_cpu_s": cpu})
+    return Result(
+        "consume",
+        "ours",
+        counted,
+        nbytes,
+        elapsed,
+        Latency.of(latencies),
+        extra={"partitions": len(partitions), "fetches": len(latencies), "client_cpu_s": cpu},
+    )
 
 
-async def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput: float, record_size: int = 100,
-                     acks: int = -1, partition: int = 0, linger_ms: int = 5, timeout_s: float = 60) -> Result:
+async def end_to_end(
+    bootstrap: str,
+    topic: str,
+    *,
+    num_records: int,
+    throughput: float,
+    record_size: int = 100,
+    acks: int = -1,
+    partition: int = 0,
+    linger_ms: int = 5,
+    timeout_s: float = 60,
+) -> Result:
     """Produce at `throughput` records/s to `partition` while a fetch loop reads them back;
     latency = consume time - produce time per record (wall clock, one process)."""
     if record_size < 8:
@@ -153,6 +197,12 @@ async def end_to_end(bootstrap: str, topic: str, *, num_records: int, throughput
                         if delay > 0:
                             await trio.sleep(delay)
         elapsed = time.monotonic() - start
-    return Result("end-to-end", "ours", len(latencies), len(latencies) * record_size, elapsed,
-                  Latency.of(latencies), extra={"target_records_per_s": throughput})
-
+    return Result(
+        "end-to-end",
+        "ours",
+        len(latencies),
+        len(latencies) * record_size,
+        elapsed,
+        Latency.of(latencies),
+        extra={"target_records_per_s": throughput},
+    )

@@ -16,7 +16,7 @@ import math
 import resource
 from dataclasses import asdict, dataclass, field
 
-MB = 1024 * 1024   # Kafka's perf tools divide by 1024 * 1024 for "MB/sec"
+MB = 1024 * 1024  # Kafka's perf tools divide by 1024 * 1024 for "MB/sec"
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Latency:
     max: float
 
     @classmethod
-    def of(cls, samples_ms: list[float]) -> "Latency | None":
+    def of(cls, samples_ms: list[float]) -> Latency | None:
         """Summary of `samples_ms` (None when empty). Percentiles are nearest-rank, as Kafka's
         perf tools compute them (sorted sample at index ceil(q * n) - 1)."""
         if not samples_ms:
@@ -74,13 +74,17 @@ class Result:
 
     def line(self) -> str:
         verb = {"produce": "sent", "consume": "consumed", "end-to-end": "sent and consumed"}[self.kind]
-        text = (f"{self.records} records {verb}, {self.records_per_s:.1f} records/sec "
-                f"({self.mb_per_s:.2f} MB/sec) in {self.seconds:.2f} s")
+        text = (
+            f"{self.records} records {verb}, {self.records_per_s:.1f} records/sec "
+            f"({self.mb_per_s:.2f} MB/sec) in {self.seconds:.2f} s"
+        )
         if self.latency is not None:
             what = {"produce": "latency", "consume": "fetch latency", "end-to-end": "end-to-end latency"}[self.kind]
             lat = self.latency
-            text += (f", {what} ms: {lat.avg:.2f} avg, {lat.p50:.2f} p50, {lat.p95:.2f} p95, "
-                     f"{lat.p99:.2f} p99, {lat.max:.2f} max ({lat.count} samples)")
+            text += (
+                f", {what} ms: {lat.avg:.2f} avg, {lat.p50:.2f} p50, {lat.p95:.2f} p95, "
+                f"{lat.p99:.2f} p99, {lat.max:.2f} max ({lat.count} samples)"
+            )
         if self.errors:
             text += f", {self.errors} errors"
         return text
@@ -91,7 +95,7 @@ class Result:
         return json.dumps(d)
 
     @classmethod
-    def from_json(cls, text: str) -> "Result":
+    def from_json(cls, text: str) -> Result:
         d = json.loads(text)
         d.pop("records_per_s", None)
         d.pop("mb_per_s", None)

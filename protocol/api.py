@@ -22,8 +22,8 @@ from __future__ import annotations
 import io
 import logging
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from protocol.errors import MalformedMessage, UnsupportedApiKey, UnsupportedVersion
 from protocol.schemas import APIS, headers
@@ -76,8 +76,15 @@ def _compile_all(mapping: dict) -> dict:
 
 #: api_key -> ApiSchema for every served API (built once at import, never mutated).
 SCHEMAS: dict[int, ApiSchema] = {
-    key: ApiSchema(key, mod.NAME, mod.VERSIONS[0], mod.VERSIONS[1], mod.FLEXIBLE_FROM,
-                   _compile_all(mod.REQUEST), _compile_all(mod.RESPONSE))
+    key: ApiSchema(
+        key,
+        mod.NAME,
+        mod.VERSIONS[0],
+        mod.VERSIONS[1],
+        mod.FLEXIBLE_FROM,
+        _compile_all(mod.REQUEST),
+        _compile_all(mod.RESPONSE),
+    )
     for key, mod in APIS.items()
 }
 BY_NAME: dict[str, ApiSchema] = {s.name: s for s in SCHEMAS.values()}
@@ -150,8 +157,13 @@ def decode_request(frame) -> Request:
     header = _parse_all(_REQUEST_HEADERS[schema.request_header_version(api_version)], reader, "request header")
     body = _parse_all(schema.requests[api_version], reader, f"{schema.name} v{api_version} request")
     if reader.remaining():
-        log.debug("ignoring %d bytes after a %s v%d request from %r", reader.remaining(), schema.name,
-                  api_version, header.get("client_id"))
+        log.debug(
+            "ignoring %d bytes after a %s v%d request from %r",
+            reader.remaining(),
+            schema.name,
+            api_version,
+            header.get("client_id"),
+        )
     return Request(header, body)
 
 
@@ -172,8 +184,9 @@ def _response_structs(api_key: int, api_version: int, correlation_id: int) -> tu
     return _RESPONSE_HEADERS[schema.response_header_version(api_version)], schema.responses[api_version]
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict,
-                    *, size_prefix: bool = True) -> bytes:
+def encode_response(
+    api_key: int, api_version: int, correlation_id: int, body: dict, *, size_prefix: bool = True
+) -> bytes:
     """Encode a response to a request of (api_key, api_version): header + body, by default with
     the int32 size prefix ready for the socket."""
     header_struct, body_struct = _response_structs(api_key, api_version, correlation_id)
@@ -188,7 +201,7 @@ class _ScatterWriter:
     BY_REFERENCE = 32768
 
     def __init__(self) -> None:
-        self.parts: list = [bytearray(4)]   # the size prefix, filled in by finish()
+        self.parts: list = [bytearray(4)]  # the size prefix, filled in by finish()
         self.size = 0
 
     def write(self, data) -> int:
@@ -217,14 +230,30 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int, b
     return out.finish()
 
 
-def encode_request(api_key: int, api_version: int, correlation_id: int, body: dict,
-                   client_id: str | None = "minikafka", *, size_prefix: bool = True) -> bytes:
+def encode_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    body: dict,
+    client_id: str | None = "minikafka",
+    *,
+    size_prefix: bool = True,
+) -> bytes:
     """Encode a request (what a client sends), by default with the size prefix."""
     schema = schema_for(api_key, api_version, correlation_id)
-    header = {"request_api_key": api_key, "request_api_version": api_version,
-              "correlation_id": correlation_id, "client_id": client_id}
-    return _encode(_REQUEST_HEADERS[schema.request_header_version(api_version)], header,
-                   schema.requests[api_version], body, size_prefix)
+    header = {
+        "request_api_key": api_key,
+        "request_api_version": api_version,
+        "correlation_id": correlation_id,
+        "client_id": client_id,
+    }
+    return _encode(
+        _REQUEST_HEADERS[schema.request_header_version(api_version)],
+        header,
+        schema.requests[api_version],
+        body,
+        size_prefix,
+    )
 
 
 def decode_response(api_key: int, api_version: int, frame) -> tuple[int, FieldDict]:
@@ -241,5 +270,7 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, FieldDi
 def served_api_versions() -> list[dict]:
     """The `api_keys` array of an ApiVersions response: every served API with its version range
     (ApiVersions v0-3, KIP-35/KIP-511)."""
-    return [{"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
-            for s in sorted(SCHEMAS.values(), key=lambda s: s.api_key)]
+    return [
+        {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
+        for s in sorted(SCHEMAS.values(), key=lambda s: s.api_key)
+    ]

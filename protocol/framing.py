@@ -58,12 +58,12 @@ class FrameDecoder:
                 self._need = size
             if len(self._buf) < self._need:
                 break
-            if len(self._buf) == self._need:   # the buffer is exactly this frame: hand it over, no copy
+            if len(self._buf) == self._need:  # the buffer is exactly this frame: hand it over, no copy
                 frames.append(self._buf)
                 self._buf = bytearray()
             else:
-                frames.append(bytes(self._buf[:self._need]))
-                del self._buf[:self._need]
+                frames.append(bytes(self._buf[: self._need]))
+                del self._buf[: self._need]
             self._need = None
         return frames
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Iterator, NamedTuple, Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import cramjam
 import crc32c
@@ -42,7 +43,7 @@ from protocol.errors import CorruptRecordBatch, UnsupportedCompression, Unsuppor
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
-LOG_OVERHEAD = 12          # base_offset + batch_length: bytes not counted in batch_length
+LOG_OVERHEAD = 12  # base_offset + batch_length: bytes not counted in batch_length
 CRC_START = 21
 MAGIC = 2
 
@@ -173,7 +174,7 @@ def iter_batches(buf, *, allow_partial_tail: bool = False) -> Iterator[tuple[int
 
 def compute_crc(buf, pos: int, header_size: int) -> int:
     """CRC-32C of the batch at `pos` from attributes to its end (`header_size` = total size)."""
-    return crc32c.crc32c(memoryview(buf)[pos + CRC_START:pos + header_size])
+    return crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + header_size])
 
 
 def validate_batch(buf, pos: int, header: BatchHeader, *, check_records: bool = True) -> None:
@@ -194,18 +195,17 @@ def check_record_framing(buf, pos: int, header: BatchHeader) -> None:
     CorruptRecordBatch (or UnsupportedCompression)."""
     count = header.records_count
     if header.last_offset_delta + 1 != count:
-        raise CorruptRecordBatch(f"last_offset_delta {header.last_offset_delta} disagrees with "
-                                 f"records_count {count}")
-    payload = memoryview(buf)[pos + HEADER_SIZE:pos + header.size]
+        raise CorruptRecordBatch(f"last_offset_delta {header.last_offset_delta} disagrees with records_count {count}")
+    payload = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
     if header.compression != NONE:
         payload = decompress(header.compression, payload)
     p, end, n = 0, len(payload), 0
     while p < end:
         b = payload[p]
-        if b < 0x80:                                   # 1-byte zig-zag varint
+        if b < 0x80:  # 1-byte zig-zag varint
             length = (b >> 1) ^ -(b & 1)
             p += 1
-        elif p + 1 < end and payload[p + 1] < 0x80:    # 2-byte (records of 64..8191 bytes)
+        elif p + 1 < end and payload[p + 1] < 0x80:  # 2-byte (records of 64..8191 bytes)
             raw = (b & 0x7F) | (payload[p + 1] << 7)
             length = (raw >> 1) ^ -(raw & 1)
             p += 2
@@ -239,6 +239,7 @@ def set_log_append_time(buf, pos: int, timestamp_ms: int) -> None:
 
 # ---- compression ---------------------------------------------------------------------------
 
+
 def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
     """Compress a records payload as Kafka's Java producer does for `codec`. `level` is the
     codec's compression level (KIP-390: gzip 1-9, lz4 1-17, zstd -131072-22); None or, for gzip,
@@ -252,7 +253,7 @@ def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
     if codec == SNAPPY:  # xerial framing, as snappy-java's SnappyOutputStream writes
         out = bytearray(_XERIAL_HEADER + _I32.pack(1) + _I32.pack(1))
         for i in range(0, len(data), _XERIAL_BLOCK):
-            block = bytes(cramjam.snappy.compress_raw(data[i:i + _XERIAL_BLOCK]))
+            block = bytes(cramjam.snappy.compress_raw(data[i : i + _XERIAL_BLOCK]))
             out += _I32.pack(len(block)) + block
         return bytes(out)
     if codec == LZ4:  # LZ4 frame, independent blocks (KafkaLZ4BlockOutputStream)
@@ -270,8 +271,8 @@ def recompress(buf, pos: int, header: BatchHeader, codec: int, level: int | None
     The records themselves, the offsets, timestamps, producer fields and the other attributes
     stay as they are; the length, attributes and CRC are rewritten. Raises CorruptRecordBatch if
     the payload does not decompress."""
-    payload = memoryview(buf)[pos + HEADER_SIZE:pos + header.size]
-    out = bytearray(buf[pos:pos + HEADER_SIZE]) + compress(codec, decompress(header.compression, payload), level)
+    payload = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
+    out = bytearray(buf[pos : pos + HEADER_SIZE]) + compress(codec, decompress(header.compression, payload), level)
     _I32.pack_into(out, 8, len(out) - LOG_OVERHEAD)
     struct.pack_into(">h", out, CRC_START, (header.attributes & ~COMPRESSION_MASK) | codec)
     _U32.pack_into(out, 17, compute_crc(out, 0, len(out)))
@@ -306,12 +307,13 @@ def _snappy_decompress(data: bytes) -> bytes:
         n = _I32.unpack_from(data, pos)[0]
         if n < 0 or pos + 4 + n > len(data):
             raise CorruptRecordBatch("xerial snappy block overruns the payload")
-        out += cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + n])
+        out += cramjam.snappy.decompress_raw(data[pos + 4 : pos + 4 + n])
         pos += 4 + n
     return bytes(out)
 
 
 # ---- records --------------------------------------------------------------------------------
+
 
 def read_varint(buf, pos: int, end: int, max_bytes: int = 10) -> tuple[int, int]:
     """Zig-zag varint (max_bytes 5) or varlong (10) at pos -> (value, next pos); raises
@@ -337,14 +339,14 @@ def _read_blob(buf, pos: int, end: int) -> tuple[bytes | None, int]:
         return None, pos
     if pos + n > end:
         raise CorruptRecordBatch("a record field overruns its record")
-    return bytes(buf[pos:pos + n]), pos + n
+    return bytes(buf[pos : pos + n]), pos + n
 
 
 def decode_records(buf, pos: int = 0, header: BatchHeader | None = None) -> list[Record]:
     """Decode (decompressing if needed) the records of the batch at `pos`. Raises
     CorruptRecordBatch if they do not parse or their number differs from records_count."""
     header = header or read_header(buf, pos)
-    payload = memoryview(buf)[pos + HEADER_SIZE:pos + header.size]
+    payload = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
     if header.compression != NONE:
         payload = decompress(header.compression, payload)
     records = []
@@ -378,8 +380,11 @@ def decode_records(buf, pos: int = 0, header: BatchHeader | None = None) -> list
                 raise CorruptRecordBatch("header key is not UTF-8") from None
         if p != rec_end:
             raise CorruptRecordBatch(f"record has {rec_end - p} bytes beyond its fields")
-        records.append(Record(header.base_offset + off_delta, header.base_timestamp + ts_delta,
-                              key, value, tuple(headers), attributes))
+        records.append(
+            Record(
+                header.base_offset + off_delta, header.base_timestamp + ts_delta, key, value, tuple(headers), attributes
+            )
+        )
     if len(records) != header.records_count:
         raise CorruptRecordBatch(f"header says {header.records_count} records, payload holds {len(records)}")
     return records
@@ -400,19 +405,40 @@ def _blob(data: bytes | None) -> bytes:
     return encode_varint(-1) if data is None else encode_varint(len(data)) + data
 
 
-def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
-                  headers: Sequence[tuple[str, bytes | None]] = ()) -> bytes:
+def encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]] = (),
+) -> bytes:
     """One record in v2 layout, length prefix included."""
-    fields = [b"\x00", encode_varint(timestamp_delta), encode_varint(offset_delta), _blob(key), _blob(value),
-              encode_varint(len(headers))]
+    fields = [
+        b"\x00",
+        encode_varint(timestamp_delta),
+        encode_varint(offset_delta),
+        _blob(key),
+        _blob(value),
+        encode_varint(len(headers)),
+    ]
     body = b"".join(fields + [_blob(k.encode("utf-8")) + _blob(v) for k, v in headers])
     return encode_varint(len(body)) + body
 
 
-def build_batch(records: Sequence[tuple], *, base_offset: int = 0, compression: int = NONE,
-                timestamp_ms: int | None = None, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
-                base_sequence: int = NO_SEQUENCE, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                transactional: bool = False, control: bool = False, log_append_time: bool = False) -> bytes:
+def build_batch(
+    records: Sequence[tuple],
+    *,
+    base_offset: int = 0,
+    compression: int = NONE,
+    timestamp_ms: int | None = None,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    transactional: bool = False,
+    control: bool = False,
+    log_append_time: bool = False,
+) -> bytes:
     """Build a v2 batch from records given as (key, value) or (key, value, headers) or
     (key, value, headers, timestamp_ms). Timestamps default to `timestamp_ms` (now if None)."""
     if not records:
@@ -420,14 +446,34 @@ def build_batch(records: Sequence[tuple], *, base_offset: int = 0, compression: 
     now = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     stamps = [r[3] if len(r) > 3 and r[3] is not None else now for r in records]
     base_ts = stamps[0]
-    body = b"".join(encode_record(i, ts - base_ts, r[0], r[1], r[2] if len(r) > 2 else ())
-                    for i, (r, ts) in enumerate(zip(records, stamps)))
-    attributes = compression | (TIMESTAMP_TYPE_BIT if log_append_time else 0) \
-        | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
+    body = b"".join(
+        encode_record(i, ts - base_ts, r[0], r[1], r[2] if len(r) > 2 else ())
+        for i, (r, ts) in enumerate(zip(records, stamps))
+    )
+    attributes = (
+        compression
+        | (TIMESTAMP_TYPE_BIT if log_append_time else 0)
+        | (TRANSACTIONAL_BIT if transactional else 0)
+        | (CONTROL_BIT if control else 0)
+    )
     payload = compress(compression, body)
     buf = bytearray(HEADER_SIZE) + payload
-    HEADER.pack_into(buf, 0, base_offset, len(buf) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
-                     attributes, len(records) - 1, base_ts, max(stamps), producer_id, producer_epoch,
-                     base_sequence, len(records))
+    HEADER.pack_into(
+        buf,
+        0,
+        base_offset,
+        len(buf) - LOG_OVERHEAD,
+        partition_leader_epoch,
+        MAGIC,
+        0,
+        attributes,
+        len(records) - 1,
+        base_ts,
+        max(stamps),
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    )
     _U32.pack_into(buf, 17, compute_crc(buf, 0, len(buf)))
     return bytes(buf)

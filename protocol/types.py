@@ -28,15 +28,36 @@ import struct
 import uuid
 from typing import Any
 
-from construct import Construct, Flag, Int8sb, Int16sb, Int16ub, Int32sb, Int32ub, Int64sb, Float64b
+from construct import Construct, Flag, Float64b, Int8sb, Int16sb, Int16ub, Int32sb, Int32ub, Int64sb
 
 from protocol.errors import FieldNotInVersion, MalformedMessage
 
 __all__ = [
-    "BufferReader", "FieldDict", "Int8sb", "Int16sb", "Int16ub", "Int32sb", "Int32ub", "Int64sb",
-    "Float64b", "Boolean", "UnsignedVarInt", "String", "NullableString", "CompactString",
-    "CompactNullableString", "Bytes", "NullableBytes", "CompactBytes", "CompactNullableBytes",
-    "Records", "CompactRecords", "Uuid", "Array", "KStruct", "ZERO_UUID",
+    "BufferReader",
+    "FieldDict",
+    "Int8sb",
+    "Int16sb",
+    "Int16ub",
+    "Int32sb",
+    "Int32ub",
+    "Int64sb",
+    "Float64b",
+    "Boolean",
+    "UnsignedVarInt",
+    "String",
+    "NullableString",
+    "CompactString",
+    "CompactNullableString",
+    "Bytes",
+    "NullableBytes",
+    "CompactBytes",
+    "CompactNullableBytes",
+    "Records",
+    "CompactRecords",
+    "Uuid",
+    "Array",
+    "KStruct",
+    "ZERO_UUID",
 ]
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -82,14 +103,14 @@ class BufferReader:
 
     def read(self, n: int) -> bytes:
         pos = self._advance(n)
-        data = self._buf[pos:pos + n]
+        data = self._buf[pos : pos + n]
         return data if self._is_bytes else bytes(data)
 
     def read_view(self, n: int) -> memoryview:
         pos = self._advance(n)
-        return self._view[pos:pos + n]
+        return self._view[pos : pos + n]
 
-    def sub(self, n: int) -> "BufferReader":
+    def sub(self, n: int) -> BufferReader:
         """A reader over the next `n` bytes (consumed from this one)."""
         pos = self._advance(n)
         return BufferReader(self._view, pos, pos + n)
@@ -187,9 +208,11 @@ class _Emitted(Construct):
 
     @staticmethod
     def _import(code) -> None:
-        code.append("from protocol.types import _rt, FieldDict, _MISSING, _check_absent, _read_tags, _write_tags, "
-                    "write_uvarint\n"
-                    "from protocol.errors import MalformedMessage\nfrom uuid import UUID")
+        code.append(
+            "from protocol.types import _rt, FieldDict, _MISSING, _check_absent, _read_tags, _write_tags, "
+            "write_uvarint\n"
+            "from protocol.errors import MalformedMessage\nfrom uuid import UUID"
+        )
 
 
 class _Runtime:
@@ -320,13 +343,21 @@ class _Prim(_Emitted):
 
 
 def _string(compact: bool, nullable: bool, name: str) -> _Prim:
-    return _Prim(name, f"_rt.read_string(io, {compact}, {nullable})",
-                 f"_rt.write_string(obj, io, {compact}, {nullable})", None if nullable else "")
+    return _Prim(
+        name,
+        f"_rt.read_string(io, {compact}, {nullable})",
+        f"_rt.write_string(obj, io, {compact}, {nullable})",
+        None if nullable else "",
+    )
 
 
 def _bytes(compact: bool, nullable: bool, name: str, zero_copy: bool = False) -> _Prim:
-    return _Prim(name, f"_rt.read_bytes(io, {compact}, {nullable}, {zero_copy})",
-                 f"_rt.write_bytes(obj, io, {compact}, {nullable})", None if nullable else b"")
+    return _Prim(
+        name,
+        f"_rt.read_bytes(io, {compact}, {nullable}, {zero_copy})",
+        f"_rt.write_bytes(obj, io, {compact}, {nullable})",
+        None if nullable else b"",
+    )
 
 
 Boolean = Flag
@@ -342,8 +373,7 @@ CompactNullableBytes = _bytes(True, True, "CompactNullableBytes")
 Records = _bytes(False, True, "Records", zero_copy=True)
 CompactRecords = _bytes(True, True, "CompactRecords", zero_copy=True)
 Uuid = _Prim("Uuid", "_rt.read_uuid(io)", "_rt.write_uuid(obj, io)", ZERO_UUID)
-UnsignedVarInt = _Prim("UnsignedVarInt", "io.read_uvarint()",
-                       "(write_uvarint(io, obj), obj)[1]", 0)
+UnsignedVarInt = _Prim("UnsignedVarInt", "io.read_uvarint()", "(write_uvarint(io, obj), obj)[1]", 0)
 
 
 class Array(_Emitted):
@@ -449,8 +479,10 @@ class KStruct(_Emitted):
             lines.append(f"    if obj is _MISSING: obj = {self._default_expr(code, default)}")
             lines.append(f"    {sub._compilebuild(code)}")
         if self.absent:
-            entries = ", ".join(f"({name!r}, lambda: {self._default_expr(code, default)}, {ignorable})"
-                                for name, default, ignorable in self.absent)
+            entries = ", ".join(
+                f"({name!r}, lambda: {self._default_expr(code, default)}, {ignorable})"
+                for name, default, ignorable in self.absent
+            )
             code.append(f"absent_{uid} = ({entries},)")
             lines.append(f"    _check_absent(objdict, absent_{uid})")
         if self.flexible:

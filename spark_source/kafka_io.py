@@ -22,7 +22,7 @@ class SparkRecord(NamedTuple):
     value: bytes | None
     offset: int
     timestamp: int
-    timestamp_type: int      # 0 CreateTime, 1 LogAppendTime
+    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
     headers: tuple
 
 
@@ -30,43 +30,57 @@ def list_topics(bootstrap: str) -> list[str]:
     async def run():
         async with Cluster.open(bootstrap, retries=20) as cluster:
             return sorted((await cluster.refresh_metadata(None)).topics)
+
     return trio.run(run)
 
 
 def offsets_of(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
     """{(topic, partition): (log start offset, high watermark)} now."""
+
     async def run():
         async with Cluster.open(bootstrap, retries=20) as cluster:
             out = {}
             for topic in topics:
                 await cluster.partition_info(topic, 0, refresh=True)
                 for partition in sorted(cluster.metadata.topics[topic]):
-                    out[(topic, partition)] = (await list_offset(cluster, topic, partition, EARLIEST),
-                                               await list_offset(cluster, topic, partition, LATEST))
+                    out[(topic, partition)] = (
+                        await list_offset(cluster, topic, partition, EARLIEST),
+                        await list_offset(cluster, topic, partition, LATEST),
+                    )
             return out
+
     try:
         return trio.run(run)
     except KafkaError as e:
         raise KafkaReadError(f"cannot plan the read: {e}") from None
 
 
-def fetch_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
-                timeout_s: float = 300.0) -> list[SparkRecord]:
+def fetch_range(
+    bootstrap: str, topic: str, partition: int, start: int, end: int, timeout_s: float = 300.0
+) -> list[SparkRecord]:
     """Every record with start <= offset < end (end at or below the HW when planned). Raises
     KafkaReadError if the range cannot be read within `timeout_s` (e.g. an unclean election
     shortened the log below the planned end)."""
+
     async def run():
         records, position = [], start
         async with Cluster.open(bootstrap, retries=20) as cluster:
             with trio.fail_after(timeout_s):
                 while position < end:
-                    data = await fetch_records(cluster, topic, partition, position,
-                                               max_wait_ms=500, max_bytes=4 << 20)
+                    data = await fetch_records(cluster, topic, partition, position, max_wait_ms=500, max_bytes=4 << 20)
                     for pos, header in rb.iter_batches(data, allow_partial_tail=True):
                         for r in rb.decode_records(data, pos, header):
                             if position <= r.offset < end:
-                                records.append(SparkRecord(r.key, r.value, r.offset, r.timestamp,
-                                                           1 if header.is_log_append_time else 0, r.headers))
+                                records.append(
+                                    SparkRecord(
+                                        r.key,
+                                        r.value,
+                                        r.offset,
+                                        r.timestamp,
+                                        1 if header.is_log_append_time else 0,
+                                        r.headers,
+                                    )
+                                )
                         position = max(position, header.next_offset)
         return records
 

@@ -27,8 +27,10 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 
 from spark_source.kafka_io import KafkaReadError, fetch_range, list_topics, offsets_of
 
-SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-          "timestampType int, headers array<struct<key: string, value: binary>>")
+SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+    "timestampType int, headers array<struct<key: string, value: binary>>"
+)
 EARLIEST, LATEST = -2, -1
 
 
@@ -36,8 +38,8 @@ EARLIEST, LATEST = -2, -1
 class OffsetRange(InputPartition):
     topic: str
     partition: int
-    start: int          # first offset to read
-    end: int            # exclusive: never read at or beyond it
+    start: int  # first offset to read
+    end: int  # exclusive: never read at or beyond it
 
 
 def _spec(text: str | None, default: int) -> dict | int:
@@ -48,7 +50,7 @@ def _spec(text: str | None, default: int) -> dict | int:
     try:
         return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in json.loads(text).items()}
     except (ValueError, AttributeError) as e:
-        raise ValueError(f"offsets must be earliest, latest or JSON like {{\"t\":{{\"0\":5}}}}: {text!r}") from e
+        raise ValueError(f'offsets must be earliest, latest or JSON like {{"t":{{"0":5}}}}: {text!r}') from e
 
 
 class _Options:
@@ -83,9 +85,17 @@ def _resolve(spec, topic: str, partition: int, earliest: int, latest: int) -> in
 
 
 def _row(topic: str, partition: int, record) -> tuple:
-    ts = datetime.datetime.fromtimestamp(record.timestamp / 1000, tz=datetime.timezone.utc)
-    return (record.key, record.value, topic, partition, record.offset, ts, record.timestamp_type,
-            [(h.key, h.value) for h in record.headers])
+    ts = datetime.datetime.fromtimestamp(record.timestamp / 1000, tz=datetime.UTC)
+    return (
+        record.key,
+        record.value,
+        topic,
+        partition,
+        record.offset,
+        ts,
+        record.timestamp_type,
+        [(h.key, h.value) for h in record.headers],
+    )
 
 
 def _split(topic: str, partition: int, start: int, end: int, size: int) -> list[OffsetRange]:
@@ -121,8 +131,9 @@ class MinikafkaBatchReader(DataSourceReader):
         return ranges
 
     def read(self, partition: OffsetRange):
-        for record in fetch_range(self.options.bootstrap, partition.topic, partition.partition,
-                                  partition.start, partition.end):
+        for record in fetch_range(
+            self.options.bootstrap, partition.topic, partition.partition, partition.start, partition.end
+        ):
             yield _row(partition.topic, partition.partition, record)
 
 
@@ -136,17 +147,20 @@ class MinikafkaStreamReader(DataSourceStreamReader):
         return offsets_of(self.options.bootstrap, self.options.topics)
 
     def initialOffset(self) -> dict:
-        return {f"{t}-{p}": _resolve(self.options.starting, t, p, earliest, hw)
-                for (t, p), (earliest, hw) in self._bounds().items()}
+        return {
+            f"{t}-{p}": _resolve(self.options.starting, t, p, earliest, hw)
+            for (t, p), (earliest, hw) in self._bounds().items()
+        }
 
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         end = {f"{t}-{p}": hw for (t, p), (_, hw) in self._bounds().items()}
         for key, offset in (start or {}).items():
-            end[key] = max(end.get(key, offset), offset)   # a new leader's lagging HW never moves us back
+            end[key] = max(end.get(key, offset), offset)  # a new leader's lagging HW never moves us back
         return end
 
     def getDefaultReadLimit(self):
         from pyspark.sql.streaming.datasource import ReadAllAvailable
+
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -162,8 +176,9 @@ class MinikafkaStreamReader(DataSourceStreamReader):
         return ranges
 
     def read(self, partition: OffsetRange):
-        for record in fetch_range(self.options.bootstrap, partition.topic, partition.partition,
-                                  partition.start, partition.end):
+        for record in fetch_range(
+            self.options.bootstrap, partition.topic, partition.partition, partition.start, partition.end
+        ):
             yield _row(partition.topic, partition.partition, record)
 
     def commit(self, end: dict) -> None:

@@ -21,8 +21,9 @@ milliseconds. Invalid values raise `ValueError` naming the key.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable
+from typing import Any
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
@@ -42,8 +43,9 @@ def parse_list(value: str) -> list[str]:
     return [v.strip() for v in str(value).split(",") if v.strip()]
 
 
-def _number(kind: type, lo: float | None = None, hi: float | None = None, *, bits: int = 64,
-            also: tuple = ()) -> Callable[[str, str], Any]:
+def _number(
+    kind: type, lo: float | None = None, hi: float | None = None, *, bits: int = 64, also: tuple = ()
+) -> Callable[[str, str], Any]:
     def parse(key: str, value: str):
         try:
             n = kind(str(value).strip())
@@ -54,10 +56,15 @@ def _number(kind: type, lo: float | None = None, hi: float | None = None, *, bit
         if n in also:
             return n
         if (lo is not None and n < lo) or (hi is not None and n > hi):
-            bound = f"in [{lo}, {hi}]" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
+            bound = (
+                f"in [{lo}, {hi}]"
+                if lo is not None and hi is not None
+                else (f">= {lo}" if lo is not None else f"<= {hi}")
+            )
             extra = f" or one of {list(also)}" if also else ""
             raise ValueError(f"{key} must be {bound}{extra}, got {value!r}")
         return n
+
     return parse
 
 
@@ -66,6 +73,7 @@ def _one_of(*choices: str) -> Callable[[str, str], str]:
         if value not in choices:
             raise ValueError(f"{key} must be one of {list(choices)}, got {value!r}")
         return value
+
     return parse
 
 
@@ -118,8 +126,15 @@ def _refuse_unless(ok: Callable[[Any], bool], why: str) -> Callable[[Any], str |
 
 
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
-    "cleanup.policy": TopicConfigDef("list", _cleanup_policy, "delete", _refuse_unless(
-        lambda v: "compact" not in v, "cleanup.policy=compact needs the log cleaner, which minikafka does not have yet")),
+    "cleanup.policy": TopicConfigDef(
+        "list",
+        _cleanup_policy,
+        "delete",
+        _refuse_unless(
+            lambda v: "compact" not in v,
+            "cleanup.policy=compact needs the log cleaner, which minikafka does not have yet",
+        ),
+    ),
     "compression.type": TopicConfigDef("string", _one_of(*COMPRESSION_TYPES), "producer"),
     "compression.gzip.level": TopicConfigDef("int", _number(int, 1, 9, bits=32, also=(-1,)), "-1"),
     "compression.lz4.level": TopicConfigDef("int", _number(int, 1, 17, bits=32), "9"),
@@ -128,15 +143,31 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "file.delete.delay.ms": TopicConfigDef("long", _number(int, 0), "60000"),
     "flush.messages": TopicConfigDef("long", _number(int, 1), str(LONG_MAX)),
     "flush.ms": TopicConfigDef("long", _number(int, 0), str(LONG_MAX)),
-    "follower.replication.throttled.replicas": TopicConfigDef("list", _throttled_replicas, "", _refuse_unless(
-        lambda v: not v, "replication throttling is not implemented in minikafka")),
+    "follower.replication.throttled.replicas": TopicConfigDef(
+        "list",
+        _throttled_replicas,
+        "",
+        _refuse_unless(lambda v: not v, "replication throttling is not implemented in minikafka"),
+    ),
     "index.interval.bytes": TopicConfigDef("int", _number(int, 0, bits=32), "4096"),
-    "leader.replication.throttled.replicas": TopicConfigDef("list", _throttled_replicas, "", _refuse_unless(
-        lambda v: not v, "replication throttling is not implemented in minikafka")),
-    "local.retention.bytes": TopicConfigDef("long", _number(int, -2), "-2", _refuse_unless(
-        lambda v: v == -2, "tiered storage (local.retention.bytes) is not supported by minikafka")),
-    "local.retention.ms": TopicConfigDef("long", _number(int, -2), "-2", _refuse_unless(
-        lambda v: v == -2, "tiered storage (local.retention.ms) is not supported by minikafka")),
+    "leader.replication.throttled.replicas": TopicConfigDef(
+        "list",
+        _throttled_replicas,
+        "",
+        _refuse_unless(lambda v: not v, "replication throttling is not implemented in minikafka"),
+    ),
+    "local.retention.bytes": TopicConfigDef(
+        "long",
+        _number(int, -2),
+        "-2",
+        _refuse_unless(lambda v: v == -2, "tiered storage (local.retention.bytes) is not supported by minikafka"),
+    ),
+    "local.retention.ms": TopicConfigDef(
+        "long",
+        _number(int, -2),
+        "-2",
+        _refuse_unless(lambda v: v == -2, "tiered storage (local.retention.ms) is not supported by minikafka"),
+    ),
     "max.compaction.lag.ms": TopicConfigDef("long", _number(int, 1), str(LONG_MAX)),
     "max.message.bytes": TopicConfigDef("int", _number(int, 0, bits=32), "1048588"),
     "message.downconversion.enable": TopicConfigDef("boolean", _bool, "true"),
@@ -148,10 +179,15 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "min.cleanable.dirty.ratio": TopicConfigDef("double", _number(float, 0, 1), "0.5"),
     "min.compaction.lag.ms": TopicConfigDef("long", _number(int, 0), "0"),
     "min.insync.replicas": TopicConfigDef("int", _number(int, 1, bits=32), "1"),
-    "preallocate": TopicConfigDef("boolean", _bool, "false", _refuse_unless(
-        lambda v: not v, "preallocate=true is not implemented in minikafka")),
-    "remote.storage.enable": TopicConfigDef("boolean", _bool, "false", _refuse_unless(
-        lambda v: not v, "tiered storage (remote.storage.enable) is not supported by minikafka")),
+    "preallocate": TopicConfigDef(
+        "boolean", _bool, "false", _refuse_unless(lambda v: not v, "preallocate=true is not implemented in minikafka")
+    ),
+    "remote.storage.enable": TopicConfigDef(
+        "boolean",
+        _bool,
+        "false",
+        _refuse_unless(lambda v: not v, "tiered storage (remote.storage.enable) is not supported by minikafka"),
+    ),
     "retention.bytes": TopicConfigDef("long", _number(int), "-1"),
     "retention.ms": TopicConfigDef("long", _number(int, -1), "604800000"),
     "segment.bytes": TopicConfigDef("int", _number(int, 14, bits=32), "1073741824"),
@@ -178,7 +214,9 @@ def parse_topic_config(configs: dict[str, str]) -> dict[str, Any]:
             raise ValueError(why)
     lag = (parsed.get("min.compaction.lag.ms", 0), parsed.get("max.compaction.lag.ms", LONG_MAX))
     if lag[0] > lag[1]:
-        raise ValueError(f"conflicting topic configs: min.compaction.lag.ms ({lag[0]}) > max.compaction.lag.ms ({lag[1]})")
+        raise ValueError(
+            f"conflicting topic configs: min.compaction.lag.ms ({lag[0]}) > max.compaction.lag.ms ({lag[1]})"
+        )
     return parsed
 
 
@@ -191,43 +229,55 @@ def validate_topic_config(configs: dict[str, str]) -> None:
 class LogConfig:
     """The configuration one partition log runs with (topic overrides over broker defaults)."""
 
-    segment_bytes: int = 1 << 30                # segment.bytes
-    segment_ms: int = 7 * 24 * 3600 * 1000      # segment.ms
-    segment_jitter_ms: int = 0                  # segment.jitter.ms (random roll jitter per segment)
+    segment_bytes: int = 1 << 30  # segment.bytes
+    segment_ms: int = 7 * 24 * 3600 * 1000  # segment.ms
+    segment_jitter_ms: int = 0  # segment.jitter.ms (random roll jitter per segment)
     segment_index_bytes: int = 10 * 1024 * 1024  # segment.index.bytes
-    index_interval_bytes: int = 4096            # index.interval.bytes
-    retention_ms: int = 7 * 24 * 3600 * 1000    # retention.ms (-1: unlimited)
-    retention_bytes: int = -1                   # retention.bytes (negative: unlimited)
-    flush_messages: int = LONG_MAX              # flush.messages (1 = fsync every append)
-    flush_ms: int = LONG_MAX                    # flush.ms
-    max_message_bytes: int = 1048588            # max.message.bytes (largest batch accepted)
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    retention_ms: int = 7 * 24 * 3600 * 1000  # retention.ms (-1: unlimited)
+    retention_bytes: int = -1  # retention.bytes (negative: unlimited)
+    flush_messages: int = LONG_MAX  # flush.messages (1 = fsync every append)
+    flush_ms: int = LONG_MAX  # flush.ms
+    max_message_bytes: int = 1048588  # max.message.bytes (largest batch accepted)
     message_timestamp_type: str = "CreateTime"  # message.timestamp.type: CreateTime | LogAppendTime
     message_timestamp_before_max_ms: int = LONG_MAX  # how far a CreateTime may lie in the past
-    message_timestamp_after_max_ms: int = LONG_MAX   # ... and in the future
-    compression_type: str = "producer"          # compression.type
-    compression_gzip_level: int = -1            # compression.gzip.level (-1: the codec's default, 6)
-    compression_lz4_level: int = 9              # compression.lz4.level
-    compression_zstd_level: int = 3             # compression.zstd.level
-    file_delete_delay_ms: int = 60000           # file.delete.delay.ms
-    producer_id_expiration_ms: int = 86400000   # broker-level producer.id.expiration.ms (not a topic key)
+    message_timestamp_after_max_ms: int = LONG_MAX  # ... and in the future
+    compression_type: str = "producer"  # compression.type
+    compression_gzip_level: int = -1  # compression.gzip.level (-1: the codec's default, 6)
+    compression_lz4_level: int = 9  # compression.lz4.level
+    compression_zstd_level: int = 3  # compression.zstd.level
+    file_delete_delay_ms: int = 60000  # file.delete.delay.ms
+    producer_id_expiration_ms: int = 86400000  # broker-level producer.id.expiration.ms (not a topic key)
 
     def __post_init__(self):
-        for key, lo in (("segment_bytes", 14), ("segment_ms", 1), ("segment_index_bytes", 4),
-                        ("index_interval_bytes", 0), ("flush_messages", 1), ("flush_ms", 0),
-                        ("max_message_bytes", 0), ("file_delete_delay_ms", 0), ("segment_jitter_ms", 0),
-                        ("message_timestamp_before_max_ms", 0), ("message_timestamp_after_max_ms", 0)):
+        for key, lo in (
+            ("segment_bytes", 14),
+            ("segment_ms", 1),
+            ("segment_index_bytes", 4),
+            ("index_interval_bytes", 0),
+            ("flush_messages", 1),
+            ("flush_ms", 0),
+            ("max_message_bytes", 0),
+            ("file_delete_delay_ms", 0),
+            ("segment_jitter_ms", 0),
+            ("message_timestamp_before_max_ms", 0),
+            ("message_timestamp_after_max_ms", 0),
+        ):
             if getattr(self, key) < lo:
                 raise ValueError(f"{key.replace('_', '.')} must be >= {lo}, got {getattr(self, key)}")
         if self.retention_ms < -1:
             raise ValueError("retention.ms must be >= -1")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
-            raise ValueError(f"message.timestamp.type must be CreateTime or LogAppendTime, "
-                             f"got {self.message_timestamp_type!r}")
+            raise ValueError(
+                f"message.timestamp.type must be CreateTime or LogAppendTime, got {self.message_timestamp_type!r}"
+            )
         if self.compression_type not in COMPRESSION_TYPES:
-            raise ValueError(f"compression.type must be one of {list(COMPRESSION_TYPES)}, got {self.compression_type!r}")
+            raise ValueError(
+                f"compression.type must be one of {list(COMPRESSION_TYPES)}, got {self.compression_type!r}"
+            )
 
     @classmethod
-    def from_topic_config(cls, config: dict[str, str], base: "LogConfig | None" = None) -> "LogConfig":
+    def from_topic_config(cls, config: dict[str, str], base: LogConfig | None = None) -> LogConfig:
         """Overlay a topic's overrides on `base` (default: Kafka's defaults). Validates every key
         (`parse_topic_config`); keys that are not log settings (min.insync.replicas,
         unclean.leader.election.enable, the compaction keys) are checked and left to their users."""
@@ -242,34 +292,47 @@ class LogConfig:
         return replace(base or cls(), **changes)
 
     @classmethod
-    def from_broker_config(cls, props: dict[str, str]) -> "LogConfig":
+    def from_broker_config(cls, props: dict[str, str]) -> LogConfig:
         """Broker-level defaults, with Kafka's precedence (ms over minutes over hours)."""
         out: dict[str, Any] = {}
-        simple = {"log.segment.bytes": "segment_bytes", "log.index.size.max.bytes": "segment_index_bytes",
-                  "log.index.interval.bytes": "index_interval_bytes", "log.retention.bytes": "retention_bytes",
-                  "log.flush.interval.messages": "flush_messages", "log.flush.interval.ms": "flush_ms",
-                  "message.max.bytes": "max_message_bytes", "log.segment.delete.delay.ms": "file_delete_delay_ms",
-                  "producer.id.expiration.ms": "producer_id_expiration_ms",
-                  "log.roll.jitter.ms": "segment_jitter_ms",
-                  "log.message.timestamp.before.max.ms": "message_timestamp_before_max_ms",
-                  "log.message.timestamp.after.max.ms": "message_timestamp_after_max_ms",
-                  "compression.gzip.level": "compression_gzip_level", "compression.lz4.level": "compression_lz4_level",
-                  "compression.zstd.level": "compression_zstd_level"}
+        simple = {
+            "log.segment.bytes": "segment_bytes",
+            "log.index.size.max.bytes": "segment_index_bytes",
+            "log.index.interval.bytes": "index_interval_bytes",
+            "log.retention.bytes": "retention_bytes",
+            "log.flush.interval.messages": "flush_messages",
+            "log.flush.interval.ms": "flush_ms",
+            "message.max.bytes": "max_message_bytes",
+            "log.segment.delete.delay.ms": "file_delete_delay_ms",
+            "producer.id.expiration.ms": "producer_id_expiration_ms",
+            "log.roll.jitter.ms": "segment_jitter_ms",
+            "log.message.timestamp.before.max.ms": "message_timestamp_before_max_ms",
+            "log.message.timestamp.after.max.ms": "message_timestamp_after_max_ms",
+            "compression.gzip.level": "compression_gzip_level",
+            "compression.lz4.level": "compression_lz4_level",
+            "compression.zstd.level": "compression_zstd_level",
+        }
         for key, name in simple.items():
             if key in props:
                 out[name] = _int(key, props[key])
         if "log.message.timestamp.difference.max.ms" in props:
-            difference = _int("log.message.timestamp.difference.max.ms", props["log.message.timestamp.difference.max.ms"])
+            difference = _int(
+                "log.message.timestamp.difference.max.ms", props["log.message.timestamp.difference.max.ms"]
+            )
             out.setdefault("message_timestamp_before_max_ms", difference)
             out.setdefault("message_timestamp_after_max_ms", difference)
         if "log.message.timestamp.type" in props:
             out["message_timestamp_type"] = props["log.message.timestamp.type"]
         if "compression.type" in props:
             out["compression_type"] = props["compression.type"]
-        for name, keys in (("segment_ms", (("log.roll.ms", 1), ("log.roll.hours", 3600000))),
-                           ("segment_jitter_ms", (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3600000))),
-                           ("retention_ms", (("log.retention.ms", 1), ("log.retention.minutes", 60000),
-                                             ("log.retention.hours", 3600000)))):
+        for name, keys in (
+            ("segment_ms", (("log.roll.ms", 1), ("log.roll.hours", 3600000))),
+            ("segment_jitter_ms", (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3600000))),
+            (
+                "retention_ms",
+                (("log.retention.ms", 1), ("log.retention.minutes", 60000), ("log.retention.hours", 3600000)),
+            ),
+        ):
             for key, scale in keys:
                 if key in props:
                     value = _int(key, props[key])

@@ -27,7 +27,7 @@ class LeaderEpochCache:
         self.entries: list[tuple[int, int]] = list(entries or [])
 
     @classmethod
-    def load(cls, path: Path) -> "LeaderEpochCache":
+    def load(cls, path: Path) -> LeaderEpochCache:
         """Read the checkpoint; raises CorruptCheckpoint (the loader then rebuilds from the log)."""
         entries = checkpoint.read_epochs(path)
         for (e1, o1), (e2, o2) in zip(entries, entries[1:]):

@@ -36,7 +36,7 @@ class _Index:
         self._values: array | None = None
         self._fd: int | None = None
         self._preallocated = False
-        self._written = 0          # entries already in the file; the rest wait for write_pending()
+        self._written = 0  # entries already in the file; the rest wait for write_pending()
         if new:
             self._keys, self._values = array(self.KEY_TYPE), array("q")
             self._open()
@@ -58,8 +58,9 @@ class _Index:
         except FileNotFoundError:
             data = b""
         if len(data) % self.ENTRY.size:
-            raise CorruptIndex(f"{self.path}: {len(data)} bytes is not a whole number of "
-                               f"{self.ENTRY.size}-byte entries")
+            raise CorruptIndex(
+                f"{self.path}: {len(data)} bytes is not a whole number of {self.ENTRY.size}-byte entries"
+            )
         for key, value in self.ENTRY.iter_unpack(data):
             key, value = self._decode(key, value)
             if keys and key <= keys[-1]:
@@ -80,8 +81,7 @@ class _Index:
             os.ftruncate(fd, self.max_entries * self.ENTRY.size)
             self._preallocated = True
         start = self._written
-        data = b"".join(self.ENTRY.pack(*self._encode(k, v))
-                        for k, v in zip(self._keys[start:], self._values[start:]))
+        data = b"".join(self.ENTRY.pack(*self._encode(k, v)) for k, v in zip(self._keys[start:], self._values[start:]))
         os.pwrite(fd, data, start * self.ENTRY.size)
         self._written = len(self._keys)
 
@@ -171,8 +171,7 @@ class OffsetIndex(_Index):
     def _check_values(self, log_size: int) -> None:
         if self._keys and self._keys[0] < self.base_offset:
             raise CorruptIndex(f"{self.path}: first entry below the base offset")
-        if any(p >= log_size for p in self._values) or \
-                any(b <= a for a, b in zip(self._values, self._values[1:])):
+        if any(p >= log_size for p in self._values) or any(b <= a for a, b in zip(self._values, self._values[1:])):
             raise CorruptIndex(f"{self.path}: positions must increase and stay below {log_size}")
 
     def can_append_offset(self, offset: int) -> bool:

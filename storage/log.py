@@ -52,10 +52,10 @@ class LogAppendInfo:
     last_offset: int
     max_timestamp: int
     offset_of_max_timestamp: int
-    log_append_time: int          # -1 unless message.timestamp.type=LogAppendTime
+    log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
     batches: int
     records: int
-    size: int                      # bytes
+    size: int  # bytes
     log_start_offset: int
 
 
@@ -66,7 +66,7 @@ class LogReadInfo:
 
     fetch_offset: int
     records: bytes
-    next_offset: int              # after the last batch returned; fetch_offset when none
+    next_offset: int  # after the last batch returned; fetch_offset when none
     log_start_offset: int
     log_end_offset: int
 
@@ -82,9 +82,17 @@ class _Batches:
 
 
 class Log:
-    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], *,
-                 log_start_offset: int, recovery_point: int, epoch_cache: LeaderEpochCache,
-                 producer_state: ProducerStateManager | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        epoch_cache: LeaderEpochCache,
+        producer_state: ProducerStateManager | None = None,
+    ):
         if not segments:
             raise ValueError("a log has at least one segment")
         self.dir = directory
@@ -99,12 +107,18 @@ class Log:
         self.last_flush_ms = int(time.time() * 1000)
 
     @classmethod
-    def create(cls, directory: Path, config: LogConfig, start_offset: int = 0) -> "Log":
+    def create(cls, directory: Path, config: LogConfig, start_offset: int = 0) -> Log:
         """A new empty log (the directory is created)."""
         directory.mkdir(parents=True, exist_ok=True)
         segment = LogSegment(directory, start_offset, config, new=True)
-        return cls(directory, config, [segment], log_start_offset=start_offset, recovery_point=start_offset,
-                   epoch_cache=LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT))
+        return cls(
+            directory,
+            config,
+            [segment],
+            log_start_offset=start_offset,
+            recovery_point=start_offset,
+            epoch_cache=LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT),
+        )
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -134,8 +148,9 @@ class Log:
         batches, count = [], 0
         for position, header in rb.iter_batches(view):
             if header.size > self.config.max_message_bytes:
-                raise RecordTooLarge(f"batch of {header.size} bytes exceeds max.message.bytes "
-                                     f"{self.config.max_message_bytes}")
+                raise RecordTooLarge(
+                    f"batch of {header.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
+                )
             rb.validate_batch(view, position, header, check_records=validate_records)
             batches.append((position, header))
             count += header.records_count
@@ -143,8 +158,9 @@ class Log:
             raise CorruptRecordBatch("an append needs at least one record batch")
         return _Batches(view, batches, len(view), count)
 
-    def append_as_leader(self, records, leader_epoch: int, *, validate_records: bool = True,
-                         now_ms: int | None = None) -> LogAppendInfo:
+    def append_as_leader(
+        self, records, leader_epoch: int, *, validate_records: bool = True, now_ms: int | None = None
+    ) -> LogAppendInfo:
         """Append batches as the leader: assign offsets from LEO, stamp `leader_epoch`, apply
         LogAppendTime if configured. Raises CorruptRecordBatch (CRC, count, magic),
         RecordTooLarge. `records` is not modified or copied."""
@@ -159,11 +175,11 @@ class Log:
         offset = first = self.log_end_offset
         buffers, max_ts, max_ts_offset = [], -1, first
         for position, header in parsed.batches:
-            prefix = bytearray(parsed.view[position:position + rb.HEADER_SIZE])
+            prefix = bytearray(parsed.view[position : position + rb.HEADER_SIZE])
             rb.stamp_batch(prefix, 0, offset, leader_epoch)
             if append_time:
-                self._set_append_time(prefix, parsed.view[position + rb.HEADER_SIZE:position + header.size], now)
-            buffers += [prefix, parsed.view[position + rb.HEADER_SIZE:position + header.size]]
+                self._set_append_time(prefix, parsed.view[position + rb.HEADER_SIZE : position + header.size], now)
+            buffers += [prefix, parsed.view[position + rb.HEADER_SIZE : position + header.size]]
             ts = now if append_time else header.max_timestamp
             if ts > max_ts:
                 max_ts, max_ts_offset = ts, offset + header.last_offset_delta
@@ -175,10 +191,19 @@ class Log:
         for _, header in parsed.batches:
             self.producer_state.update_from_header(header._replace(base_offset=base))
             base += header.last_offset_delta + 1
-        return LogAppendInfo(first, offset - 1, max_ts, max_ts_offset, now if append_time else -1,
-                             len(parsed.batches), parsed.records, parsed.size, self.log_start_offset)
+        return LogAppendInfo(
+            first,
+            offset - 1,
+            max_ts,
+            max_ts_offset,
+            now if append_time else -1,
+            len(parsed.batches),
+            parsed.records,
+            parsed.size,
+            self.log_start_offset,
+        )
 
-    def _check_producers(self, parsed: _Batches) -> "LogAppendInfo | None":
+    def _check_producers(self, parsed: _Batches) -> LogAppendInfo | None:
         """Idempotent producers: a retried batch is answered with its original offsets (nothing is
         appended); otherwise each batch's epoch and sequence must be valid (OutOfOrderSequence,
         InvalidProducerEpoch)."""
@@ -186,11 +211,21 @@ class Log:
         for _, header in parsed.batches:
             if header.producer_id < 0 or header.base_sequence < 0 or header.is_control:
                 continue
-            duplicate = self.producer_state.find_duplicate(header.producer_id, header.producer_epoch,
-                                                           header.base_sequence, header.last_sequence)
+            duplicate = self.producer_state.find_duplicate(
+                header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence
+            )
             if duplicate is not None:
-                return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
-                                     duplicate.last_offset, -1, 0, 0, 0, self.log_start_offset)
+                return LogAppendInfo(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    duplicate.timestamp,
+                    duplicate.last_offset,
+                    -1,
+                    0,
+                    0,
+                    0,
+                    self.log_start_offset,
+                )
             self.producer_state.check(header.producer_id, header.producer_epoch, header.base_sequence, pending)
             pending[header.producer_id] = (header.producer_epoch, header.last_sequence)
         return None
@@ -207,9 +242,11 @@ class Log:
                 continue
             for record in rb.decode_records(parsed.view, position, header):
                 if record.timestamp >= 0 and not now - before <= record.timestamp <= now + after:
-                    raise InvalidTimestamp(f"timestamp {record.timestamp} of offset delta {record.offset - header.base_offset} "
-                                           f"is out of range: it must be within [{now - before}, {now + after}] "
-                                           f"(message.timestamp.before.max.ms / after.max.ms)")
+                    raise InvalidTimestamp(
+                        f"timestamp {record.timestamp} of offset delta {record.offset - header.base_offset} "
+                        f"is out of range: it must be within [{now - before}, {now + after}] "
+                        f"(message.timestamp.before.max.ms / after.max.ms)"
+                    )
 
     def _compress_as_configured(self, parsed: _Batches) -> _Batches:
         """compression.type: a codec other than `producer` recompresses every data batch written
@@ -220,22 +257,25 @@ class Log:
         codec = rb.NONE if target == "uncompressed" else rb.CODECS[target]
         if all(header.compression == codec or header.is_control for _, header in parsed.batches):
             return parsed
-        level = {rb.GZIP: self.config.compression_gzip_level, rb.LZ4: self.config.compression_lz4_level,
-                 rb.ZSTD: self.config.compression_zstd_level}.get(codec)
+        level = {
+            rb.GZIP: self.config.compression_gzip_level,
+            rb.LZ4: self.config.compression_lz4_level,
+            rb.ZSTD: self.config.compression_zstd_level,
+        }.get(codec)
         out = bytearray()
         for position, header in parsed.batches:
             if header.compression == codec or header.is_control:
-                out += parsed.view[position:position + header.size]
+                out += parsed.view[position : position + header.size]
             else:
                 out += rb.recompress(parsed.view, position, header, codec, level)
         return self._parse(out, validate_records=False)
 
     @staticmethod
     def _set_append_time(prefix: bytearray, rest, now: int) -> None:
-        attributes = int.from_bytes(prefix[rb.CRC_START:rb.CRC_START + 2], "big", signed=True)
-        prefix[rb.CRC_START:rb.CRC_START + 2] = (attributes | rb.TIMESTAMP_TYPE_BIT).to_bytes(2, "big", signed=True)
+        attributes = int.from_bytes(prefix[rb.CRC_START : rb.CRC_START + 2], "big", signed=True)
+        prefix[rb.CRC_START : rb.CRC_START + 2] = (attributes | rb.TIMESTAMP_TYPE_BIT).to_bytes(2, "big", signed=True)
         prefix[35:43] = now.to_bytes(8, "big", signed=True)
-        crc = crc32c.crc32c(rest, crc32c.crc32c(bytes(prefix[rb.CRC_START:])))
+        crc = crc32c.crc32c(rest, crc32c.crc32c(bytes(prefix[rb.CRC_START :])))
         prefix[17:21] = crc.to_bytes(4, "big")
 
     def append_as_follower(self, records) -> LogAppendInfo:
@@ -248,8 +288,9 @@ class Log:
         max_ts, max_ts_offset = -1, first
         for i, (_, header) in enumerate(parsed.batches):
             if header.base_offset < expected or (i and header.base_offset != expected):
-                raise InvalidAppendOffset(f"batch at offset {header.base_offset}, expected "
-                                          f"{'>= ' if i == 0 else ''}{expected}")
+                raise InvalidAppendOffset(
+                    f"batch at offset {header.base_offset}, expected {'>= ' if i == 0 else ''}{expected}"
+                )
             if header.partition_leader_epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
             if header.max_timestamp > max_ts:
@@ -258,8 +299,17 @@ class Log:
         self._write([parsed.view], parsed, first, expected - 1, max_ts, max_ts_offset)
         for _, header in parsed.batches:
             self.producer_state.update_from_header(header)
-        return LogAppendInfo(first, expected - 1, max_ts, max_ts_offset, -1, len(parsed.batches),
-                             parsed.records, parsed.size, self.log_start_offset)
+        return LogAppendInfo(
+            first,
+            expected - 1,
+            max_ts,
+            max_ts_offset,
+            -1,
+            len(parsed.batches),
+            parsed.records,
+            parsed.size,
+            self.log_start_offset,
+        )
 
     def _replace_empty_active(self, base_offset: int) -> None:
         """Recreate the empty active segment at `base_offset`; an otherwise empty log then starts
@@ -275,11 +325,13 @@ class Log:
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
 
-    def _write(self, buffers: list, parsed: _Batches, first_offset: int, last_offset: int, max_ts: int,
-               max_ts_offset: int) -> None:
-        if self.active_segment.should_roll(parsed.size, max_ts, last_offset) or \
-                (self.active_segment.size and first_offset != self.log_end_offset):
-            self.roll(first_offset)   # a follower's offsets jumped ahead: segments stay contiguous
+    def _write(
+        self, buffers: list, parsed: _Batches, first_offset: int, last_offset: int, max_ts: int, max_ts_offset: int
+    ) -> None:
+        if self.active_segment.should_roll(parsed.size, max_ts, last_offset) or (
+            self.active_segment.size and first_offset != self.log_end_offset
+        ):
+            self.roll(first_offset)  # a follower's offsets jumped ahead: segments stay contiguous
         elif self.active_segment.size == 0 and first_offset != self.active_segment.base_offset:
             self._replace_empty_active(first_offset)
         self.active_segment.append(buffers, parsed.size, last_offset, max_ts, max_ts_offset)
@@ -303,8 +355,15 @@ class Log:
         return self.active_segment
 
     # ---- reads -------------------------------------------------------------------------------
-    def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None, *,
-             min_one_batch: bool = True, verify_crc: bool = True) -> LogReadInfo:
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one_batch: bool = True,
+        verify_crc: bool = True,
+    ) -> LogReadInfo:
         """Whole batches from the one holding `fetch_offset`, from one segment, at most
         `max_bytes` (but at least one batch with `min_one_batch`), excluding batches whose last
         offset is >= `max_offset` (the high watermark for consumers). Raises OffsetOutOfRange
@@ -315,7 +374,7 @@ class Log:
             raise OffsetOutOfRange(f"offset {fetch_offset} is outside [{self.log_start_offset}, {leo}]")
         data, next_offset = b"", fetch_offset
         if fetch_offset < leo and (max_offset is None or fetch_offset < max_offset):
-            for segment in self._segments[self._segment_for(fetch_offset):]:
+            for segment in self._segments[self._segment_for(fetch_offset) :]:
                 try:
                     found = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)
                 except CorruptRecordBatch as e:
@@ -335,10 +394,12 @@ class Log:
             expected = None
             for pos, header in rb.iter_batches(data):
                 if expected is None:
-                    if header.last_offset < fetch_offset or (header.base_offset > fetch_offset
-                                                            and header.base_offset != segment.base_offset):
-                        raise CorruptRecordBatch(f"batch {header.base_offset}..{header.last_offset} "
-                                                 f"does not hold offset {fetch_offset}")
+                    if header.last_offset < fetch_offset or (
+                        header.base_offset > fetch_offset and header.base_offset != segment.base_offset
+                    ):
+                        raise CorruptRecordBatch(
+                            f"batch {header.base_offset}..{header.last_offset} does not hold offset {fetch_offset}"
+                        )
                 else:
                     check_contiguous(header, expected, segment.log_path, position + pos)
                 rb.validate_batch(data, pos, header, check_records=False)
@@ -454,15 +515,14 @@ class Log:
     def flush(self) -> None:
         """fsync every segment holding data at or above the recovery point; recovery point = LEO."""
         leo = self.log_end_offset
-        for segment in self._segments[self._segment_for(self.recovery_point):]:
+        for segment in self._segments[self._segment_for(self.recovery_point) :]:
             segment.flush()
         self._mark_flushed(leo)
 
     def flush_plan(self) -> tuple[list[int], int]:
         """(dup'd fds to fsync, offset they make durable): run `os.fsync` + `os.close` on the fds
         in a worker thread, then call `complete_flush(offset)` on the owner's thread."""
-        fds = [fd for segment in self._segments[self._segment_for(self.recovery_point):]
-               for fd in segment.dup_fds()]
+        fds = [fd for segment in self._segments[self._segment_for(self.recovery_point) :] for fd in segment.dup_fds()]
         return fds, self.log_end_offset
 
     def complete_flush(self, offset: int) -> None:

@@ -55,8 +55,9 @@ def _rebuild_epochs(segments: list[LogSegment], path: Path) -> LeaderEpochCache:
     return cache
 
 
-def load_log(directory: Path, config: LogConfig, *, clean_shutdown: bool, recovery_point: int = 0,
-             log_start_offset: int = 0) -> Log:
+def load_log(
+    directory: Path, config: LogConfig, *, clean_shutdown: bool, recovery_point: int = 0, log_start_offset: int = 0
+) -> Log:
     """Open (creating if needed) the log in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     bases = sorted(_cleanup(directory))
@@ -70,8 +71,13 @@ def load_log(directory: Path, config: LogConfig, *, clean_shutdown: bool, recove
         log.warning("%s; rebuilding it from the batch headers", e)
         epochs = None
 
-    first_unflushed = len(segments) if clean_shutdown else next(
-        (i for i, nxt in enumerate(bases[1:] + [None]) if nxt is None or nxt > recovery_point), len(segments) - 1)
+    first_unflushed = (
+        len(segments)
+        if clean_shutdown
+        else next(
+            (i for i, nxt in enumerate(bases[1:] + [None]) if nxt is None or nxt > recovery_point), len(segments) - 1
+        )
+    )
     for segment in segments[:first_unflushed]:
         try:
             for index in (segment.offset_index, segment.time_index):
@@ -88,18 +94,24 @@ def load_log(directory: Path, config: LogConfig, *, clean_shutdown: bool, recove
         truncated = segment.recover()
         if truncated:
             log.warning("recovery cut %d invalid bytes from %s", truncated, segment.log_path)
-            for later in recovered[i + 1:]:
+            for later in recovered[i + 1 :]:
                 log.warning("recovery deletes %s, which followed a cut", later.log_path)
                 later.delete()
-            segments = segments[:first_unflushed + i + 1]
+            segments = segments[: first_unflushed + i + 1]
             break
-    for segment in recovered[:len(segments) - first_unflushed]:
+    for segment in recovered[: len(segments) - first_unflushed]:
         segment.flush()
 
     if epochs is None:
         epochs = _rebuild_epochs(segments, epoch_path)
-    result = Log(directory, config, segments, log_start_offset=max(log_start_offset, segments[0].base_offset),
-                 recovery_point=recovery_point, epoch_cache=epochs)
+    result = Log(
+        directory,
+        config,
+        segments,
+        log_start_offset=max(log_start_offset, segments[0].base_offset),
+        recovery_point=recovery_point,
+        epoch_cache=epochs,
+    )
     leo = result.log_end_offset
     epochs.truncate_from_end(leo)
     if result.log_start_offset > leo:
@@ -128,7 +140,7 @@ def _load_producer_state(lg: Log) -> None:
     segments = lg.segments
     for segment, next_segment in zip(segments, segments[1:] + [None]):
         if next_segment is not None and next_segment.base_offset <= start:
-            continue   # wholly below the snapshot
+            continue  # wholly below the snapshot
         for _, header in segment.headers(0):
             if header.next_offset > start:
                 state.update_from_header(header)

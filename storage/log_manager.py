@@ -23,8 +23,8 @@ import fcntl
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import trio
 
@@ -50,11 +50,17 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
 
 
 class LogManager:
-    def __init__(self, log_dirs: list[Path], config: LogConfig, *,
-                 topic_config: Callable[[str], LogConfig] | None = None,
-                 high_watermark: Callable[[TopicPartition], int] | None = None,
-                 flush_check_interval_ms: int = 1000, checkpoint_interval_ms: int = 60000,
-                 retention_check_interval_ms: int = 300000):
+    def __init__(
+        self,
+        log_dirs: list[Path],
+        config: LogConfig,
+        *,
+        topic_config: Callable[[str], LogConfig] | None = None,
+        high_watermark: Callable[[TopicPartition], int] | None = None,
+        flush_check_interval_ms: int = 1000,
+        checkpoint_interval_ms: int = 60000,
+        retention_check_interval_ms: int = 300000,
+    ):
         if not log_dirs:
             raise ValueError("log.dirs is empty")
         self.log_dirs = [Path(d) for d in log_dirs]
@@ -96,12 +102,17 @@ class LogManager:
     def _load_dir(self, d: Path) -> None:
         marker = d / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
-        recovery = self._read_checkpoint(d / checkpoint.RECOVERY_POINT_CHECKPOINT,
-                                         "recovering every segment of this dir")
-        starts = self._read_checkpoint(d / checkpoint.LOG_START_OFFSET_CHECKPOINT,
-                                       "log start offsets fall back to the first segments")
-        self.loaded_high_watermarks.update(self._read_checkpoint(
-            d / checkpoint.REPLICATION_CHECKPOINT, "high watermarks restart at the log start offsets"))
+        recovery = self._read_checkpoint(
+            d / checkpoint.RECOVERY_POINT_CHECKPOINT, "recovering every segment of this dir"
+        )
+        starts = self._read_checkpoint(
+            d / checkpoint.LOG_START_OFFSET_CHECKPOINT, "log start offsets fall back to the first segments"
+        )
+        self.loaded_high_watermarks.update(
+            self._read_checkpoint(
+                d / checkpoint.REPLICATION_CHECKPOINT, "high watermarks restart at the log start offsets"
+            )
+        )
         children = sorted(d.iterdir())
         if not clean and any(parse_partition_dir(c.name) for c in children if c.is_dir()):
             log.warning("%s: no clean shutdown marker; recovering logs after their recovery points", d)
@@ -111,8 +122,13 @@ class LogManager:
                 continue
             if tp in self.logs:
                 raise LogDirInUse(f"{tp} exists in both {self._dir_of[tp]} and {d}")
-            self.logs[tp] = load_log(child, self.topic_config(tp[0]), clean_shutdown=clean,
-                                     recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0))
+            self.logs[tp] = load_log(
+                child,
+                self.topic_config(tp[0]),
+                clean_shutdown=clean,
+                recovery_point=recovery.get(tp, 0),
+                log_start_offset=starts.get(tp, 0),
+            )
             self._dir_of[tp] = d
         marker.unlink(missing_ok=True)
         checkpoint.fsync_dir(d)
@@ -166,10 +182,13 @@ class LogManager:
 
     def checkpoint_snapshot(self) -> list[tuple[Path, dict[TopicPartition, int]]]:
         """The checkpoint files to write now, as (path, offsets); taken on the owner's thread."""
-        return [(d / checkpoint.RECOVERY_POINT_CHECKPOINT, offsets)
-                for d, offsets in self._per_dir(lambda tp, lg: lg.recovery_point).items()] + \
-               [(d / checkpoint.LOG_START_OFFSET_CHECKPOINT, offsets)
-                for d, offsets in self._per_dir(lambda tp, lg: lg.log_start_offset).items()]
+        return [
+            (d / checkpoint.RECOVERY_POINT_CHECKPOINT, offsets)
+            for d, offsets in self._per_dir(lambda tp, lg: lg.recovery_point).items()
+        ] + [
+            (d / checkpoint.LOG_START_OFFSET_CHECKPOINT, offsets)
+            for d, offsets in self._per_dir(lambda tp, lg: lg.log_start_offset).items()
+        ]
 
     @staticmethod
     def write_checkpoints(snapshot: list[tuple[Path, dict[TopicPartition, int]]]) -> None:
@@ -184,9 +203,13 @@ class LogManager:
     def high_watermark_snapshot(self, high_watermarks: dict[TopicPartition, int]):
         """`replication-offset-checkpoint` of every dir for the partitions it holds, as a
         snapshot for `write_checkpoints` (taken on the owner's thread)."""
-        return [(d / checkpoint.REPLICATION_CHECKPOINT,
-                 {tp: hw for tp, hw in high_watermarks.items() if self._dir_of.get(tp) == d})
-                for d in self.log_dirs]
+        return [
+            (
+                d / checkpoint.REPLICATION_CHECKPOINT,
+                {tp: hw for tp, hw in high_watermarks.items() if self._dir_of.get(tp) == d},
+            )
+            for d in self.log_dirs
+        ]
 
     def write_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None:
         """Write `replication-offset-checkpoint` in every dir for the partitions it holds."""
@@ -221,6 +244,7 @@ class LogManager:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Run the periodic tasks until cancelled."""
+
         async def every(interval_ms: int, job) -> None:
             while True:
                 await trio.sleep(interval_ms / 1000)

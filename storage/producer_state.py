@@ -87,7 +87,7 @@ class ProducerStateManager:
         self.dir = directory
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerEntry] = {}
-        self.map_end_offset = 0   # batches below this offset are reflected in the state
+        self.map_end_offset = 0  # batches below this offset are reflected in the state
 
     # ---- checks (client appends) ---------------------------------------------------------------
     def find_duplicate(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
@@ -108,14 +108,23 @@ class ProducerStateManager:
             raise InvalidProducerEpoch(f"producer {producer_id}: epoch {epoch} is older than {current_epoch}")
         if epoch != current_epoch:
             if first_seq != 0 and current_epoch != NO_EPOCH:
-                raise OutOfOrderSequence(f"producer {producer_id}: new epoch {epoch} must start at sequence 0, "
-                                         f"got {first_seq}")
+                raise OutOfOrderSequence(
+                    f"producer {producer_id}: new epoch {epoch} must start at sequence 0, got {first_seq}"
+                )
         elif current_epoch != NO_EPOCH and current_last != NO_SEQUENCE and not in_sequence(current_last, first_seq):
             raise OutOfOrderSequence(f"producer {producer_id}: sequence {first_seq} does not follow {current_last}")
 
     # ---- updates ---------------------------------------------------------------------------------
-    def update(self, producer_id: int, epoch: int, first_seq: int, last_seq: int, first_offset: int,
-               last_offset: int, timestamp: int) -> None:
+    def update(
+        self,
+        producer_id: int,
+        epoch: int,
+        first_seq: int,
+        last_seq: int,
+        first_offset: int,
+        last_offset: int,
+        timestamp: int,
+    ) -> None:
         """Record an appended batch (leader, follower or recovery)."""
         if producer_id == NO_PRODUCER_ID:
             return
@@ -130,8 +139,15 @@ class ProducerStateManager:
     def update_from_header(self, header) -> None:
         """A batch's header (RecordBatch v2) as stored, offsets assigned."""
         if header.producer_id != NO_PRODUCER_ID and header.base_sequence != NO_SEQUENCE and not header.is_control:
-            self.update(header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence,
-                        header.base_offset, header.last_offset, header.max_timestamp)
+            self.update(
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence,
+                header.last_sequence,
+                header.base_offset,
+                header.last_offset,
+                header.max_timestamp,
+            )
         self.map_end_offset = max(self.map_end_offset, header.next_offset)
 
     def truncate_to(self, offset: int) -> None:
@@ -167,9 +183,20 @@ class ProducerStateManager:
         """Write `<map end offset>.snapshot` (atomically); returns its path."""
         if self.dir is None:
             return None
-        entries = [_ENTRY.pack(pid, e.epoch, e.last_seq, e.batches[-1].last_offset,
-                               e.batches[-1].last_offset - e.batches[-1].first_offset, e.last_timestamp, -1, -1)
-                   for pid, e in sorted(self.producers.items()) if e.batches]
+        entries = [
+            _ENTRY.pack(
+                pid,
+                e.epoch,
+                e.last_seq,
+                e.batches[-1].last_offset,
+                e.batches[-1].last_offset - e.batches[-1].first_offset,
+                e.last_timestamp,
+                -1,
+                -1,
+            )
+            for pid, e in sorted(self.producers.items())
+            if e.batches
+        ]
         body = struct.pack(">i", len(entries)) + b"".join(entries)
         data = struct.pack(">hI", _SNAPSHOT_VERSION, crc32c.crc32c(body)) + body
         path = self.snapshot_path(self.map_end_offset)
@@ -189,13 +216,18 @@ class ProducerStateManager:
         if len(data) < _HEADER.size:
             raise CorruptSnapshot(f"{path}: {len(data)} bytes")
         version, crc, count = _HEADER.unpack_from(data)
-        if version != _SNAPSHOT_VERSION or crc32c.crc32c(data[6:]) != crc or len(data) != _HEADER.size + count * _ENTRY.size:
+        if (
+            version != _SNAPSHOT_VERSION
+            or crc32c.crc32c(data[6:]) != crc
+            or len(data) != _HEADER.size + count * _ENTRY.size
+        ):
             raise CorruptSnapshot(f"{path}: bad version, CRC or length")
         self.producers.clear()
-        for pid, epoch, last_seq, last_offset, delta, ts, _, _ in _ENTRY.iter_unpack(data[_HEADER.size:]):
+        for pid, epoch, last_seq, last_offset, delta, ts, _, _ in _ENTRY.iter_unpack(data[_HEADER.size :]):
             entry = self.producers[pid] = ProducerEntry(epoch=epoch, last_timestamp=ts)
-            entry.batches.append(BatchMetadata((last_seq - delta) % SEQUENCE_LIMIT, last_seq, last_offset - delta,
-                                               last_offset, ts))
+            entry.batches.append(
+                BatchMetadata((last_seq - delta) % SEQUENCE_LIMIT, last_seq, last_offset - delta, last_offset, ts)
+            )
         self.map_end_offset = int(path.stem)
 
     def delete_snapshots_from(self, offset: int) -> None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch
@@ -38,8 +38,9 @@ def check_contiguous(header: rb.BatchHeader, expected: int, path: Path, position
     """Batches in a segment are contiguous from its base offset: a base offset (not covered by
     the CRC) that breaks the chain is corruption."""
     if header.base_offset != expected:
-        raise CorruptRecordBatch(f"{path}: batch at position {position} has base offset "
-                                 f"{header.base_offset}, expected {expected}")
+        raise CorruptRecordBatch(
+            f"{path}: batch at position {position} has base offset {header.base_offset}, expected {expected}"
+        )
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -56,17 +57,19 @@ class LogSegment:
         flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if new else 0)
         self._fd = os.open(self.log_path, flags, 0o644)
         self.size = os.fstat(self._fd).st_size
-        self.offset_index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset,
-                                        config.segment_index_bytes, new=new)
-        self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset,
-                                    config.segment_index_bytes, new=new)
+        self.offset_index = OffsetIndex(
+            directory / file_name(base_offset, INDEX_SUFFIX), base_offset, config.segment_index_bytes, new=new
+        )
+        self.time_index = TimeIndex(
+            directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes, new=new
+        )
         self.created_ms = int(time.time() * 1000)
         # segment.jitter.ms: each segment rolls by time up to this much early (Kafka's randomSegmentJitter)
         jitter = min(config.segment_jitter_ms, config.segment_ms)
         self.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
         self._bytes_since_last_index_entry = 0
-        self._max_ts: tuple[int, int] | None = None        # (max timestamp, its offset), lazily
-        self._rolling_ts: int | None = None                 # first batch's max timestamp, lazily
+        self._max_ts: tuple[int, int] | None = None  # (max timestamp, its offset), lazily
+        self._rolling_ts: int | None = None  # first batch's max timestamp, lazily
         self._next_offset: int | None = None
 
     # ---- reading headers ---------------------------------------------------------------------
@@ -93,8 +96,7 @@ class LogSegment:
         if header.magic != rb.MAGIC:
             raise CorruptRecordBatch(f"{self.log_path}: magic {header.magic} at position {position}")
         if header.batch_length < rb.HEADER_SIZE - rb.LOG_OVERHEAD or position + header.size > end:
-            raise CorruptRecordBatch(f"{self.log_path}: batch at {position} of {header.size} bytes "
-                                     f"overruns {end}")
+            raise CorruptRecordBatch(f"{self.log_path}: batch at {position} of {header.size} bytes overruns {end}")
         return header
 
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, rb.BatchHeader] | None:
@@ -138,15 +140,22 @@ class LogSegment:
         """Kafka's roll rule: size, message-time age (segment.ms less this segment's jitter), full
         index, or relative-offset overflow."""
         rolling_ts = self._rolling_based_timestamp()
-        waited = (max_timestamp - rolling_ts) if rolling_ts is not None and rolling_ts >= 0 \
+        waited = (
+            (max_timestamp - rolling_ts)
+            if rolling_ts is not None and rolling_ts >= 0
             else int(time.time() * 1000) - self.created_ms
-        return (self.size > self.config.segment_bytes - messages_size
-                or (self.size > 0 and waited > self.config.segment_ms - self.roll_jitter_ms)
-                or self.offset_index.is_full() or self.time_index.is_full()
-                or not self.offset_index.can_append_offset(max_offset))
+        )
+        return (
+            self.size > self.config.segment_bytes - messages_size
+            or (self.size > 0 and waited > self.config.segment_ms - self.roll_jitter_ms)
+            or self.offset_index.is_full()
+            or self.time_index.is_full()
+            or not self.offset_index.can_append_offset(max_offset)
+        )
 
-    def append(self, buffers: list, size: int, last_offset: int, max_timestamp: int,
-               offset_of_max_timestamp: int) -> None:
+    def append(
+        self, buffers: list, size: int, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int
+    ) -> None:
         """Append whole batches (offsets assigned), given as buffers totalling `size` bytes and
         written in one `pwritev`, whose last offset is `last_offset`."""
         position = self.size
@@ -224,8 +233,9 @@ class LogSegment:
         return removed
 
     # ---- queries -----------------------------------------------------------------------------
-    def read(self, start_offset: int, max_bytes: int, max_offset: int | None,
-             min_one_batch: bool = True) -> tuple[int, bytes, int] | None:
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_batch: bool = True
+    ) -> tuple[int, bytes, int] | None:
         """Whole batches from the one holding `start_offset`: (its position, bytes, offset after
         the last batch returned). Stops before a batch whose last offset is >= `max_offset`, and
         at `max_bytes` (but returns the first batch even when larger, with `min_one_batch`). None

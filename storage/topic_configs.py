@@ -18,8 +18,13 @@ log = logging.getLogger(__name__)
 
 
 class TopicConfigs:
-    def __init__(self, defaults: LogConfig | None = None, *, min_insync_replicas: int = 1,
-                 unclean_leader_election_enable: bool = False):
+    def __init__(
+        self,
+        defaults: LogConfig | None = None,
+        *,
+        min_insync_replicas: int = 1,
+        unclean_leader_election_enable: bool = False,
+    ):
         """`defaults`: the broker's log defaults (`LogConfig.from_broker_config`); the two keywords
         are the broker's `min.insync.replicas` and `unclean.leader.election.enable`."""
         self.defaults = defaults or LogConfig()
@@ -35,7 +40,7 @@ class TopicConfigs:
         """Record a topic's overrides (as read from `/config/topics/<topic>`)."""
         usable = {key: value for key, value in overrides.items() if self._usable(topic, key, value)}
         try:
-            parse_topic_config(usable)   # the one check that spans keys: compaction lag min <= max
+            parse_topic_config(usable)  # the one check that spans keys: compaction lag min <= max
         except ValueError as e:
             log.warning("topic %s: ignoring its compaction lag configs: %s", topic, e)
             usable = {k: v for k, v in usable.items() if k not in ("min.compaction.lag.ms", "max.compaction.lag.ms")}
@@ -70,11 +75,17 @@ class TopicConfigs:
     def min_insync_replicas(self, topic: str) -> int:
         """`min.insync.replicas`: the topic's override, else the broker's."""
         value = self._overrides.get(topic, {}).get("min.insync.replicas")
-        return self.default_min_insync_replicas if value is None else \
-            TOPIC_CONFIGS["min.insync.replicas"].parse("min.insync.replicas", value)
+        return (
+            self.default_min_insync_replicas
+            if value is None
+            else TOPIC_CONFIGS["min.insync.replicas"].parse("min.insync.replicas", value)
+        )
 
     def unclean_leader_election_enable(self, topic: str) -> bool:
         """`unclean.leader.election.enable`: the topic's override, else the broker's."""
         value = self._overrides.get(topic, {}).get("unclean.leader.election.enable")
-        return self.default_unclean_leader_election_enable if value is None else \
-            TOPIC_CONFIGS["unclean.leader.election.enable"].parse("unclean.leader.election.enable", value)
+        return (
+            self.default_unclean_leader_election_enable
+            if value is None
+            else TOPIC_CONFIGS["unclean.leader.election.enable"].parse("unclean.leader.election.enable", value)
+        )

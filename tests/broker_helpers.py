@@ -15,11 +15,19 @@ def leader_and_isr(partitions, *, controller_epoch=1, leader_epoch=0, version=7,
     """partitions: {(topic, index): (leader, isr, replicas)}"""
     topics = {}
     for (topic, index), (leader, isr, replicas) in partitions.items():
-        topics.setdefault(topic, []).append({
-            "partition_index": index, "controller_epoch": controller_epoch, "leader": leader,
-            "leader_epoch": leader_epoch, "isr": isr, "replicas": replicas, "partition_epoch": 0})
+        topics.setdefault(topic, []).append(
+            {
+                "partition_index": index,
+                "controller_epoch": controller_epoch,
+                "leader": leader,
+                "leader_epoch": leader_epoch,
+                "isr": isr,
+                "replicas": replicas,
+                "partition_epoch": 0,
+            }
+        )
     body = {"controller_id": 9, "controller_epoch": controller_epoch, "broker_epoch": broker_epoch}
-    if version < 2:   # v0-1 list partition states ungrouped, each naming its topic
+    if version < 2:  # v0-1 list partition states ungrouped, each naming its topic
         body["ungrouped_partition_states"] = [{"topic_name": t, **p} for t, ps in topics.items() for p in ps]
     else:
         body["topic_states"] = [{"topic_name": t, "partition_states": ps} for t, ps in topics.items()]

@@ -26,13 +26,18 @@ TOPIC_ID = uuid.UUID(int=7)
 @dataclass
 class Capture:
     port: int = 0
-    first_frames: list[bytes] = field(default_factory=list)   # first frame of each connection
-    requests: list = field(default_factory=list)               # decoded requests, in arrival order
+    first_frames: list[bytes] = field(default_factory=list)  # first frame of each connection
+    requests: list = field(default_factory=list)  # decoded requests, in arrival order
     topics: tuple[str, ...] = ("t",)
 
     def produce_batches(self) -> list[memoryview]:
-        return [p.records for r in self.requests if r.api_key == PRODUCE
-                for t in r.body.topic_data for p in t.partition_data]
+        return [
+            p.records
+            for r in self.requests
+            if r.api_key == PRODUCE
+            for t in r.body.topic_data
+            for p in t.partition_data
+        ]
 
     def answer(self, frame: bytes) -> bytes:
         try:
@@ -40,25 +45,50 @@ class Capture:
         except UnsupportedVersion as e:
             if e.api_key != API_VERSIONS:
                 raise
-            return encode_response(API_VERSIONS, 0, e.correlation_id,
-                                   {"error_code": 35, "api_keys": served_api_versions()})
+            return encode_response(
+                API_VERSIONS, 0, e.correlation_id, {"error_code": 35, "api_keys": served_api_versions()}
+            )
         self.requests.append(req)
         key, v, corr = req.api_key, req.api_version, req.correlation_id
         if key == API_VERSIONS:
             body = {"api_keys": served_api_versions()}
         elif key == METADATA:
             names = self.topics if req.body.topics is None else [t.name for t in req.body.topics]
-            body = {"brokers": [{"node_id": 0, "host": "127.0.0.1", "port": self.port}],
-                    "cluster_id": "capture", "controller_id": 0,
-                    "topics": [{"name": n, "topic_id": TOPIC_ID, "partitions": [
-                        {"partition_index": 0, "leader_id": 0, "leader_epoch": 0,
-                         "replica_nodes": [0], "isr_nodes": [0]}]} for n in names]}
+            body = {
+                "brokers": [{"node_id": 0, "host": "127.0.0.1", "port": self.port}],
+                "cluster_id": "capture",
+                "controller_id": 0,
+                "topics": [
+                    {
+                        "name": n,
+                        "topic_id": TOPIC_ID,
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "leader_id": 0,
+                                "leader_epoch": 0,
+                                "replica_nodes": [0],
+                                "isr_nodes": [0],
+                            }
+                        ],
+                    }
+                    for n in names
+                ],
+            }
         elif key == INIT_PRODUCER_ID:
             body = {"producer_id": 1000, "producer_epoch": 0}
         elif key == PRODUCE:
-            body = {"responses": [{"name": t.name, "partition_responses": [
-                {"index": p.index, "base_offset": 0, "log_start_offset": 0} for p in t.partition_data]}
-                for t in req.body.topic_data]}
+            body = {
+                "responses": [
+                    {
+                        "name": t.name,
+                        "partition_responses": [
+                            {"index": p.index, "base_offset": 0, "log_start_offset": 0} for p in t.partition_data
+                        ],
+                    }
+                    for t in req.body.topic_data
+                ]
+            }
         else:
             raise RuntimeError(f"capture responder does not answer API {key}")
         return encode_response(key, v, corr, body)

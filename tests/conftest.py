@@ -32,6 +32,7 @@ def zk_connect(zookeeper):
 def zk(zookeeper, zk_connect):
     """A kazoo client inside the test's chroot (created first, as a broker would)."""
     from kazoo.client import KazooClient
+
     root = KazooClient(hosts=zookeeper.connect)
     root.start(10)
     root.ensure_path("/" + zk_connect.split("/", 1)[1])
@@ -50,8 +51,9 @@ def start_broker(tmp_path, zk_connect):
     started = []
 
     def start(broker_id: int = 1, **overrides) -> BrokerProcess:
-        broker = BrokerProcess.create(broker_id, tmp_path / f"broker-{broker_id}-{len(started)}", zk_connect,
-                                      **overrides)
+        broker = BrokerProcess.create(
+            broker_id, tmp_path / f"broker-{broker_id}-{len(started)}", zk_connect, **overrides
+        )
         started.append(broker)
         return broker.start()
 

@@ -15,36 +15,81 @@ def _states(assignment, leader_epoch, controller_epoch, isr=None):
         states = []
         for index, replicas in enumerate(partitions):
             leader = replicas[0] if replicas else -1
-            states.append({"partition_index": index, "controller_epoch": controller_epoch, "leader": leader,
-                           "leader_epoch": leader_epoch, "isr": list(isr.get((topic, index), replicas)) if isr
-                           else list(replicas), "partition_epoch": 0, "zk_version": 0, "replicas": list(replicas)})
+            states.append(
+                {
+                    "partition_index": index,
+                    "controller_epoch": controller_epoch,
+                    "leader": leader,
+                    "leader_epoch": leader_epoch,
+                    "isr": list(isr.get((topic, index), replicas)) if isr else list(replicas),
+                    "partition_epoch": 0,
+                    "zk_version": 0,
+                    "replicas": list(replicas),
+                }
+            )
         topics.append((topic, states))
     return topics
 
 
-async def assign(brokers, assignment: dict[str, list[list[int]]], *, leader_epoch: int = 0, controller_epoch: int = 1,
-                 controller_id: int | None = None, topic_ids: dict[str, uuid.UUID] | None = None) -> dict:
+async def assign(
+    brokers,
+    assignment: dict[str, list[list[int]]],
+    *,
+    leader_epoch: int = 0,
+    controller_epoch: int = 1,
+    controller_id: int | None = None,
+    topic_ids: dict[str, uuid.UUID] | None = None,
+) -> dict:
     """Send LeaderAndIsr to every replica and UpdateMetadata to every broker. Returns the
     LeaderAndIsr responses by broker id."""
     topic_ids = topic_ids or {t: uuid.uuid4() for t in assignment}
     states = _states(assignment, leader_epoch, controller_epoch)
-    live = [{"id": b.broker_id, "v0_host": b.host, "v0_port": b.port, "rack": None,
-             "endpoints": [{"port": b.port, "host": b.host, "listener": "PLAINTEXT", "security_protocol": 0}]}
-            for b in brokers]
+    live = [
+        {
+            "id": b.broker_id,
+            "v0_host": b.host,
+            "v0_port": b.port,
+            "rack": None,
+            "endpoints": [{"port": b.port, "host": b.host, "listener": "PLAINTEXT", "security_protocol": 0}],
+        }
+        for b in brokers
+    ]
     controller_id = brokers[0].broker_id if controller_id is None else controller_id
     responses = {}
     for broker in brokers:
         async with Connection.open(broker.host, broker.port) as conn:
-            mine = [{"topic_name": t, "topic_id": topic_ids[t],
-                     "partition_states": [s for s in ss if broker.broker_id in s["replicas"]]} for t, ss in states]
+            mine = [
+                {
+                    "topic_name": t,
+                    "topic_id": topic_ids[t],
+                    "partition_states": [s for s in ss if broker.broker_id in s["replicas"]],
+                }
+                for t, ss in states
+            ]
             mine = [t for t in mine if t["partition_states"]]
             if mine:
-                responses[broker.broker_id] = await conn.request(4, {
-                    "controller_id": controller_id, "controller_epoch": controller_epoch, "broker_epoch": -1,
-                    "topic_states": mine,
-                    "live_leaders": [{"broker_id": b.broker_id, "host_name": b.host, "port": b.port} for b in brokers]})
-            await conn.request(6, {
-                "controller_id": controller_id, "controller_epoch": controller_epoch, "broker_epoch": -1,
-                "topic_states": [{"topic_name": t, "topic_id": topic_ids[t], "partition_states": ss} for t, ss in states],
-                "live_brokers": live})
+                responses[broker.broker_id] = await conn.request(
+                    4,
+                    {
+                        "controller_id": controller_id,
+                        "controller_epoch": controller_epoch,
+                        "broker_epoch": -1,
+                        "topic_states": mine,
+                        "live_leaders": [
+                            {"broker_id": b.broker_id, "host_name": b.host, "port": b.port} for b in brokers
+                        ],
+                    },
+                )
+            await conn.request(
+                6,
+                {
+                    "controller_id": controller_id,
+                    "controller_epoch": controller_epoch,
+                    "broker_epoch": -1,
+                    "topic_states": [
+                        {"topic_name": t, "topic_id": topic_ids[t], "partition_states": ss} for t, ss in states
+                    ],
+                    "live_brokers": live,
+                },
+            )
     return responses

@@ -23,8 +23,9 @@ TP = ("crash", 0)
 def main() -> None:
     root, round_no = Path(sys.argv[1]), int(sys.argv[2])
     cp = root / checkpoint.RECOVERY_POINT_CHECKPOINT
-    log = load_log(root / "crash-0", CONFIG, clean_shutdown=False,
-                   recovery_point=checkpoint.read_offsets(cp).get(TP, 0))
+    log = load_log(
+        root / "crash-0", CONFIG, clean_shutdown=False, recovery_point=checkpoint.read_offsets(cp).get(TP, 0)
+    )
     rnd = random.Random(round_no)
     print(f"opened {log.log_end_offset}", flush=True)
     while True:
@@ -32,8 +33,7 @@ def main() -> None:
             leo = log.log_end_offset
             n = rnd.randint(1, 20)
             records = [(None, b"%d" % (leo + i) + b"." * rnd.randint(0, 300)) for i in range(n)]
-            log.append_as_leader(rb.build_batch(records, compression=rnd.choice([0, 0, 1, 4])),
-                                 leader_epoch=round_no)
+            log.append_as_leader(rb.build_batch(records, compression=rnd.choice([0, 0, 1, 4])), leader_epoch=round_no)
         log.flush()
         checkpoint.write_offsets(cp, {TP: log.recovery_point})
         print(f"flushed {log.recovery_point}", flush=True)

@@ -15,6 +15,7 @@ def partition_state(zk, topic, partition):
 
 def controller_of(zk):
     from kazoo.exceptions import NoNodeError
+
     try:
         return json.loads(zk.get("/controller")[0])["brokerid"]
     except NoNodeError:
@@ -50,10 +51,20 @@ async def create_topic(brokers, zk, name, partitions=1, rf=3, configs=None):
             if cid is not None and cid in brokers:
                 b = brokers[cid]
                 async with Connection.open(b.host, b.port) as conn:
-                    r = await conn.request(19, {"topics": [{"name": name, "num_partitions": partitions,
-                                                            "replication_factor": rf, "configs": [
-                                                                {"name": k, "value": v} for k, v in (configs or {}).items()]}],
-                                                "timeout_ms": 10000})
+                    r = await conn.request(
+                        19,
+                        {
+                            "topics": [
+                                {
+                                    "name": name,
+                                    "num_partitions": partitions,
+                                    "replication_factor": rf,
+                                    "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                                }
+                            ],
+                            "timeout_ms": 10000,
+                        },
+                    )
                 code = r.topics[0].error_code
                 if code == ErrorCode.NONE:
                     return
@@ -72,13 +83,25 @@ async def produce(broker, topic, value, acks, timeout_ms=2000):
     """One produce; retried (as clients do) only while the broker has not yet heard the controller's
     LeaderAndIsr for a partition whose znode already names it leader."""
     from client.connection import Connection
+
     propagating = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     with trio.fail_after(15 + timeout_ms / 1000):
         while True:
             async with Connection.open(broker.host, broker.port) as conn:
-                r = await conn.request(0, {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
-                    {"name": topic, "partition_data": [{"index": 0, "records": rb.build_batch([(None, value)])}]}]},
-                    timeout_s=timeout_ms / 1000 + 10)
+                r = await conn.request(
+                    0,
+                    {
+                        "acks": acks,
+                        "timeout_ms": timeout_ms,
+                        "topic_data": [
+                            {
+                                "name": topic,
+                                "partition_data": [{"index": 0, "records": rb.build_batch([(None, value)])}],
+                            }
+                        ],
+                    },
+                    timeout_s=timeout_ms / 1000 + 10,
+                )
             part = r.responses[0].partition_responses[0]
             if part.error_code not in propagating:
                 return part

@@ -3,11 +3,15 @@
 from protocol import record_batch as rb
 
 
-def batch(n: int = 1, *, ts: int = 1_000_000, size: int = 20, tag: int = 0, base_offset: int = 0,
-          epoch: int = -1) -> bytes:
+def batch(
+    n: int = 1, *, ts: int = 1_000_000, size: int = 20, tag: int = 0, base_offset: int = 0, epoch: int = -1
+) -> bytes:
     """A v2 batch of `n` records whose values identify (tag, i)."""
-    return rb.build_batch([(None, b"%d-%d-" % (tag, i) + b"x" * size, [], ts + i) for i in range(n)],
-                          base_offset=base_offset, partition_leader_epoch=epoch)
+    return rb.build_batch(
+        [(None, b"%d-%d-" % (tag, i) + b"x" * size, [], ts + i) for i in range(n)],
+        base_offset=base_offset,
+        partition_leader_epoch=epoch,
+    )
 
 
 def values(data: bytes) -> list[tuple[int, bytes]]:

@@ -9,18 +9,29 @@ from hypothesis import strategies as st
 
 from protocol import types as t
 
-_INTS = {id(Int8sb): (-(1 << 7), (1 << 7) - 1), id(Int16sb): (-(1 << 15), (1 << 15) - 1),
-         id(Int32sb): (-(1 << 31), (1 << 31) - 1), id(Int64sb): (-(1 << 63), (1 << 63) - 1),
-         id(Int16ub): (0, (1 << 16) - 1), id(Int32ub): (0, (1 << 32) - 1)}
+_INTS = {
+    id(Int8sb): (-(1 << 7), (1 << 7) - 1),
+    id(Int16sb): (-(1 << 15), (1 << 15) - 1),
+    id(Int32sb): (-(1 << 31), (1 << 31) - 1),
+    id(Int64sb): (-(1 << 63), (1 << 63) - 1),
+    id(Int16ub): (0, (1 << 16) - 1),
+    id(Int32ub): (0, (1 << 32) - 1),
+}
 _text = st.text(max_size=8)
 _blob = st.binary(max_size=16)
 _PRIMS = {
-    "String": _text, "CompactString": _text,
-    "NullableString": st.none() | _text, "CompactNullableString": st.none() | _text,
-    "Bytes": _blob, "CompactBytes": _blob,
-    "NullableBytes": st.none() | _blob, "CompactNullableBytes": st.none() | _blob,
-    "Records": st.none() | _blob, "CompactRecords": st.none() | _blob,
-    "Uuid": st.uuids(), "UnsignedVarInt": st.integers(0, (1 << 31) - 1),
+    "String": _text,
+    "CompactString": _text,
+    "NullableString": st.none() | _text,
+    "CompactNullableString": st.none() | _text,
+    "Bytes": _blob,
+    "CompactBytes": _blob,
+    "NullableBytes": st.none() | _blob,
+    "CompactNullableBytes": st.none() | _blob,
+    "Records": st.none() | _blob,
+    "CompactRecords": st.none() | _blob,
+    "Uuid": st.uuids(),
+    "UnsignedVarInt": st.integers(0, (1 << 31) - 1),
 }
 
 

@@ -1,14 +1,19 @@
 """Request/response codec: header versions, error paths, and fuzzed frames."""
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protocol.api import SCHEMAS, decode_request, decode_response, encode_request, encode_response
 from protocol.errors import MalformedMessage, ProtocolError, UnsupportedApiKey, UnsupportedVersion
 from protocol.framing import FrameDecoder
 
-PRODUCE = {"transactional_id": None, "acks": -1, "timeout_ms": 1500,
-           "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"opaque"}]}]}
+PRODUCE = {
+    "transactional_id": None,
+    "acks": -1,
+    "timeout_ms": 1500,
+    "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"opaque"}]}],
+}
 
 
 def _payload(frame: bytes) -> bytes:
@@ -40,8 +45,15 @@ def test_header_versions_follow_kafkas_rules():
 
 
 def test_response_round_trip():
-    body = {"throttle_time_ms": 3, "responses": [{"name": "t", "partition_responses": [
-        {"index": 1, "error_code": 6, "base_offset": 100, "log_start_offset": 7}]}]}
+    body = {
+        "throttle_time_ms": 3,
+        "responses": [
+            {
+                "name": "t",
+                "partition_responses": [{"index": 1, "error_code": 6, "base_offset": 100, "log_start_offset": 7}],
+            }
+        ],
+    }
     corr, parsed = decode_response(0, 9, _payload(encode_response(0, 9, 77, body)))
     assert corr == 77 and parsed.responses[0].partition_responses[0].base_offset == 100
 
@@ -81,7 +93,7 @@ def test_truncated_bodies_are_malformed_and_bytes_after_a_body_are_ignored():
 def test_librdkafka_metadata_for_all_topics_decodes():
     # confluent-kafka 2.16.1 / librdkafka 2.16.0 `AdminClient.list_topics()`, captured: Metadata v12 with
     # null topics (all of them), then three bytes that are no part of the body (librdkafka#5049).
-    frame = bytes.fromhex("0003000c00000003000772646b61666b61" "00" "00000000" "010000")
+    frame = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
     req = decode_request(frame)
     assert (req.api_key, req.api_version, req.header.client_id) == (3, 12, "rdkafka")
     assert req.body.topics is None and req.body.allow_auto_topic_creation is False
@@ -93,8 +105,9 @@ def test_responses_must_end_with_their_body():
         decode_response(3, 12, frame + b"\x00")
 
 
-VALID = [_payload(encode_request(s.api_key, v, 1, {})) for s in SCHEMAS.values()
-         for v in (s.min_version, s.max_version)] + [_payload(encode_request(0, 9, 1, PRODUCE))]
+VALID = [
+    _payload(encode_request(s.api_key, v, 1, {})) for s in SCHEMAS.values() for v in (s.min_version, s.max_version)
+] + [_payload(encode_request(0, 9, 1, PRODUCE))]
 
 
 @settings(max_examples=400, deadline=None)
@@ -107,14 +120,17 @@ def test_random_bytes_raise_only_protocol_errors(data):
 
 
 @settings(max_examples=600, deadline=None)
-@given(st.sampled_from(VALID), st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=4),
-       st.integers(0, 10**6))
+@given(
+    st.sampled_from(VALID),
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=4),
+    st.integers(0, 10**6),
+)
 def test_mutated_frames_raise_only_protocol_errors(frame, flips, cut):
     data = bytearray(frame)
     for pos, value in flips:
         data[pos % len(data)] = value
     try:
-        decode_request(bytes(data[:max(8, cut % (len(data) + 1))]))
+        decode_request(bytes(data[: max(8, cut % (len(data) + 1))]))
     except ProtocolError:
         pass
 
@@ -122,13 +138,35 @@ def test_mutated_frames_raise_only_protocol_errors(frame, flips, cut):
 @pytest.mark.parametrize("version", [4, 11, 12])
 def test_response_parts_are_the_encoded_frame_with_large_batches_by_reference(version):
     from protocol.api import encode_response_parts
-    big, small = bytes(range(256)) * 200, b"tiny batch"          # 51,200 and 10 bytes
-    body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [{"topic": "t", "partitions": [
-        {"partition_index": i, "error_code": 0, "high_watermark": 5, "last_stable_offset": 5, "log_start_offset": 0,
-         "records": records, "aborted_transactions": None, "preferred_read_replica": -1}
-        for i, records in enumerate([big, small, None, big])]}]}
+
+    big, small = bytes(range(256)) * 200, b"tiny batch"  # 51,200 and 10 bytes
+    body = {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "session_id": 0,
+        "responses": [
+            {
+                "topic": "t",
+                "partitions": [
+                    {
+                        "partition_index": i,
+                        "error_code": 0,
+                        "high_watermark": 5,
+                        "last_stable_offset": 5,
+                        "log_start_offset": 0,
+                        "records": records,
+                        "aborted_transactions": None,
+                        "preferred_read_replica": -1,
+                    }
+                    for i, records in enumerate([big, small, None, big])
+                ],
+            }
+        ],
+    }
     parts = encode_response_parts(1, version, 77, body)
     assert b"".join(parts) == encode_response(1, version, 77, body)
     # prefix + fields, big, fields, big, and (flexible versions) the tagged-field tail
     assert sum(p is big for p in parts) == 2 and len(parts) == (5 if version >= 12 else 4)
-    assert encode_response_parts(3, 9, 1, {"brokers": [], "topics": []}) == [encode_response(3, 9, 1, {"brokers": [], "topics": []})]
+    assert encode_response_parts(3, 9, 1, {"brokers": [], "topics": []}) == [
+        encode_response(3, 9, 1, {"brokers": [], "topics": []})
+    ]

@@ -16,26 +16,61 @@ def data(**over):
     rows = [
         {**ROW, "case": "RF 1 acks=1, 100 B, 1 partition", "records_per_s": 500_000, "mb_per_s": 47.7, "ratio": 0.12},
         {**ROW, "case": "RF 3 acks=all, 100 B, 1 partition", "records_per_s": 280_000, "mb_per_s": 26.7, "ratio": 0.07},
-        {**ROW, "case": "RF 3 acks=all, 100 B, 6 partitions", "records_per_s": 320_000, "mb_per_s": 30.5, "ratio": 0.08},
+        {
+            **ROW,
+            "case": "RF 3 acks=all, 100 B, 6 partitions",
+            "records_per_s": 320_000,
+            "mb_per_s": 30.5,
+            "ratio": 0.08,
+        },
         {**ROW, "case": "RF 3 acks=1, 100 B, 6 partitions", "records_per_s": 400_000, "mb_per_s": 38.1, "ratio": 0.1},
-        {**ROW, "case": "consume, 100 B, 1 partition (RF 1)", "records_per_s": 700_000, "mb_per_s": 66.8, "ratio": 0.17},
-        {**ROW, "case": "consume, 100 B, 1 partition (RF 1)", "client": "ours", "records_per_s": 3_000_000,
-         "mb_per_s": 286.0, "ratio": 0.7},
-        {**ROW, "case": "produce latency at 10k records/s, RF 3 acks=all", "records_per_s": 10_000, "mb_per_s": 0.95,
-         "ratio": 0.0, "p99_ms": 12.5},
+        {
+            **ROW,
+            "case": "consume, 100 B, 1 partition (RF 1)",
+            "records_per_s": 700_000,
+            "mb_per_s": 66.8,
+            "ratio": 0.17,
+        },
+        {
+            **ROW,
+            "case": "consume, 100 B, 1 partition (RF 1)",
+            "client": "ours",
+            "records_per_s": 3_000_000,
+            "mb_per_s": 286.0,
+            "ratio": 0.7,
+        },
+        {
+            **ROW,
+            "case": "produce latency at 10k records/s, RF 3 acks=all",
+            "records_per_s": 10_000,
+            "mb_per_s": 0.95,
+            "ratio": 0.0,
+            "p99_ms": 12.5,
+        },
     ]
-    scaling = [{"partitions": 1000, "records_per_s": 150_000, "rss_kb_per_partition": 120.0, "metadata_p50_ms": 9.0,
-                "metadata_p99_ms": 20.0, "failover_s": 4.2}]
+    scaling = [
+        {
+            "partitions": 1000,
+            "records_per_s": 150_000,
+            "rss_kb_per_partition": 120.0,
+            "metadata_p50_ms": 9.0,
+            "metadata_p99_ms": 20.0,
+            "failover_s": 4.2,
+        }
+    ]
     return {"ceiling_mb_s": 400.0, "rows": rows, "scaling": scaling, "quick": False, "when": "now", **over}
 
 
 def test_targets_are_judged_from_the_measured_rows():
     judged = {name: (measured, met) for name, measured, met in cluster_report.targets(data())}
     assert judged["RF 1, acks=1, 100 B, confluent: >= 50% of the ceiling (MB/s)"] == ("47.7 MB/s = 12%", False)
-    assert judged["RF 3, acks=all, 100 B, confluent: >= 300k records/s"] == ("320,000 records/s", True)  # the better of 1 and 6
-    assert judged["consume, 100 B, one partition: >= 1M records/s"][1] is True                        # ours reached it
+    assert judged["RF 3, acks=all, 100 B, confluent: >= 300k records/s"] == (
+        "320,000 records/s",
+        True,
+    )  # the better of 1 and 6
+    assert judged["consume, 100 B, one partition: >= 1M records/s"][1] is True  # ours reached it
     assert judged["produce p99 at acks=all, 10k records/s: <= 10 ms"] == ("12.50 ms", False)
-    assert judged["1000 partitions: throughput within 2x of 6 partitions"][1] is False                 # 2.67x
+    assert judged["1000 partitions: throughput within 2x of 6 partitions"][1] is False  # 2.67x
     assert judged["1000 partitions: idle broker RSS grows < 200 KB per partition"] == ("120 KB", True)
     assert judged["1000 partitions: controller failover < 5 s"] == ("4.20 s", True)
     text = cluster_report.markdown(data())
@@ -55,8 +90,12 @@ def test_readme_section_is_replaced_between_its_markers(tmp_path):
 
 
 def test_quick_bench_run_writes_its_tables_chart_and_json(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "bench.cluster_bench", "--quick", "--out", str(tmp_path)],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.cluster_bench", "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads((tmp_path / "cluster.json").read_text())
     assert result["ceiling_mb_s"] > 0 and len(result["rows"]) == 18

@@ -7,7 +7,6 @@ import random
 import subprocess
 
 import trio
-
 from controller_stub import assign
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -30,19 +29,26 @@ def topics_for(tag):
 
 def _kafka_python(bootstrap: str, tag: str) -> dict:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
     got = {}
     for codec in CODECS:
         topic = f"{tag}-{codec}"
         for acks, partition in (("all", 0), (1, 1)):
-            producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks, enable_idempotence=False,
-                                     compression_type=None if codec == "none" else codec, linger_ms=5,
-                                     request_timeout_ms=TIMEOUT * 1000)
+            producer = KafkaProducer(
+                bootstrap_servers=bootstrap,
+                acks=acks,
+                enable_idempotence=False,
+                compression_type=None if codec == "none" else codec,
+                linger_ms=5,
+                request_timeout_ms=TIMEOUT * 1000,
+            )
             for key, value, headers in records(f"{codec}-{acks}"):
                 producer.send(topic, value=value, key=key, headers=headers, partition=partition)
             producer.flush(TIMEOUT)
             producer.close()
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
-                                 consumer_timeout_ms=5000)
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None, consumer_timeout_ms=5000
+        )
         tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
         consumer.assign(tps)
         for tp in tps:
@@ -70,30 +76,48 @@ async def test_kafka_python_produces_and_consumes_every_codec(start_broker):
     for codec in CODECS:
         assert got[codec][0] == [(k, v, h) for k, v, h in records(f"{codec}-all")], codec
         assert got[codec][1] == [(k, v, h) for k, v, h in records(f"{codec}-1")], codec
-    c = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", "kp-none", "-p", "1", "-o", "20", "-e",
-                        "-f", "%k\\n"], capture_output=True, text=True, timeout=TIMEOUT)
+    c = subprocess.run(
+        ["kcat", "-C", "-b", broker.bootstrap, "-t", "kp-none", "-p", "1", "-o", "20", "-e", "-f", "%k\\n"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert c.stdout.split() == [f"acks0-key-{i}" for i in range(5)]
 
 
 def _confluent(bootstrap: str, tag: str) -> dict:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
     got = {}
     for codec in CODECS:
         topic = f"{tag}-{codec}"
-        producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "enable.idempotence": False,
-                             "linger.ms": 5, "acks": "all"})
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "compression.type": codec,
+                "enable.idempotence": False,
+                "linger.ms": 5,
+                "acks": "all",
+            }
+        )
         for key, value, headers in records(codec):
             producer.produce(topic, value=value, key=key, headers=headers, partition=0)
         assert producer.flush(TIMEOUT) == 0
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "judge", "enable.auto.commit": False,
-                             "enable.partition.eof": True})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "judge",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
         consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         seen = []
         while True:
             msg = consumer.poll(TIMEOUT)
             assert msg is not None, f"{codec}: timed out after {len(seen)} records"
             if msg.error():
-                assert msg.error().code() == -191, msg.error()   # _PARTITION_EOF
+                assert msg.error().code() == -191, msg.error()  # _PARTITION_EOF
                 break
             seen.append((msg.key(), msg.value() or b"", list(msg.headers() or [])))
         consumer.close()
@@ -116,8 +140,12 @@ def _aiokafka(bootstrap: str, tag: str) -> dict:
         got = {}
         for codec in CODECS:
             topic = f"{tag}-{codec}"
-            producer = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
-                                        acks="all", enable_idempotence=False)
+            producer = AIOKafkaProducer(
+                bootstrap_servers=bootstrap,
+                compression_type=None if codec == "none" else codec,
+                acks="all",
+                enable_idempotence=False,
+            )
             await producer.start()
             try:
                 for key, value, headers in records(codec):
@@ -139,6 +167,7 @@ def _aiokafka(bootstrap: str, tag: str) -> dict:
             finally:
                 await consumer.stop()
         return got
+
     return asyncio.run(run())
 
 
@@ -158,9 +187,32 @@ async def test_kcat_every_codec_and_metadata(start_broker):
     assert 'topic "kc-zstd" with 2 partitions' in meta.stdout
     for codec in CODECS:
         lines = "".join(f"k{i}:value-{codec}-{i}\n" for i in range(30))
-        p = subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", f"kc-{codec}", "-p", "1", "-K", ":",
-                            "-z", codec], input=lines, capture_output=True, text=True, timeout=TIMEOUT)
+        p = subprocess.run(
+            ["kcat", "-P", "-b", broker.bootstrap, "-t", f"kc-{codec}", "-p", "1", "-K", ":", "-z", codec],
+            input=lines,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
         assert p.returncode == 0, p.stderr
-        c = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", f"kc-{codec}", "-p", "1", "-o", "beginning",
-                            "-e", "-f", "%o %k %s\\n"], capture_output=True, text=True, timeout=TIMEOUT)
+        c = subprocess.run(
+            [
+                "kcat",
+                "-C",
+                "-b",
+                broker.bootstrap,
+                "-t",
+                f"kc-{codec}",
+                "-p",
+                "1",
+                "-o",
+                "beginning",
+                "-e",
+                "-f",
+                "%o %k %s\\n",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
         assert c.stdout.splitlines() == [f"{i} k{i} value-{codec}-{i}" for i in range(30)], codec

@@ -8,10 +8,16 @@ from broker.config import ConfigError, Listener, build_config, load_config, pars
 
 
 def test_java_properties_syntax():
-    text = "# comment\n! also\nbroker.id=1\nlog.dirs : /a,/b\nzookeeper.connect 127.0.0.1:2181\n" \
-           "listeners=PLAINTEXT://127.0.0.1:9092,\\\n  INTERNAL://127.0.0.1:9093\n\n"
-    assert parse_properties(text) == {"broker.id": "1", "log.dirs": "/a,/b", "zookeeper.connect": "127.0.0.1:2181",
-                                      "listeners": "PLAINTEXT://127.0.0.1:9092,INTERNAL://127.0.0.1:9093"}
+    text = (
+        "# comment\n! also\nbroker.id=1\nlog.dirs : /a,/b\nzookeeper.connect 127.0.0.1:2181\n"
+        "listeners=PLAINTEXT://127.0.0.1:9092,\\\n  INTERNAL://127.0.0.1:9093\n\n"
+    )
+    assert parse_properties(text) == {
+        "broker.id": "1",
+        "log.dirs": "/a,/b",
+        "zookeeper.connect": "127.0.0.1:2181",
+        "listeners": "PLAINTEXT://127.0.0.1:9092,INTERNAL://127.0.0.1:9093",
+    }
 
 
 def test_defaults_overrides_and_derived_values(tmp_path):
@@ -26,16 +32,22 @@ def test_defaults_overrides_and_derived_values(tmp_path):
     assert log_config.max_message_bytes == 1048588
 
 
-@pytest.mark.parametrize("props,key", [
-    ({"zookeeper.connect": "h:1"}, "broker.id"),
-    ({"broker.id": "1"}, "zookeeper.connect"),
-    ({"broker.id": "one", "zookeeper.connect": "h:1"}, "broker.id"),
-    ({"broker.id": "1", "zookeeper.connect": "h:1", "listeners": "PLAINTEXT://h"}, "listeners"),
-    ({"broker.id": "1", "zookeeper.connect": "h:1", "listeners": "A://h:1,A://h:2"}, "listeners"),
-    ({"broker.id": "1", "zookeeper.connect": "h:1", "auto.create.topics.enable": "maybe"}, "auto.create.topics.enable"),
-    ({"broker.id": "1", "zookeeper.connect": "h:1", "log.segment.bytes": "10"}, "log.segment.bytes"),
-    ({"broker.id": "1", "zookeeper.connect": "h"}, "zookeeper.connect"),
-])
+@pytest.mark.parametrize(
+    "props,key",
+    [
+        ({"zookeeper.connect": "h:1"}, "broker.id"),
+        ({"broker.id": "1"}, "zookeeper.connect"),
+        ({"broker.id": "one", "zookeeper.connect": "h:1"}, "broker.id"),
+        ({"broker.id": "1", "zookeeper.connect": "h:1", "listeners": "PLAINTEXT://h"}, "listeners"),
+        ({"broker.id": "1", "zookeeper.connect": "h:1", "listeners": "A://h:1,A://h:2"}, "listeners"),
+        (
+            {"broker.id": "1", "zookeeper.connect": "h:1", "auto.create.topics.enable": "maybe"},
+            "auto.create.topics.enable",
+        ),
+        ({"broker.id": "1", "zookeeper.connect": "h:1", "log.segment.bytes": "10"}, "log.segment.bytes"),
+        ({"broker.id": "1", "zookeeper.connect": "h"}, "zookeeper.connect"),
+    ],
+)
 def test_invalid_values_name_their_key(props, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         build_config(props)
@@ -56,8 +68,14 @@ def test_bad_override_and_missing_file(tmp_path):
 
 def test_environment_variables_map_onto_config_keys():
     from broker.config import env_properties
-    env = {"KAFKA_BROKER_ID": "4", "KAFKA_ZOOKEEPER_CONNECT": "zk:2181", "KAFKA_LOG_RETENTION_HOURS": "2",
-           "PATH": "/bin", "KAFKA_": "x"}
+
+    env = {
+        "KAFKA_BROKER_ID": "4",
+        "KAFKA_ZOOKEEPER_CONNECT": "zk:2181",
+        "KAFKA_LOG_RETENTION_HOURS": "2",
+        "PATH": "/bin",
+        "KAFKA_": "x",
+    }
     assert env_properties(env) == {"broker.id": "4", "zookeeper.connect": "zk:2181", "log.retention.hours": "2"}
     config = load_config(None, ["broker.id=5"], environ=env)
     assert config.broker_id == 5 and config.log_config().retention_ms == 2 * 3600 * 1000

@@ -5,17 +5,20 @@ import socket
 import struct
 
 import trio
+from controller_stub import assign
 
 from client.connection import Connection, ConnectionClosed
-from controller_stub import assign
 from protocol import record_batch as rb
 from protocol.api import encode_request
 from protocol.errors import ErrorCode
 
 
 def produce_body(topic, partition, records, acks=1):
-    return {"acks": acks, "timeout_ms": 5000,
-            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
+    return {
+        "acks": acks,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}],
+    }
 
 
 def partition_error(response):
@@ -32,10 +35,26 @@ async def still_serving(broker):
 
 
 def fetch_body(topic, partition, offset, max_wait_ms=0, min_bytes=1, epoch=-1):
-    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": 1 << 20,
-            "isolation_level": 0, "topics": [{"topic": topic, "partitions": [
-                {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20,
-                 "current_leader_epoch": epoch}]}]}
+    return {
+        "replica_id": -1,
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": min_bytes,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "fetch_offset": offset,
+                        "partition_max_bytes": 1 << 20,
+                        "current_leader_epoch": epoch,
+                    }
+                ],
+            }
+        ],
+    }
 
 
 async def test_per_partition_errors(start_broker):
@@ -46,8 +65,13 @@ async def test_per_partition_errors(start_broker):
         batch = rb.build_batch([(b"k", b"v")])
         # a partition this broker follows, and one that does not exist
         assert partition_error(await conn.request(0, produce_body("t", 1, batch))) == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        assert partition_error(await conn.request(0, produce_body("nope", 0, batch))) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        assert partition_error(await conn.request(0, produce_body("t", 7, batch))) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert (
+            partition_error(await conn.request(0, produce_body("nope", 0, batch)))
+            == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        )
+        assert (
+            partition_error(await conn.request(0, produce_body("t", 7, batch))) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        )
         # oversize (message.max.bytes=2000), corrupt CRC, old message format, invalid acks
         big = rb.build_batch([(None, b"x" * 3000)])
         assert partition_error(await conn.request(0, produce_body("t", 0, big))) == ErrorCode.MESSAGE_TOO_LARGE
@@ -57,19 +81,31 @@ async def test_per_partition_errors(start_broker):
         wrong_count = bytearray(batch)
         struct.pack_into(">i", wrong_count, 57, 3)
         struct.pack_into(">I", wrong_count, 17, rb.compute_crc(wrong_count, 0, len(wrong_count)))
-        assert partition_error(await conn.request(0, produce_body("t", 0, bytes(wrong_count)))) == ErrorCode.CORRUPT_MESSAGE
+        assert (
+            partition_error(await conn.request(0, produce_body("t", 0, bytes(wrong_count))))
+            == ErrorCode.CORRUPT_MESSAGE
+        )
         old = bytearray(batch)
         old[16] = 1
-        assert partition_error(await conn.request(0, produce_body("t", 0, bytes(old)))) == \
-            ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
-        assert partition_error(await conn.request(0, produce_body("t", 0, batch, acks=2))) == ErrorCode.INVALID_REQUIRED_ACKS
+        assert (
+            partition_error(await conn.request(0, produce_body("t", 0, bytes(old))))
+            == ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+        )
+        assert (
+            partition_error(await conn.request(0, produce_body("t", 0, batch, acks=2)))
+            == ErrorCode.INVALID_REQUIRED_ACKS
+        )
         # fetch out of range, from a follower, and with a stale / future leader epoch (KIP-320)
         f = await conn.request(1, fetch_body("t", 0, 10))
         assert f.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
         f = await conn.request(1, fetch_body("t", 1, 0))
         assert f.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         await assign([leader, other], {"t": [[1], [2, 1]]}, leader_epoch=3, controller_epoch=2)
-        for epoch, code in ((1, ErrorCode.FENCED_LEADER_EPOCH), (9, ErrorCode.UNKNOWN_LEADER_EPOCH), (3, ErrorCode.NONE)):
+        for epoch, code in (
+            (1, ErrorCode.FENCED_LEADER_EPOCH),
+            (9, ErrorCode.UNKNOWN_LEADER_EPOCH),
+            (3, ErrorCode.NONE),
+        ):
             f = await conn.request(1, fetch_body("t", 0, 0, epoch=epoch))
             assert f.responses[0].partitions[0].error_code == code, epoch
     await still_serving(leader)
@@ -95,7 +131,7 @@ async def test_bad_frames_close_only_their_connection(start_broker):
     # garbage, an unknown API key, an unsupported Produce version: closed, no answer
     assert await trio.to_thread.run_sync(raw, struct.pack(">i", 6) + b"\x00\x01\xff\xff\x00\x00") == b""
     assert await trio.to_thread.run_sync(raw, struct.pack(">i", 8) + b"\x03\xe7\x00\x00\x00\x00\x00\x07") == b""
-    produce_v2 = struct.pack(">hhih", 0, 2, 5, -1)   # header v1 with a null client id; v2 is not served
+    produce_v2 = struct.pack(">hhih", 0, 2, 5, -1)  # header v1 with a null client id; v2 is not served
     assert await trio.to_thread.run_sync(raw, struct.pack(">i", len(produce_v2)) + produce_v2) == b""
     # ApiVersions at an unknown version: a v0 answer with UNSUPPORTED_VERSION and the served versions
     frame = bytearray(encode_request(18, 3, 77, {}))
@@ -126,6 +162,7 @@ async def test_acks_all_waits_and_pipelined_requests_answer_in_order(start_broke
         async def send(i):
             r = await conn.request(0, produce_body("t", 0, rb.build_batch([(None, b"%d" % i)]), acks=-1))
             results.append((i, r.responses[0].partition_responses[0].base_offset))
+
         async with trio.open_nursery() as nursery:
             for i in range(20):
                 nursery.start_soon(send, i)
@@ -137,6 +174,7 @@ async def test_acks_all_waits_and_pipelined_requests_answer_in_order(start_broke
             async def poll():
                 f = await conn.request(1, fetch_body("t", 0, 20, max_wait_ms=5000))
                 got.append(f.responses[0].partitions[0].records)
+
             nursery.start_soon(poll)
             await trio.sleep(0.3)
             async with Connection.open(broker.host, broker.port) as other:

@@ -7,12 +7,12 @@ import sys
 
 import pytest
 import trio
+from controller_stub import assign
+from test_broker_errors import fetch_body, produce_body
 
 from client.connection import Connection
-from controller_stub import assign
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from test_broker_errors import fetch_body, produce_body
 
 
 def test_registration_json_and_duplicate_id(start_broker, zk):
@@ -31,19 +31,40 @@ def test_registration_json_and_duplicate_id(start_broker, zk):
 
 def test_bad_configuration_is_one_clear_line(tmp_path):
     cmd = [sys.executable, "-m", "minikafka_cli.main", "broker", "--override"]
-    for override, message in (("broker.id=-4", "broker.id"), ("listeners=nonsense", "listeners"),
-                              ("zookeeper.connect=", "zookeeper.connect"), ("zookeeper.connect=nohost", "zookeeper"),
-                              ("log.segment.bytes=small", "log.segment.bytes"), ("num.partitions=0", "num.partitions")):
+    for override, message in (
+        ("broker.id=-4", "broker.id"),
+        ("listeners=nonsense", "listeners"),
+        ("zookeeper.connect=", "zookeeper.connect"),
+        ("zookeeper.connect=nohost", "zookeeper"),
+        ("log.segment.bytes=small", "log.segment.bytes"),
+        ("num.partitions=0", "num.partitions"),
+    ):
         key = override.split("=")[0]
-        result = subprocess.run(cmd + [override] + ["--override", "broker.id=1"] * (key != "broker.id")
-                                + ["--override", "zookeeper.connect=127.0.0.1:1"] * (key != "zookeeper.connect"),
-                                capture_output=True, text=True, timeout=30)
+        result = subprocess.run(
+            cmd
+            + [override]
+            + ["--override", "broker.id=1"] * (key != "broker.id")
+            + ["--override", "zookeeper.connect=127.0.0.1:1"] * (key != "zookeeper.connect"),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert result.returncode == 2, result.stderr
         assert message in result.stderr and "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
     # ZooKeeper that does not answer: exit 1 after zookeeper.connection.timeout.ms, one clear line
-    result = subprocess.run(cmd + ["broker.id=1", "--override", "zookeeper.connect=127.0.0.1:1",
-                                   "--override", "zookeeper.connection.timeout.ms=500"],
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        cmd
+        + [
+            "broker.id=1",
+            "--override",
+            "zookeeper.connect=127.0.0.1:1",
+            "--override",
+            "zookeeper.connection.timeout.ms=500",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 1 and "cannot start: ZooKeeper at 127.0.0.1:1 did not answer" in result.stderr
 
 
@@ -83,8 +104,11 @@ async def test_kill_9_and_restart_keeps_every_acknowledged_record(start_broker):
             while True:
                 f = (await conn.request(1, fetch_body("t", p, offset))).responses[0].partitions[0]
                 assert f.error_code == ErrorCode.NONE
-                records = [(r.offset, r.value) for pos, h in rb.iter_batches(f.records)
-                           for r in rb.decode_records(f.records, pos, h)]
+                records = [
+                    (r.offset, r.value)
+                    for pos, h in rb.iter_batches(f.records)
+                    for r in rb.decode_records(f.records, pos, h)
+                ]
                 if not records:
                     break
                 got += records

@@ -19,9 +19,11 @@ def test_scenario(name, tmp_path):
         pytest.skip("iptables does not work here (needs root and CAP_NET_ADMIN)")
     print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
     report, what = trio.run(run_scenario, name, SEED, tmp_path)
-    print(f"{name}: {what}; sent {report.attempted}, acked {report.acked}, failed {report.failed}, "
-          f"lost {len(report.lost)}, duplicated {len(report.duplicated)}, "
-          f"longest without a leader {report.max_leaderless_s:.1f} s, violations {report.violations()}")
+    print(
+        f"{name}: {what}; sent {report.attempted}, acked {report.acked}, failed {report.failed}, "
+        f"lost {len(report.lost)}, duplicated {len(report.duplicated)}, "
+        f"longest without a leader {report.max_leaderless_s:.1f} s, violations {report.violations()}"
+    )
     assert report.acked > 500, "the workload made too little progress to judge"
     if name == "unclean-election":
         # data loss is allowed here, but it must be reported, never a silent divergence

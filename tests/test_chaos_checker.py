@@ -30,7 +30,7 @@ def test_a_clean_history_passes_and_reports_the_leaderless_window():
 def test_a_lost_write_is_flagged():
     history, replicas, leaders, isr, hws = clean()
     for broker in replicas[0]:
-        replicas[0][broker] = [(0, b"1")]          # the acknowledged offset 1 is gone everywhere
+        replicas[0][broker] = [(0, b"1")]  # the acknowledged offset 1 is gone everywhere
     report = check(history, replicas, leaders, isr, {0: 1}, in_order=True)
     assert report.lost == [(0, 1, b"2")] and not report.ok
 
@@ -65,7 +65,7 @@ def test_a_high_watermark_going_backwards_is_flagged():
 
 
 def test_reordering_is_flagged_when_one_request_was_in_flight():
-    history = [e for e in clean()[0] if e["op"] == "send"]          # no acks: nothing lost, only order
+    history = [e for e in clean()[0] if e["op"] == "send"]  # no acks: nothing lost, only order
     replicas = {0: {b: [(0, b"2"), (1, b"1")] for b in (1, 2, 3)}}
     report = check(history, replicas, {0: 2}, {0: [1, 2, 3]}, {0: 2}, in_order=True)
     assert report.reordered == [("a", 0, b"2")] and not report.ok
@@ -77,4 +77,4 @@ def test_duplicates_are_reported():
     for broker in replicas[0]:
         replicas[0][broker] = [(0, b"1"), (1, b"2"), (2, b"2")]
     report = check(history, replicas, leaders, isr, {0: 3}, in_order=True)
-    assert report.duplicated == [(0, b"2")] and report.ok        # reported, not a violation
+    assert report.duplicated == [(0, b"2")] and report.ok  # reported, not a violation

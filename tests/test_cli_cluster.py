@@ -43,10 +43,23 @@ def test_cluster_lifecycle(tmp_path):
         pids = [b["pid"] for b in state["brokers"].values()] + [state["zookeeper"]["pid"]]
         assert (tmp_path / "c" / "broker-1" / "broker.pid").read_text().strip() == str(state["brokers"]["1"]["pid"])
         assert (tmp_path / "c" / "zookeeper" / "zookeeper.pid").exists()
-        assert cli("cluster", "up", "--dir", d).returncode == 1          # already running
+        assert cli("cluster", "up", "--dir", d).returncode == 1  # already running
         bootstrap = f"127.0.0.1:{base}"
-        assert cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", "t", "--partitions", "3",
-                   "--replication-factor", "3").returncode == 0
+        assert (
+            cli(
+                "topics",
+                "create",
+                "--bootstrap-server",
+                bootstrap,
+                "--topic",
+                "t",
+                "--partitions",
+                "3",
+                "--replication-factor",
+                "3",
+            ).returncode
+            == 0
+        )
         status = cli("cluster", "status", "--dir", d).stdout
         assert "broker 2: " in status and "controller: " in status and "topics: 1 (t)" in status
         assert cli("cluster", "kill", "2", "--dir", d).stdout.strip() == "broker 2 killed"
@@ -61,8 +74,11 @@ def test_cluster_lifecycle(tmp_path):
     for pid in pids:
         try:
             os.kill(pid, 0)
-            alive = os.path.exists(f"/proc/{pid}") and "minikafka" in open(f"/proc/{pid}/cmdline").read() \
+            alive = (
+                os.path.exists(f"/proc/{pid}")
+                and "minikafka" in open(f"/proc/{pid}/cmdline").read()
                 or "zoo.cfg" in open(f"/proc/{pid}/cmdline").read()
+            )
         except (ProcessLookupError, FileNotFoundError):
             alive = False
         assert not alive, pid

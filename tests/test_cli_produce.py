@@ -3,8 +3,9 @@
 import subprocess
 import sys
 
-from protocol import record_batch as rb
 from replication_helpers import create_topic, log_bytes, partition_state, wait_for
+
+from protocol import record_batch as rb
 
 CLI = [sys.executable, "-m", "minikafka_cli.main", "produce"]
 
@@ -14,20 +15,53 @@ async def test_cli_produce_keys_headers_and_idempotence(start_broker, zk, tmp_pa
     await create_topic({1: broker}, zk, "c", partitions=1, rf=1)
     await wait_for(lambda: partition_state(zk, "c", 0)["leader"] == 1)
     lines = "".join(f"k{i}:value {i}\n" for i in range(50))
-    r = subprocess.run(CLI + ["--bootstrap-server", broker.bootstrap, "--topic", "c", "--key-separator", ":",
-                              "--header", "source=cli", "--compression", "zstd"],
-                       input=lines.encode(), capture_output=True, timeout=60)
+    r = subprocess.run(
+        CLI
+        + [
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--topic",
+            "c",
+            "--key-separator",
+            ":",
+            "--header",
+            "source=cli",
+            "--compression",
+            "zstd",
+        ],
+        input=lines.encode(),
+        capture_output=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().strip() == "50 records acknowledged"
-    kcat = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", "c", "-o", "beginning", "-e",
-                           "-f", "%k|%s|%h\\n"], capture_output=True, text=True, timeout=30)
+    kcat = subprocess.run(
+        ["kcat", "-C", "-b", broker.bootstrap, "-t", "c", "-o", "beginning", "-e", "-f", "%k|%s|%h\\n"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert kcat.stdout.splitlines() == [f"k{i}|value {i}|source=cli" for i in range(50)]
     headers = [h for _, h in rb.iter_batches(log_bytes(broker, "c", 0))]
-    assert all(h.producer_id >= 0 for h in headers)        # idempotent by default
+    assert all(h.producer_id >= 0 for h in headers)  # idempotent by default
     path = tmp_path / "records.txt"
     path.write_text("one\ntwo\n")
-    r = subprocess.run(CLI + ["--bootstrap-server", broker.bootstrap, "--topic", "c", "--file", str(path),
-                              "--no-idempotence", "--acks", "1"], capture_output=True, timeout=60)
+    r = subprocess.run(
+        CLI
+        + [
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--topic",
+            "c",
+            "--file",
+            str(path),
+            "--no-idempotence",
+            "--acks",
+            "1",
+        ],
+        capture_output=True,
+        timeout=60,
+    )
     assert r.returncode == 0 and r.stdout.decode().strip() == "2 records acknowledged"
     headers = [h for _, h in rb.iter_batches(log_bytes(broker, "c", 0))]
     assert headers[-1].producer_id == -1

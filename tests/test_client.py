@@ -2,10 +2,10 @@
 
 import pytest
 import trio
+from controller_stub import assign
 
 from client import Cluster, ConnectionClosed, KafkaError
 from client.cluster import parse_bootstrap
-from controller_stub import assign
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
@@ -28,10 +28,16 @@ async def test_routes_to_leaders_and_pipelines(start_broker):
         offsets = []
 
         async def produce(i):
-            body = {"acks": 1, "timeout_ms": 1000, "topic_data": [{"name": "t", "partition_data": [
-                {"index": 1, "records": rb.build_batch([(None, b"%d" % i)])}]}]}
+            body = {
+                "acks": 1,
+                "timeout_ms": 1000,
+                "topic_data": [
+                    {"name": "t", "partition_data": [{"index": 1, "records": rb.build_batch([(None, b"%d" % i)])}]}
+                ],
+            }
             r = await conn.request(0, body)
             offsets.append(r.responses[0].partition_responses[0].base_offset)
+
         async with trio.open_nursery() as nursery:
             for i in range(50):
                 nursery.start_soon(produce, i)
@@ -47,14 +53,16 @@ async def test_retry_backs_off_on_retriable_errors_only(autojump_clock):
             if len(calls) < 3:
                 raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return "done"
+
         start = trio.current_time()
         assert await cluster.retry(flaky) == "done"
         assert [r for _, r in calls] == [False, True, True]
-        assert 0.24 < calls[-1][0] - start < 0.36    # ~100 ms then ~200 ms, with jitter
+        assert 0.24 < calls[-1][0] - start < 0.36  # ~100 ms then ~200 ms, with jitter
 
         async def fatal(refresh):
             calls.append(refresh)
             raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+
         calls.clear()
         with pytest.raises(KafkaError, match="INVALID_REQUIRED_ACKS"):
             await cluster.retry(fatal)
@@ -69,6 +77,7 @@ async def test_unreachable_bootstrap_is_a_clear_error():
 
 async def test_errors_inside_a_connection_block_are_not_wrapped(start_broker):
     from client import Connection
+
     broker = start_broker(1)
     with pytest.raises(ConnectionClosed):
         async with Connection.open(broker.host, broker.port):

@@ -8,16 +8,17 @@ import time
 
 import pytest
 import trio
+from replication_helpers import controller_of
 
 from client import Cluster
 from client.connection import Connection
 from protocol.errors import ErrorCode
-from replication_helpers import controller_of
 
 
 @pytest.fixture
 async def three(start_broker):
     from replication_helpers import wait_until_all_brokers_known
+
     brokers = {i: start_broker(i) for i in (1, 2, 3)}
     await wait_until_all_brokers_known(brokers)
     return brokers
@@ -35,8 +36,9 @@ async def wait_until(predicate, timeout_s=20.0, interval=0.05):
 
 async def metadata(broker, topics=None):
     async with Connection.open(broker.host, broker.port) as conn:
-        return await conn.request(3, {"topics": None if topics is None else [{"name": t} for t in topics],
-                                      "allow_auto_topic_creation": False})
+        return await conn.request(
+            3, {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": False}
+        )
 
 
 def leaders(md, topic):
@@ -50,10 +52,20 @@ async def create_topic(broker, name, partitions=6, rf=3, configs=None, retry_not
     with trio.fail_after(15):
         while True:
             async with Connection.open(broker.host, broker.port) as conn:
-                r = await conn.request(19, {"topics": [{"name": name, "num_partitions": partitions,
-                                                        "replication_factor": rf, "configs": [
-                                                            {"name": k, "value": v} for k, v in (configs or {}).items()]}],
-                                            "timeout_ms": 10000})
+                r = await conn.request(
+                    19,
+                    {
+                        "topics": [
+                            {
+                                "name": name,
+                                "num_partitions": partitions,
+                                "replication_factor": rf,
+                                "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                            }
+                        ],
+                        "timeout_ms": 10000,
+                    },
+                )
             if r.topics[0].error_code != ErrorCode.NOT_CONTROLLER or not retry_not_controller:
                 return r.topics[0]
             await trio.sleep(0.05)
@@ -82,7 +94,7 @@ async def test_one_controller_failover_and_epoch(three, zk):
     print(f"controller failover after kill -9: {elapsed:.2f} s (session timeout 3 s)")
     # the new controller bumps the epoch right after creating /controller
     await wait_until(lambda: int(zk.get("/controller_epoch")[0]) == epoch + 1, timeout_s=5)
-    assert elapsed < 3 + 3    # zookeeper.session.timeout.ms + a measured bound (~0.5 s seen)
+    assert elapsed < 3 + 3  # zookeeper.session.timeout.ms + a measured bound (~0.5 s seen)
 
 
 async def test_create_topic_spreads_leaders_and_metadata_agrees(three, zk):
@@ -92,9 +104,12 @@ async def test_create_topic_spreads_leaders_and_metadata_agrees(three, zk):
     assert (await create_topic(other, "t", retry_not_controller=False)).error_code == ErrorCode.NOT_CONTROLLER
     result = await create_topic(controller, "t")
     assert result.error_code == ErrorCode.NONE and result.num_partitions == 6 and result.replication_factor == 3
-    for name, partitions, rf, code in (("t", 1, 1, ErrorCode.TOPIC_ALREADY_EXISTS), ("bad/name", 1, 1,
-                                        ErrorCode.INVALID_TOPIC_EXCEPTION), ("x", 1, 4, ErrorCode.INVALID_REPLICATION_FACTOR),
-                                       ("y", 0, 1, ErrorCode.INVALID_PARTITIONS)):
+    for name, partitions, rf, code in (
+        ("t", 1, 1, ErrorCode.TOPIC_ALREADY_EXISTS),
+        ("bad/name", 1, 1, ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ("x", 1, 4, ErrorCode.INVALID_REPLICATION_FACTOR),
+        ("y", 0, 1, ErrorCode.INVALID_PARTITIONS),
+    ):
         assert (await create_topic(controller, name, partitions, rf)).error_code == code, name
     assert (await create_topic(controller, "z", 1, 1, {"retention.ms": "soon"})).error_code == ErrorCode.INVALID_CONFIG
     view = None
@@ -104,8 +119,9 @@ async def test_create_topic_spreads_leaders_and_metadata_agrees(three, zk):
     assert collections.Counter(leader for leader, _, _ in view.values()) == {1: 2, 2: 2, 3: 2}
     assert all(sorted(isr) == [1, 2, 3] for _, _, isr in view.values())
     assert json.loads(zk.get("/brokers/topics/t/partitions/0/state")[0])["leader"] == view[0][0]
-    kcat = subprocess.run(["kcat", "-L", "-b", controller.bootstrap, "-t", "t"], capture_output=True, text=True,
-                          timeout=30)
+    kcat = subprocess.run(
+        ["kcat", "-L", "-b", controller.bootstrap, "-t", "t"], capture_output=True, text=True, timeout=30
+    )
     assert 'topic "t" with 6 partitions' in kcat.stdout and "3 brokers" in kcat.stdout
 
 
@@ -129,8 +145,11 @@ async def kill_a_leader(three, zk, topic, partitions, before_kill=None):
         # the controller elects new leaders first, then takes the dead broker out of the other ISRs
         while True:
             view = await all_agree(survivors, topic)
-            if view and all(view[p][0] not in (victim, -1) for p in led) and \
-                    all(victim not in isr for _, _, isr in view.values()):
+            if (
+                view
+                and all(view[p][0] not in (victim, -1) for p in led)
+                and all(victim not in isr for _, _, isr in view.values())
+            ):
                 return before, view, victim, led
             await trio.sleep(0.05)
 
@@ -148,7 +167,7 @@ async def test_leader_failover_and_restart_as_follower(three, zk):
             if md.topics and md.topics[0].error_code == 0 and len(md.brokers) == 3:
                 break
             await trio.sleep(0.05)
-    assert all(leader != victim for leader, _, _ in leaders(md, "t").values())   # back as a follower
+    assert all(leader != victim for leader, _, _ in leaders(md, "t").values())  # back as a follower
     assert (three[victim].directory / "logs" / "t-0").exists()
 
 
@@ -171,6 +190,7 @@ async def test_controlled_shutdown_leaves_no_partition_leaderless(three, zk):
                 if p.leader_id < 0 or p.error_code != 0:
                     leaderless.append(p.partition_index)
             await trio.sleep(0.005)
+
     async with trio.open_nursery() as nursery:
         nursery.start_soon(poll)
         assert await trio.to_thread.run_sync(three[victim].stop) == 0
@@ -197,8 +217,16 @@ async def test_zombie_controller_cannot_act(three, zk):
     assert int(zk.get("/controller_epoch")[0]) == epoch + 1 and controller_of(zk) == new
     # whatever the zombie might still send carries the old epoch, and brokers refuse it
     async with Connection.open(three[new].host, three[new].port) as conn:
-        r = await conn.request(6, {"controller_id": old, "controller_epoch": epoch, "broker_epoch": -1,
-                                   "topic_states": [], "live_brokers": []})
+        r = await conn.request(
+            6,
+            {
+                "controller_id": old,
+                "controller_epoch": epoch,
+                "broker_epoch": -1,
+                "topic_states": [],
+                "live_brokers": [],
+            },
+        )
     assert r.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
     with trio.fail_after(15):
         while not await all_agree(list(three.values()), "t"):
@@ -216,7 +244,10 @@ async def test_delete_topic_everywhere(three, zk):
     assert all(d.exists() for d in dirs)
     async with Connection.open(controller.host, controller.port) as conn:
         r = await conn.request(20, {"topic_names": ["gone", "never"], "timeout_ms": 10000}, version=5)
-    assert [(x.name, x.error_code) for x in r.responses] == [("gone", 0), ("never", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert [(x.name, x.error_code) for x in r.responses] == [
+        ("gone", 0),
+        ("never", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ]
     with trio.fail_after(10):
         while any(d.exists() for d in dirs):
             await trio.sleep(0.05)
@@ -245,8 +276,11 @@ async def test_preferred_replica_election_through_zookeeper(three, zk):
     with trio.fail_after(10):
         while not await all_agree(list(three.values()), "p"):
             await trio.sleep(0.05)
-    zk.create("/admin/preferred_replica_election",
-              json.dumps({"version": 1, "partitions": [{"topic": "p", "partition": 0}]}).encode(), makepath=True)
+    zk.create(
+        "/admin/preferred_replica_election",
+        json.dumps({"version": 1, "partitions": [{"topic": "p", "partition": 0}]}).encode(),
+        makepath=True,
+    )
     await wait_until(lambda: not zk.exists("/admin/preferred_replica_election"), timeout_s=10)
     assert "preferred replica election {'p-0': 'ELECTION_NOT_NEEDED'}" in controller.log_tail(200000)
 
@@ -256,6 +290,7 @@ async def test_brokers_keep_serving_while_zookeeper_is_down(tmp_path):
     again on the same port and the broker's session carries on."""
     from local_cluster.brokers import BrokerProcess
     from local_cluster.zookeeper import ZooKeeperProcess
+
     zk_proc = ZooKeeperProcess.start(tmp_path / "zk")
     broker = BrokerProcess.create(1, tmp_path / "b1", zk_proc.connect, zookeeper_session_timeout_ms="10000")
     try:
@@ -267,11 +302,20 @@ async def test_brokers_keep_serving_while_zookeeper_is_down(tmp_path):
         zk_proc.kill()
         await wait_until(lambda: "serving with the last known metadata" in broker.log_tail(100000))
         lines = "".join(f"k{i}:v{i}\n" for i in range(5))
-        p = subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", "t", "-K", ":"], input=lines,
-                           capture_output=True, text=True, timeout=30)
+        p = subprocess.run(
+            ["kcat", "-P", "-b", broker.bootstrap, "-t", "t", "-K", ":"],
+            input=lines,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert p.returncode == 0, p.stderr
-        c = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", "t", "-o", "beginning", "-e", "-f", "%s\\n"],
-                           capture_output=True, text=True, timeout=30)
+        c = subprocess.run(
+            ["kcat", "-C", "-b", broker.bootstrap, "-t", "t", "-o", "beginning", "-e", "-f", "%s\\n"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert c.stdout.split() == [f"v{i}" for i in range(5)]
         zk_proc = await trio.to_thread.run_sync(lambda: ZooKeeperProcess.start(tmp_path / "zk", port=zk_proc.port))
         await wait_until(lambda: "ZooKeeper connection re-established" in broker.log_tail(100000), timeout_s=20)
@@ -288,6 +332,7 @@ async def test_a_stale_partition_znode_version_falls_back_to_reread_and_still_el
     def bump(led):
         data, stat = zk.get(f"/brokers/topics/race/partitions/{led[0]}/state")
         zk.set(f"/brokers/topics/race/partitions/{led[0]}/state", data, version=stat.version)
+
     before, view, victim, led = await kill_a_leader(three, zk, "race", 6, before_kill=bump)
     state = json.loads(zk.get(f"/brokers/topics/race/partitions/{led[0]}/state")[0])
     assert state["leader"] not in (victim, -1) and state["leader_epoch"] == before[led[0]][1] + 1

@@ -23,11 +23,11 @@ def test_compose_services_are_real_broker_invocations_that_agree():
         command = service["command"]
         assert command[:2] == ["minikafka", "broker"] and "--env-config" in command
         env = {k: str(v) for k, v in service["environment"].items()}
-        config = load_config(None, [], environ=env)       # the broker accepts it (raises otherwise)
+        config = load_config(None, [], environ=env)  # the broker accepts it (raises otherwise)
         assert config["zookeeper.connect"] == f"zookeeper:{zk_port}"
         listener = config.listeners[0]
         advertised = config.advertised_listeners[0]
-        assert advertised == Listener("PLAINTEXT", name, listener.port)      # reachable by service name
+        assert advertised == Listener("PLAINTEXT", name, listener.port)  # reachable by service name
         assert service["ports"] == [f"{listener.port}:{listener.port}"]
         assert config["min.insync.replicas"] <= config["default.replication.factor"] <= len(brokers)
         assert service["depends_on"]["zookeeper"]["condition"] == "service_healthy"
@@ -39,8 +39,11 @@ def test_compose_services_are_real_broker_invocations_that_agree():
 
 
 def test_dockerfile_runs_the_broker_from_the_environment():
-    lines = [line.strip() for line in (ROOT / "Dockerfile").read_text().splitlines() if line.strip()
-             and not line.startswith("#")]
+    lines = [
+        line.strip()
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     entrypoint = next(line for line in lines if line.startswith("ENTRYPOINT"))
     assert entrypoint == 'ENTRYPOINT ["minikafka", "broker", "--env-config"]'
     copied = {shlex.split(line)[1] for line in lines if line.startswith("COPY")}

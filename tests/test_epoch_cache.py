@@ -9,13 +9,16 @@ def cache(*entries):
     return LeaderEpochCache(None, list(entries))
 
 
-@pytest.mark.parametrize("entries,assign,expected", [
-    ([], (0, 0), [(0, 0)]),
-    ([(0, 0)], (0, 5), [(0, 0)]),                   # same epoch, later offset: nothing to do
-    ([(0, 0), (1, 10)], (2, 20), [(0, 0), (1, 10), (2, 20)]),
-    ([(0, 0), (1, 10), (3, 30)], (2, 20), [(0, 0), (1, 10), (2, 20)]),  # higher epochs removed
-    ([(0, 0), (1, 10), (2, 20)], (3, 15), [(0, 0), (1, 10), (3, 15)]),  # later start offsets removed
-])
+@pytest.mark.parametrize(
+    "entries,assign,expected",
+    [
+        ([], (0, 0), [(0, 0)]),
+        ([(0, 0)], (0, 5), [(0, 0)]),  # same epoch, later offset: nothing to do
+        ([(0, 0), (1, 10)], (2, 20), [(0, 0), (1, 10), (2, 20)]),
+        ([(0, 0), (1, 10), (3, 30)], (2, 20), [(0, 0), (1, 10), (2, 20)]),  # higher epochs removed
+        ([(0, 0), (1, 10), (2, 20)], (3, 15), [(0, 0), (1, 10), (3, 15)]),  # later start offsets removed
+    ],
+)
 def test_assign(entries, assign, expected):
     c = cache(*entries)
     c.assign(*assign)
@@ -25,14 +28,17 @@ def test_assign(entries, assign, expected):
 ENTRIES = [(1, 0), (3, 100), (4, 250)]
 
 
-@pytest.mark.parametrize("epoch,expected", [
-    (-1, (UNDEFINED_EPOCH, -1)),
-    (4, (4, 300)),          # latest epoch: ends at the LEO
-    (3, (3, 250)),          # ends where epoch 4 starts
-    (2, (1, 100)),          # unknown epoch between two: the floor epoch, the next start offset
-    (0, (0, 0)),            # below every epoch: itself, the first start offset
-    (5, (UNDEFINED_EPOCH, -1)),
-])
+@pytest.mark.parametrize(
+    "epoch,expected",
+    [
+        (-1, (UNDEFINED_EPOCH, -1)),
+        (4, (4, 300)),  # latest epoch: ends at the LEO
+        (3, (3, 250)),  # ends where epoch 4 starts
+        (2, (1, 100)),  # unknown epoch between two: the floor epoch, the next start offset
+        (0, (0, 0)),  # below every epoch: itself, the first start offset
+        (5, (UNDEFINED_EPOCH, -1)),
+    ],
+)
 def test_end_offset_for(epoch, expected):
     assert cache(*ENTRIES).end_offset_for(epoch, 300) == expected
 

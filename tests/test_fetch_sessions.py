@@ -4,13 +4,14 @@ together, and kafka-python's own session handler against a real broker."""
 
 import pytest
 import trio
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from replication_helpers import create_topic, partition_state, wait_for
 
 from broker.fetch_sessions import FetchSessionCache, SessionError
 from client.fetch_session import FetchSessionHandler
 from protocol.api import decode_request, encode_request
 from protocol.errors import ErrorCode
-from replication_helpers import create_topic, partition_state, wait_for
 
 
 def fetch_body(session_id=0, epoch=-1, parts=(), forgotten=()):
@@ -21,15 +22,27 @@ def fetch_body(session_id=0, epoch=-1, parts=(), forgotten=()):
     dropped = {}
     for topic, index in forgotten:
         dropped.setdefault(topic, []).append(index)
-    body = {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 10000, "session_id": session_id,
-            "session_epoch": epoch, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-            "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in dropped.items()]}
+    body = {
+        "replica_id": 2,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 10000,
+        "session_id": session_id,
+        "session_epoch": epoch,
+        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in dropped.items()],
+    }
     return decode_request(encode_request(1, 12, 1, body, size_prefix=False)).body
 
 
 def entry(index, hw, records=b"", error=0):
-    return {"partition_index": index, "error_code": error, "high_watermark": hw, "log_start_offset": 0,
-            "records": records}
+    return {
+        "partition_index": index,
+        "error_code": error,
+        "high_watermark": hw,
+        "log_start_offset": 0,
+        "records": records,
+    }
 
 
 def read_set(context):
@@ -51,27 +64,29 @@ def test_a_session_answers_only_partitions_with_news():
     # Epoch 1: only a-0 moved; the leader still reads the whole session.
     inc = cache.context(fetch_body(sid, 1, [("a", 0, 8)]))
     assert read_set(inc) == {("a", 0): 8, ("a", 1): 7, ("b", 0): 0}
-    assert not inc.include("a", entry(1, 10))                     # nothing new
-    assert inc.include("a", entry(0, 10, records=b"batch"))      # records
-    assert inc.include("b", entry(0, 11))                         # the high watermark moved
+    assert not inc.include("a", entry(1, 10))  # nothing new
+    assert inc.include("a", entry(0, 10, records=b"batch"))  # records
+    assert inc.include("b", entry(0, 11))  # the high watermark moved
     assert inc.include("a", entry(1, 10, error=ErrorCode.NOT_LEADER_OR_FOLLOWER))
-    assert not inc.include("b", entry(0, 11))                     # 11 was sent already
+    assert not inc.include("b", entry(0, 11))  # 11 was sent already
     # Epoch 2 forgets b-0 and adds c-3.
     inc2 = cache.context(fetch_body(sid, 2, [("c", 3, 1)], forgotten=[("b", 0)]))
     assert read_set(inc2) == {("a", 0): 8, ("a", 1): 7, ("c", 3): 1}
-    assert inc2.include("c", entry(3, 10))                        # new partitions are always answered once
+    assert inc2.include("c", entry(3, 10))  # new partitions are always answered once
 
 
 def test_session_errors_and_closing():
     cache = FetchSessionCache()
     sid = cache.context(fetch_body(0, 0, [("a", 0, 0)])).session_id
-    for body, code in [(fetch_body(sid, 5), ErrorCode.INVALID_FETCH_SESSION_EPOCH),
-                       (fetch_body(sid + 100, 1), ErrorCode.FETCH_SESSION_ID_NOT_FOUND)]:
+    for body, code in [
+        (fetch_body(sid, 5), ErrorCode.INVALID_FETCH_SESSION_EPOCH),
+        (fetch_body(sid + 100, 1), ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+    ]:
         with pytest.raises(SessionError) as err:
             cache.context(body)
         assert err.value.code == code
-    assert cache.context(fetch_body(sid, 1)).session_id == sid    # the failed ones did not advance it
-    closing = cache.context(fetch_body(sid, -1, [("a", 0, 3)]))   # FINAL_EPOCH: closed, served without a session
+    assert cache.context(fetch_body(sid, 1)).session_id == sid  # the failed ones did not advance it
+    closing = cache.context(fetch_body(sid, -1, [("a", 0, 3)]))  # FINAL_EPOCH: closed, served without a session
     assert closing.session_id == 0 and read_set(closing) == {("a", 0): 3}
     with pytest.raises(SessionError):
         cache.context(fetch_body(sid, 2))
@@ -81,7 +96,7 @@ def test_full_cache_evicts_the_least_recently_used_session():
     cache = FetchSessionCache(max_slots=2)
     first = cache.context(fetch_body(0, 0, [("a", 0, 0)])).session_id
     second = cache.context(fetch_body(0, 0, [("a", 0, 0)])).session_id
-    cache.context(fetch_body(first, 1))                            # first is now the most recent
+    cache.context(fetch_body(first, 1))  # first is now the most recent
     cache.context(fetch_body(0, 0, [("a", 0, 0)]))
     assert len(cache) == 2
     with pytest.raises(SessionError):
@@ -100,20 +115,34 @@ def test_client_handler_sends_full_then_only_changes():
     assert second["topics"] == [{"topic": "a", "partitions": [{"partition": 0, "fetch_offset": 9}]}]
     assert second["forgotten_topics_data"] == [{"topic": "a", "partitions": [1]}]
     assert not handler.handle_response(ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
-    assert handler.build(want)["session_epoch"] == 0                 # after an error: full again
+    assert handler.build(want)["session_epoch"] == 0  # after an error: full again
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.dictionaries(st.tuples(st.sampled_from("abc"), st.integers(0, 3)), st.integers(0, 50),
-                                max_size=8), min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.dictionaries(st.tuples(st.sampled_from("abc"), st.integers(0, 3)), st.integers(0, 50), max_size=8),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_the_leader_reads_exactly_what_the_client_wants_every_round(rounds):
     cache, handler = FetchSessionCache(), FetchSessionHandler()
     for wanted_offsets in rounds:
-        wanted = {tp: {"partition": tp[1], "fetch_offset": off, "partition_max_bytes": 1000}
-                  for tp, off in wanted_offsets.items()}
+        wanted = {
+            tp: {"partition": tp[1], "fetch_offset": off, "partition_max_bytes": 1000}
+            for tp, off in wanted_offsets.items()
+        }
         fields = handler.build(wanted)
-        body = decode_request(encode_request(1, 12, 1, {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1,
-                                                        "max_bytes": 100, **fields}, size_prefix=False)).body
+        body = decode_request(
+            encode_request(
+                1,
+                12,
+                1,
+                {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 100, **fields},
+                size_prefix=False,
+            )
+        ).body
         context = cache.context(body)
         assert read_set(context) == wanted_offsets
         handler.handle_response(0, context.session_id)
@@ -121,6 +150,7 @@ def test_the_leader_reads_exactly_what_the_client_wants_every_round(rounds):
 
 def _kafka_python_rounds(bootstrap, topic, rounds, per_round):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100)
     consumer.assign([TopicPartition(topic, p) for p in range(4)])

@@ -1,7 +1,8 @@
 """The incremental frame splitter: any chunking of the stream gives the same frames."""
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from protocol.errors import FrameTooLarge
 from protocol.framing import FrameDecoder, encode_frame
@@ -13,7 +14,7 @@ def test_any_chunking_yields_the_same_frames(payloads, cuts):
     decoder, frames, pos, i = FrameDecoder(), [], 0, 0
     while pos < len(stream):
         step = cuts[i % len(cuts)]
-        frames += decoder.feed(stream[pos:pos + step])
+        frames += decoder.feed(stream[pos : pos + step])
         pos, i = pos + step, i + 1
     assert frames == payloads
     assert decoder.at_frame_boundary()
@@ -55,5 +56,5 @@ def test_a_buffer_holding_exactly_one_frame_is_handed_over_and_wanted_counts_dow
     assert decoder.feed(b"\x00\x06abc") == [] and decoder.wanted == 3
     (frame,) = decoder.feed(b"def")
     assert frame == b"abcdef" and decoder.wanted == 4
-    frame[0:1] = b"X"                     # the caller owns it: the decoder kept nothing of it
+    frame[0:1] = b"X"  # the caller owns it: the decoder kept nothing of it
     assert decoder.feed(encode_frame(b"next")) == [b"next"]

@@ -3,11 +3,11 @@
 import collections
 
 import trio
+from replication_helpers import create_topic, log_bytes, partition_state, wait_for, wait_for_isr
 
 from client.connection import Connection
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from replication_helpers import create_topic, log_bytes, partition_state, wait_for, wait_for_isr
 
 
 def values_in_log(broker, topic, partition):
@@ -17,7 +17,8 @@ def values_in_log(broker, topic, partition):
 
 def _kafka_python_default(bootstrap, topic, n):
     from kafka import KafkaProducer
-    producer = KafkaProducer(bootstrap_servers=bootstrap)          # idempotent and acks=all by default in 3.x
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap)  # idempotent and acks=all by default in 3.x
     futures = [producer.send(topic, value=b"kp-%d" % i, partition=0) for i in range(n)]
     offsets = [f.get(timeout=60).offset for f in futures]
     producer.close()
@@ -26,6 +27,7 @@ def _kafka_python_default(bootstrap, topic, n):
 
 def _confluent_idempotent(bootstrap, topic, n):
     from confluent_kafka import Producer
+
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 2})
     for i in range(n):
         producer.produce(topic, value=b"ck-%d" % i, partition=0)
@@ -54,10 +56,14 @@ async def test_a_broker_restarted_after_kill_9_still_deduplicates(start_broker, 
     async with Connection.open(broker.host, broker.port) as conn:
         init = await conn.request(22, {"transactional_id": None, "transaction_timeout_ms": 60000})
         assert init.error_code == ErrorCode.NONE
-        batch = rb.build_batch([(None, b"once")], producer_id=init.producer_id, producer_epoch=init.producer_epoch,
-                               base_sequence=0)
-        body = {"acks": 1, "timeout_ms": 5000, "topic_data": [{"name": "d", "partition_data": [
-            {"index": 0, "records": batch}]}]}
+        batch = rb.build_batch(
+            [(None, b"once")], producer_id=init.producer_id, producer_epoch=init.producer_epoch, base_sequence=0
+        )
+        body = {
+            "acks": 1,
+            "timeout_ms": 5000,
+            "topic_data": [{"name": "d", "partition_data": [{"index": 0, "records": batch}]}],
+        }
         first = (await conn.request(0, body)).responses[0].partition_responses[0]
     broker.kill()
     await trio.to_thread.run_sync(broker.start)
@@ -68,17 +74,26 @@ async def test_a_broker_restarted_after_kill_9_still_deduplicates(start_broker, 
                 retry = (await conn.request(0, body)).responses[0].partition_responses[0]
             if retry.error_code == ErrorCode.NONE:
                 break
-            await trio.sleep(0.2)     # until the controller has made it leader again
+            await trio.sleep(0.2)  # until the controller has made it leader again
     assert retry.base_offset == first.base_offset == 0
     assert values_in_log(broker, "d", 0) == [b"once"]
 
 
 def _idempotent_writer(bootstrap, topic, name, n, history):
     from kafka import KafkaProducer
-    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all",
-                             max_in_flight_requests_per_connection=5, linger_ms=1, retries=1000,
-                             retry_backoff_ms=200, request_timeout_ms=5000, delivery_timeout_ms=120000,
-                             metadata_max_age_ms=1000)
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        enable_idempotence=True,
+        acks="all",
+        max_in_flight_requests_per_connection=5,
+        linger_ms=1,
+        retries=1000,
+        retry_backoff_ms=200,
+        request_timeout_ms=5000,
+        delivery_timeout_ms=120000,
+        metadata_max_age_ms=1000,
+    )
     futures = []
     for i in range(n):
         value = f"{name}-{i:05d}".encode()
@@ -108,8 +123,9 @@ async def test_repeated_leader_kills_neither_lose_nor_duplicate_nor_reorder(star
             victim.kill()
             await trio.sleep(1.0)
             await trio.to_thread.run_sync(victim.start)
-            await wait_for(lambda: all(sorted(partition_state(zk, "h", p)["isr"]) == [1, 2, 3] for p in (0, 1)),
-                           timeout_s=60)
+            await wait_for(
+                lambda: all(sorted(partition_state(zk, "h", p)["isr"]) == [1, 2, 3] for p in (0, 1)), timeout_s=60
+            )
     acked = {(e[1], e[2]) for e in history if e[0] == "ack"}
     assert len(acked) > 2000, collections.Counter(e[0] for e in history)
     await trio.sleep(1.0)
@@ -130,6 +146,7 @@ async def test_a_retry_of_an_appended_but_unacknowledged_batch_is_not_written_tw
     appended (a follower is paused); the retry, sent once the follower is back, must be answered
     with the original offset. The same retry without a producer id duplicates, as Kafka would."""
     import signal
+
     brokers = {i: start_broker(i, zookeeper_session_timeout_ms="10000") for i in (1, 2)}
     await create_topic(brokers, zk, "w", rf=2, configs={"min.insync.replicas": "2"})
     await wait_for_isr(zk, "w", [1, 2])
@@ -139,18 +156,24 @@ async def test_a_retry_of_an_appended_but_unacknowledged_batch_is_not_written_tw
         init = await conn.request(22, {"transactional_id": None, "transaction_timeout_ms": 60000})
 
         def body(batch, timeout_ms):
-            return {"acks": -1, "timeout_ms": timeout_ms, "topic_data": [{"name": "w", "partition_data": [
-                {"index": 0, "records": batch}]}]}
+            return {
+                "acks": -1,
+                "timeout_ms": timeout_ms,
+                "topic_data": [{"name": "w", "partition_data": [{"index": 0, "records": batch}]}],
+            }
+
         idempotent = rb.build_batch([(None, b"idem")], producer_id=init.producer_id, producer_epoch=0, base_sequence=0)
         plain = rb.build_batch([(None, b"plain")])
         follower.process.send_signal(signal.SIGSTOP)
         try:
             for batch in (idempotent, plain):
                 r = (await conn.request(0, body(batch, 300))).responses[0].partition_responses[0]
-                assert r.error_code == ErrorCode.REQUEST_TIMED_OUT   # appended, not acknowledged
+                assert r.error_code == ErrorCode.REQUEST_TIMED_OUT  # appended, not acknowledged
         finally:
             follower.process.send_signal(signal.SIGCONT)
-        retries = [(await conn.request(0, body(b, 10000))).responses[0].partition_responses[0] for b in (idempotent, plain)]
+        retries = [
+            (await conn.request(0, body(b, 10000))).responses[0].partition_responses[0] for b in (idempotent, plain)
+        ]
     assert [r.error_code for r in retries] == [0, 0]
-    assert retries[0].base_offset == 0                          # the original offset, nothing appended
-    assert values_in_log(leader, "w", 0) == [b"idem", b"plain", b"plain"]   # only the plain one doubled
+    assert retries[0].base_offset == 0  # the original offset, nothing appended
+    assert values_in_log(leader, "w", 0) == [b"idem", b"plain", b"plain"]  # only the plain one doubled

@@ -6,11 +6,11 @@ import struct
 
 import pytest
 import trio
+from replication_helpers import create_topic
 
 from protocol import record_batch as rb
 from protocol.api import decode_response, encode_request
 from protocol.errors import ErrorCode
-from replication_helpers import create_topic
 
 TIMEOUT = 30
 
@@ -23,6 +23,7 @@ async def broker(start_broker):
 async def create_and_wait(broker, zk, name, configs=None):
     """Create a one-partition topic and wait until the broker's Metadata shows its leader."""
     from client.connection import Connection
+
     await create_topic({1: broker}, zk, name, partitions=1, rf=1, configs=configs)
     with trio.fail_after(TIMEOUT):
         while True:
@@ -36,12 +37,15 @@ async def create_and_wait(broker, zk, name, configs=None):
 def _list_topics_three_ways(bootstrap: str) -> dict:
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     producer = Producer({"bootstrap.servers": bootstrap})
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lister"})
     try:
-        return {name: set(client.list_topics(timeout=TIMEOUT).topics)
-                for name, client in (("admin", admin), ("producer", producer), ("consumer", consumer))}
+        return {
+            name: set(client.list_topics(timeout=TIMEOUT).topics)
+            for name, client in (("admin", admin), ("producer", producer), ("consumer", consumer))
+        }
     finally:
         consumer.close()
 
@@ -80,14 +84,41 @@ async def test_bytes_after_a_request_body_are_ignored(broker, zk, extra):
         async with stream:
             md = await _raw_request(stream, 3, 12, 1, {"topics": None}, extra)
             assert [t.name for t in md.topics] == ["raw"] and md.brokers[0].node_id == 1
-            produced = await _raw_request(stream, 0, 9, 2, {"acks": -1, "timeout_ms": 5000, "topic_data": [
-                {"name": "raw", "partition_data": [{"index": 0, "records": rb.build_batch([(b"k", b"v")])}]}]}, extra)
+            produced = await _raw_request(
+                stream,
+                0,
+                9,
+                2,
+                {
+                    "acks": -1,
+                    "timeout_ms": 5000,
+                    "topic_data": [
+                        {"name": "raw", "partition_data": [{"index": 0, "records": rb.build_batch([(b"k", b"v")])}]}
+                    ],
+                },
+                extra,
+            )
             part = produced.responses[0].partition_responses[0]
             assert (part.error_code, part.base_offset) == (ErrorCode.NONE, 0)
-            fetched = await _raw_request(stream, 1, 12, 3, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1,
-                                                            "max_bytes": 1 << 20, "topics": [{"topic": "raw", "partitions": [
-                                                                {"partition": 0, "fetch_offset": 0,
-                                                                 "partition_max_bytes": 1 << 20}]}]}, extra)
+            fetched = await _raw_request(
+                stream,
+                1,
+                12,
+                3,
+                {
+                    "replica_id": -1,
+                    "max_wait_ms": 0,
+                    "min_bytes": 1,
+                    "max_bytes": 1 << 20,
+                    "topics": [
+                        {
+                            "topic": "raw",
+                            "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+                        }
+                    ],
+                },
+                extra,
+            )
             records = fetched.responses[0].partitions[0].records
             assert [(r.key, r.value) for r in rb.decode_records(records)] == [(b"k", b"v")]
             # and the connection is still in service
@@ -96,18 +127,35 @@ async def test_bytes_after_a_request_body_are_ignored(broker, zk, extra):
 
 async def _create(broker, name, configs):
     from client.connection import Connection
+
     async with Connection.open(broker.host, broker.port) as conn:
-        r = await conn.request(19, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
-                                                "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
-                                    "timeout_ms": 10000})
+        r = await conn.request(
+            19,
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "configs": [{"name": k, "value": v} for k, v in configs.items()],
+                    }
+                ],
+                "timeout_ms": 10000,
+            },
+        )
     return r.topics[0]
 
 
 async def test_topic_configs_kafka_accepts_at_creation(broker, zk):
     await create_and_wait(broker, zk, "warmup")
-    accepted = {"compression.type": "gzip", "min.cleanable.dirty.ratio": "0.3", "delete.retention.ms": "1000",
-                "message.timestamp.difference.max.ms": "3600000", "message.downconversion.enable": "false",
-                "segment.jitter.ms": "10"}
+    accepted = {
+        "compression.type": "gzip",
+        "min.cleanable.dirty.ratio": "0.3",
+        "delete.retention.ms": "1000",
+        "message.timestamp.difference.max.ms": "3600000",
+        "message.downconversion.enable": "false",
+        "segment.jitter.ms": "10",
+    }
     result = await _create(broker, "configured", accepted)
     assert (result.error_code, result.error_message) == (ErrorCode.NONE, None)
     refused = await _create(broker, "compacted", {"cleanup.policy": "compact"})
@@ -118,6 +166,7 @@ async def test_topic_configs_kafka_accepts_at_creation(broker, zk):
 
 def _produce_uncompressed(bootstrap, topic):
     from confluent_kafka import Producer
+
     producer = Producer({"bootstrap.servers": bootstrap, "compression.type": "none", "linger.ms": 20})
     for i in range(20):
         producer.produce(topic, b"value %d " % i * 10, key=b"%d" % i)
@@ -126,12 +175,25 @@ def _produce_uncompressed(bootstrap, topic):
 
 async def test_compression_type_topic_stores_what_confluent_sends_in_its_codec(broker, zk):
     from client.connection import Connection
+
     await create_and_wait(broker, zk, "zipped", {"compression.type": "zstd"})
     await trio.to_thread.run_sync(_produce_uncompressed, broker.bootstrap, "zipped")
     async with Connection.open(broker.host, broker.port) as conn:
-        f = await conn.request(1, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
-                                   "topics": [{"topic": "zipped", "partitions": [
-                                       {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+        f = await conn.request(
+            1,
+            {
+                "replica_id": -1,
+                "max_wait_ms": 0,
+                "min_bytes": 1,
+                "max_bytes": 1 << 20,
+                "topics": [
+                    {
+                        "topic": "zipped",
+                        "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+                    }
+                ],
+            },
+        )
     data = bytes(f.responses[0].partitions[0].records)
     batches = list(rb.iter_batches(data))
     assert batches and all(rb.CODEC_NAMES[h.compression] == "zstd" for _, h in batches)

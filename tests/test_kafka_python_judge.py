@@ -5,17 +5,16 @@ bytes, and kafka-python's bytes decode here to the value we started from."""
 import importlib
 import pkgutil
 
+import kafka.errors
 import pytest
 from hypothesis import HealthCheck, given, settings
-
-import kafka.errors
 from kafka.protocol.api_message import ApiMessage
+from strategies import assert_contains, value_of
 
 from protocol.api import SCHEMAS
 from protocol.errors import ErrorCode
 from protocol.schemas import APIS
 from protocol.types import BufferReader
-from strategies import assert_contains, value_of
 
 
 def _kafka_python_classes():
@@ -28,6 +27,7 @@ def _kafka_python_classes():
         for sub in cls.__subclasses__():
             yield sub
             yield from walk(sub)
+
     return {c.name: c for c in walk(ApiMessage) if getattr(c, "_class_version", 1) is None}
 
 
@@ -35,7 +35,10 @@ KP = _kafka_python_classes()
 CASES = []
 for schema in SCHEMAS.values():
     mod = next(m for m in APIS.values() if m.API_KEY == schema.api_key)
-    for kind, shapes, compiled in (("Request", mod.REQUEST, schema.requests), ("Response", mod.RESPONSE, schema.responses)):
+    for kind, shapes, compiled in (
+        ("Request", mod.REQUEST, schema.requests),
+        ("Response", mod.RESPONSE, schema.responses),
+    ):
         cls = KP.get(schema.name + kind)
         if cls is None:
             continue
@@ -75,17 +78,29 @@ def test_an_errored_api_versions_response_is_read_as_v0_by_clients():
 
 
 # kafka-python keeps older names for six codes; Kafka 3.8's names are ours.
-KAFKA_PYTHON_ALIASES = {-1: "UNKNOWN", 0: "NO_ERROR", 6: "NOT_LEADER_FOR_PARTITION", 10: "MESSAGE_SIZE_TOO_LARGE",
-                        17: "INVALID_TOPIC",
-                        39: "INVALID_REPLICATION_ASSIGNMENT"}
+KAFKA_PYTHON_ALIASES = {
+    -1: "UNKNOWN",
+    0: "NO_ERROR",
+    6: "NOT_LEADER_FOR_PARTITION",
+    10: "MESSAGE_SIZE_TOO_LARGE",
+    17: "INVALID_TOPIC",
+    39: "INVALID_REPLICATION_ASSIGNMENT",
+}
 
 
 def test_error_codes_match_kafka_python():
-    theirs = {cls.errno: cls.message for cls in vars(kafka.errors).values()
-              if isinstance(cls, type) and issubclass(cls, kafka.errors.BrokerResponseError)
-              and getattr(cls, "errno", None) is not None}
+    theirs = {
+        cls.errno: cls.message
+        for cls in vars(kafka.errors).values()
+        if isinstance(cls, type)
+        and issubclass(cls, kafka.errors.BrokerResponseError)
+        and getattr(cls, "errno", None) is not None
+    }
     shared = [code for code in ErrorCode if code.value in theirs]
     assert len(shared) > 100
-    mismatched = [(c.value, c.name, theirs[c.value]) for c in shared
-                  if c.name.replace("_", "").lower() != theirs[c.value].replace("_", "").lower()]
+    mismatched = [
+        (c.value, c.name, theirs[c.value])
+        for c in shared
+        if c.name.replace("_", "").lower() != theirs[c.value].replace("_", "").lower()
+    ]
     assert mismatched == [(c, ErrorCode(c).name, n) for c, n in KAFKA_PYTHON_ALIASES.items()]

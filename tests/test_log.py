@@ -1,6 +1,7 @@
 """Log behaviour: offsets, epochs, reads, rolls, truncation, retention, flush (Kafka's rules)."""
 
 import pytest
+from storage_helpers import batch, read_all, values
 
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch, UnsupportedMagic
@@ -8,7 +9,6 @@ from storage.config import LogConfig
 from storage.errors import InvalidAppendOffset, OffsetOutOfRange, RecordTooLarge, StorageError
 from storage.log import Log
 from storage.log_loader import load_log
-from storage_helpers import batch, read_all, values
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_follower_append_keeps_offsets_and_requires_contiguity(log):
     log.append_as_follower(batch(2, base_offset=0, epoch=3) + batch(3, base_offset=2, epoch=4))
     assert log.log_end_offset == 5 and log.epoch_cache.entries == [(3, 0), (4, 2)]
     with pytest.raises(InvalidAppendOffset):
-        log.append_as_follower(batch(1, base_offset=4, epoch=4))      # below LEO
+        log.append_as_follower(batch(1, base_offset=4, epoch=4))  # below LEO
     with pytest.raises(InvalidAppendOffset):
         log.append_as_follower(batch(1, base_offset=5) + batch(1, base_offset=7))  # a hole
     assert log.log_end_offset == 5
@@ -67,14 +67,14 @@ def test_follower_append_keeps_offsets_and_requires_contiguity(log):
 
 def test_read_returns_whole_batches_at_least_one_and_stops_at_max_offset(log):
     for i in range(4):
-        log.append_as_leader(batch(3, tag=i, size=30), leader_epoch=0)   # offsets 0-2, 3-5, 6-8, 9-11
-    first = log.read(4, max_bytes=1)                  # smaller than a batch: still one batch
+        log.append_as_leader(batch(3, tag=i, size=30), leader_epoch=0)  # offsets 0-2, 3-5, 6-8, 9-11
+    first = log.read(4, max_bytes=1)  # smaller than a batch: still one batch
     assert [o for o, _ in values(first.records)] == [3, 4, 5]
     assert [o for o, _ in values(log.read(4, 10**6, max_offset=9).records)] == [3, 4, 5, 6, 7, 8]
     # max_offset (the HW) inside a batch excludes that batch: a consumer never sees offset >= HW.
     assert log.read(3, 10**6, max_offset=5).records == b""
-    assert log.read(4, 10**6, max_offset=4).records == b""   # fetch offset at the HW: nothing yet
-    assert log.read(12, 10**6).records == b""          # at LEO: empty, not an error
+    assert log.read(4, 10**6, max_offset=4).records == b""  # fetch offset at the HW: nothing yet
+    assert log.read(12, 10**6).records == b""  # at LEO: empty, not an error
     with pytest.raises(OffsetOutOfRange):
         log.read(13, 100)
     two = log.read(0, max_bytes=2 * len(batch(3, size=30)))
@@ -103,9 +103,9 @@ def test_roll_on_segment_bytes_message_time_and_full_index(tmp_path):
 
 
 def test_truncate_to_drops_whole_batches_and_epochs(log):
-    log.append_as_leader(batch(5, size=100), leader_epoch=1)      # 0-4
-    log.append_as_leader(batch(5, size=100), leader_epoch=2)      # 5-9
-    log.append_as_leader(batch(5, size=100), leader_epoch=3)      # 10-14
+    log.append_as_leader(batch(5, size=100), leader_epoch=1)  # 0-4
+    log.append_as_leader(batch(5, size=100), leader_epoch=2)  # 5-9
+    log.append_as_leader(batch(5, size=100), leader_epoch=3)  # 10-14
     assert len(log.segments) >= 2
     assert log.truncate_to(12)
     assert log.log_end_offset == 10 and log.epoch_cache.entries == [(1, 0), (2, 5)]
@@ -133,7 +133,7 @@ def test_retention_by_bytes_time_and_high_watermark_never_the_active_segment(tmp
     for i in range(12):
         lg.append_as_leader(batch(2, size=60, ts=1000 * i, tag=i), leader_epoch=i // 4)
     n = len(lg.segments)
-    assert lg.delete_old_segments(high_watermark=0) == 0          # nothing wholly below HW 0
+    assert lg.delete_old_segments(high_watermark=0) == 0  # nothing wholly below HW 0
     deleted = lg.delete_old_segments(high_watermark=lg.log_end_offset)
     assert deleted > 0 and len(lg.segments) == n - deleted
     assert lg.size - lg.active_segment.size <= 1000 + 400
@@ -145,7 +145,7 @@ def test_retention_by_bytes_time_and_high_watermark_never_the_active_segment(tmp
     by_time = Log.create(tmp_path / "s-0", LogConfig(segment_bytes=400, retention_ms=5000))
     for i in range(10):
         by_time.append_as_leader(batch(2, size=60, ts=1000 * i), leader_epoch=0)
-    by_time.delete_old_segments(by_time.log_end_offset, now_ms=100_000)   # everything expired
+    by_time.delete_old_segments(by_time.log_end_offset, now_ms=100_000)  # everything expired
     assert len(by_time.segments) == 1 and by_time.log_start_offset == by_time.active_segment.base_offset
 
 
@@ -173,7 +173,7 @@ def test_flush_messages_one_fsyncs_every_append(tmp_path):
     assert lg.recovery_point == 2
     default = Log.create(tmp_path / "g-0", LogConfig())
     default.append_as_leader(batch(2), leader_epoch=0)
-    assert default.recovery_point == 0      # Kafka's default: replication, not fsync
+    assert default.recovery_point == 0  # Kafka's default: replication, not fsync
     default.flush()
     assert default.recovery_point == 2
 

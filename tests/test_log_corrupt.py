@@ -5,6 +5,7 @@ import logging
 
 import pytest
 import trio
+from storage_helpers import batch, read_all, values
 
 from storage import checkpoint
 from storage.config import LogConfig
@@ -12,7 +13,6 @@ from storage.errors import StorageError
 from storage.log import Log
 from storage.log_loader import load_log
 from storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
-from storage_helpers import batch, read_all, values
 
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=100)
 
@@ -34,6 +34,7 @@ def flip_byte(path, position):
 
 def second_batch_position(path):
     from storage.segment import LogSegment
+
     seg = LogSegment(path.parent, int(path.stem), CONFIG)
     pos = [p for p, _ in seg.headers(0)][1]
     seg.close()
@@ -53,9 +54,9 @@ def test_flipped_byte_mid_log_is_cut_by_recovery(tmp_path, where):
     flip_byte(first, pos + WHERE[where][0])
     log = load_log(tmp_path / "t-0", CONFIG, clean_shutdown=False, recovery_point=0)
     got = read_all(log)
-    assert got == records[:3]                # cut at the second batch, the first one kept
-    assert len(log.segments) == 1            # segments after the cut are gone: offsets stay contiguous
-    log.append_as_leader(batch(1), leader_epoch=9)   # and the log goes on from the cut
+    assert got == records[:3]  # cut at the second batch, the first one kept
+    assert len(log.segments) == 1  # segments after the cut are gone: offsets stay contiguous
+    log.append_as_leader(batch(1), leader_epoch=9)  # and the log goes on from the cut
     assert read_all(log)[-1][0] == log.log_end_offset - 1 == 3
 
 
@@ -65,7 +66,7 @@ def test_flipped_byte_after_a_clean_shutdown_is_a_clear_read_error(tmp_path, whe
     first = sorted((tmp_path / "t-0").glob("*.log"))[0]
     flip_byte(first, second_batch_position(first) + WHERE[where][0])
     log = load_log(tmp_path / "t-0", CONFIG, clean_shutdown=True, recovery_point=10**6)
-    assert [o for o, _ in values(log.read(0, 1).records)] == [0, 1, 2]   # the batch before is fine
+    assert [o for o, _ in values(log.read(0, 1).records)] == [0, 1, 2]  # the batch before is fine
     with pytest.raises(StorageError, match=WHERE[where][1]):
         log.read(3, 10**6)
 
@@ -75,7 +76,7 @@ def test_torn_tail_is_cut(tmp_path):
     last = sorted((tmp_path / "t-0").glob("*.log"))[-1]
     one = batch(2, tag=99)
     with open(last, "ab") as f:
-        f.write(one[:len(one) // 2])
+        f.write(one[: len(one) // 2])
     log = load_log(tmp_path / "t-0", CONFIG, clean_shutdown=False, recovery_point=leo)
     assert read_all(log) == records and log.log_end_offset == leo
 
@@ -94,7 +95,7 @@ def test_damaged_index_is_rebuilt(tmp_path, damage):
         index.with_suffix(".timeindex").unlink()
     log = load_log(tmp_path / "t-0", CONFIG, clean_shutdown=True, recovery_point=leo)
     assert read_all(log) == records
-    assert len(log.segments[0].offset_index) > 0      # rebuilt, not just ignored
+    assert len(log.segments[0].offset_index) > 0  # rebuilt, not just ignored
     assert log.fetch_offset_by_timestamp(0) == (0, 1_000_000)
 
 
@@ -123,4 +124,5 @@ def test_garbage_recovery_checkpoint_means_full_recovery(tmp_path, caplog):
         assert read_all(again.get_log(("t", 0))) == expected
         assert "recovering every segment" in caplog.text and "fall back" in caplog.text
         again.shutdown()
+
     trio.run(scenario)

@@ -13,11 +13,12 @@ import sys
 import time
 from pathlib import Path
 
+from crash_writer import CONFIG as WRITER_CONFIG
+from storage_helpers import read_all
+
 from protocol import record_batch as rb
 from storage import checkpoint
 from storage.log_loader import load_log
-from crash_writer import CONFIG as WRITER_CONFIG
-from storage_helpers import read_all
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 
@@ -28,8 +29,9 @@ def test_sigkill_at_random_points_loses_nothing_flushed(tmp_path):
     rnd = random.Random(seed)
     flushed = 0
     for round_no in range(6):
-        proc = subprocess.Popen([sys.executable, str(WRITER), str(tmp_path), str(round_no)],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(WRITER), str(tmp_path), str(round_no)], stdout=subprocess.PIPE, text=True
+        )
         opened = proc.stdout.readline()
         assert opened.startswith("opened"), opened
         assert int(opened.split()[1]) >= flushed, "the writer's recovery lost flushed data"
@@ -46,10 +48,9 @@ def test_sigkill_at_random_points_loses_nothing_flushed(tmp_path):
         flushed = max([flushed] + reported)
 
         rp = checkpoint.read_offsets(tmp_path / checkpoint.RECOVERY_POINT_CHECKPOINT).get(("crash", 0), 0)
-        log = load_log(tmp_path / "crash-0", WRITER_CONFIG, clean_shutdown=False,
-                       recovery_point=rp)
+        log = load_log(tmp_path / "crash-0", WRITER_CONFIG, clean_shutdown=False, recovery_point=rp)
         try:
-            records = read_all(log)   # reads verify every batch's CRC
+            records = read_all(log)  # reads verify every batch's CRC
             assert [o for o, _ in records] == list(range(log.log_end_offset))
             assert all(v.split(b".")[0] == b"%d" % o for o, v in records)
             assert log.log_end_offset >= flushed, f"round {round_no}: flushed {flushed}, recovered {log.log_end_offset}"

@@ -10,15 +10,16 @@ import dataclasses
 import pathlib
 import tempfile
 
-from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from storage_helpers import read_all, values
 
 from protocol import record_batch as rb
 from storage.config import LogConfig
 from storage.errors import InvalidAppendOffset, OffsetOutOfRange
 from storage.log import Log
 from storage.log_loader import load_log
-from storage_helpers import read_all, values
 
 CONFIG = LogConfig(segment_bytes=700, segment_ms=5000, index_interval_bytes=120, segment_index_bytes=48)
 
@@ -29,7 +30,7 @@ class LogMachine(RuleBasedStateMachine):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = pathlib.Path(self.tmp.name) / "topic-0"
         self.log = Log.create(self.dir, CONFIG)
-        self.batches: list[tuple[int, list[bytes], int]] = []   # (base offset, values, epoch)
+        self.batches: list[tuple[int, list[bytes], int]] = []  # (base offset, values, epoch)
         self.start = 0
         self.epoch = 0
         self.ts = 1_000_000
@@ -61,8 +62,9 @@ class LogMachine(RuleBasedStateMachine):
     def append_as_follower(self, n, gap):
         vals = self._values(n, 10)
         base = self.leo + gap
-        data = rb.build_batch([(None, v, [], self.ts) for v in vals], base_offset=base,
-                              partition_leader_epoch=self.epoch)
+        data = rb.build_batch(
+            [(None, v, [], self.ts) for v in vals], base_offset=base, partition_leader_epoch=self.epoch
+        )
         if gap < 0:
             try:
                 self.log.append_as_follower(data)
@@ -71,7 +73,7 @@ class LogMachine(RuleBasedStateMachine):
                 return
         self.log.append_as_follower(data)
         if not self.batches:
-            self.start = base   # an empty log that skips ahead starts at the new offset
+            self.start = base  # an empty log that skips ahead starts at the new offset
         self.batches.append((base, vals, self.epoch))
 
     @rule(data=st.data())
@@ -83,12 +85,13 @@ class LogMachine(RuleBasedStateMachine):
         expected = [(b + i, v) for b, vals, _ in self.batches for i, v in enumerate(vals)]
         if offset < self.leo and (max_offset is None or offset < max_offset):
             first_batch = next((b for b, vals, _ in self.batches if b + len(vals) > offset), None)
-            fits = max_offset is None or any(b == first_batch and b + len(vals) - 1 < max_offset
-                                             for b, vals, _ in self.batches)
+            fits = max_offset is None or any(
+                b == first_batch and b + len(vals) - 1 < max_offset for b, vals, _ in self.batches
+            )
             assert bool(got) == fits, (offset, max_offset, got[:2])
         if got:
             start = expected.index(got[0])
-            assert got == expected[start:start + len(got)]
+            assert got == expected[start : start + len(got)]
             assert got[0][0] <= offset <= got[-1][0] or got[0][0] > offset
             if max_offset is not None:
                 assert got[-1][0] < max_offset
@@ -144,8 +147,7 @@ class LogMachine(RuleBasedStateMachine):
             with open(self.log.active_segment.log_path, "ab") as f:
                 f.write(torn_tail)
         rp = recovery_point if clean else int(recovery_point * recovery_fraction)
-        self.log = load_log(self.dir, CONFIG, clean_shutdown=clean, recovery_point=rp,
-                            log_start_offset=self.start)
+        self.log = load_log(self.dir, CONFIG, clean_shutdown=clean, recovery_point=rp, log_start_offset=self.start)
 
     @invariant()
     def agrees_with_model(self):
@@ -158,5 +160,6 @@ class LogMachine(RuleBasedStateMachine):
 
 
 TestLogAgainstModel = LogMachine.TestCase
-TestLogAgainstModel.settings = settings(max_examples=120, stateful_step_count=40, deadline=None,
-                                        suppress_health_check=list(HealthCheck))
+TestLogAgainstModel.settings = settings(
+    max_examples=120, stateful_step_count=40, deadline=None, suppress_health_check=list(HealthCheck)
+)

@@ -2,13 +2,13 @@
 recompresses, message.timestamp.before/after.max.ms bound CreateTime timestamps; and segment.jitter.ms."""
 
 import pytest
+from storage_helpers import batch, values
 
 from protocol import record_batch as rb
 from storage.config import LogConfig
 from storage.errors import InvalidTimestamp
 from storage.log import Log
 from storage.segment import LogSegment
-from storage_helpers import batch, values
 
 RECORDS = [(b"k%d" % i, b"value-%d " % i * 30, [("h", b"%d" % i)], 1_000_000 + i) for i in range(10)]
 
@@ -18,8 +18,10 @@ def stored_batches(log):
     return [(header, rb.decode_records(data, pos, header)) for pos, header in rb.iter_batches(data)]
 
 
-@pytest.mark.parametrize("target,sent", [("lz4", rb.GZIP), ("gzip", rb.NONE), ("uncompressed", rb.ZSTD),
-                                         ("zstd", rb.SNAPPY), ("snappy", rb.LZ4)])
+@pytest.mark.parametrize(
+    "target,sent",
+    [("lz4", rb.GZIP), ("gzip", rb.NONE), ("uncompressed", rb.ZSTD), ("zstd", rb.SNAPPY), ("snappy", rb.LZ4)],
+)
 def test_compression_type_recompresses_batches_with_another_codec(tmp_path, target, sent):
     log = Log.create(tmp_path / "t-0", LogConfig(compression_type=target))
     original = rb.build_batch(RECORDS, compression=sent, producer_id=7, producer_epoch=1, base_sequence=0)
@@ -30,10 +32,17 @@ def test_compression_type_recompresses_batches_with_another_codec(tmp_path, targ
     assert rb.CODEC_NAMES[header.compression] == ("none" if target == "uncompressed" else target)
     before = rb.read_header(original)
     # everything but the codec, length and CRC as the producer sent it; records identical
-    assert (header.producer_id, header.producer_epoch, header.base_sequence, header.max_timestamp,
-            header.records_count, header.partition_leader_epoch) == (7, 1, 0, before.max_timestamp, 10, 3)
-    assert [(r.key, r.value, r.headers, r.timestamp) for r in records] == \
-        [(r.key, r.value, r.headers, r.timestamp) for r in rb.decode_records(original)]
+    assert (
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        header.max_timestamp,
+        header.records_count,
+        header.partition_leader_epoch,
+    ) == (7, 1, 0, before.max_timestamp, 10, 3)
+    assert [(r.key, r.value, r.headers, r.timestamp) for r in records] == [
+        (r.key, r.value, r.headers, r.timestamp) for r in rb.decode_records(original)
+    ]
     # a batch already in the target codec is stored as sent, byte for byte
     codec = header.compression
     again = rb.build_batch(RECORDS, compression=codec)
@@ -61,10 +70,11 @@ def test_compression_levels_reach_the_codec(tmp_path):
 
 
 def test_create_time_outside_the_bounds_is_refused_and_nothing_is_written(tmp_path):
-    log = Log.create(tmp_path / "t-0", LogConfig(message_timestamp_before_max_ms=1000,
-                                                 message_timestamp_after_max_ms=100))
+    log = Log.create(
+        tmp_path / "t-0", LogConfig(message_timestamp_before_max_ms=1000, message_timestamp_after_max_ms=100)
+    )
     now = 5_000_000
-    log.append_as_leader(batch(3, ts=now - 1000), 0, now_ms=now)          # exactly at the bounds' edges
+    log.append_as_leader(batch(3, ts=now - 1000), 0, now_ms=now)  # exactly at the bounds' edges
     log.append_as_leader(batch(1, ts=now + 100), 0, now_ms=now)
     for ts in (now - 1001, now + 101):
         with pytest.raises(InvalidTimestamp, match="out of range"):
@@ -78,8 +88,12 @@ def test_create_time_outside_the_bounds_is_refused_and_nothing_is_written(tmp_pa
 
 
 def test_log_append_time_topics_ignore_the_bounds(tmp_path):
-    log = Log.create(tmp_path / "t-0", LogConfig(message_timestamp_type="LogAppendTime",
-                                                 message_timestamp_before_max_ms=0, message_timestamp_after_max_ms=0))
+    log = Log.create(
+        tmp_path / "t-0",
+        LogConfig(
+            message_timestamp_type="LogAppendTime", message_timestamp_before_max_ms=0, message_timestamp_after_max_ms=0
+        ),
+    )
     log.append_as_leader(batch(2, ts=1), 0, now_ms=5_000_000)
     assert values(log.read(0, 1 << 20).records)[0][0] == 0
     log.close()

@@ -11,15 +11,36 @@ pytest.importorskip("pyspark", reason="make setup installs the spark extra")
 
 def test_main_job_on_a_slice_of_the_flights(tmp_path):
     from test_cli_cluster import free_base_port
+
     base = free_base_port(3)
     zk_port = free_base_port(1)
-    r = subprocess.run([sys.executable, "-m", "examples.flights", "--rows", "20000", "--dir", str(tmp_path / "run"),
-                        "--base-port", str(base), "--zookeeper-port", str(zk_port), "--kill-after-s", "1"],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "examples.flights",
+            "--rows",
+            "20000",
+            "--dir",
+            str(tmp_path / "run"),
+            "--base-port",
+            str(base),
+            "--zookeeper-port",
+            str(zk_port),
+            "--kill-after-s",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = r.stdout
     assert r.returncode == 0, out[-3000:] + r.stderr[-2000:]
     assert "killed broker" in out and "started broker" in out
     assert "20000 records acknowledged" in out
-    assert "check: 20,000 rows acknowledged, 20,000 read, 20,000 distinct -> every acknowledged row read exactly once" in out
+    assert (
+        "check: 20,000 rows acknowledged, 20,000 read, 20,000 distinct -> every acknowledged row read exactly once"
+        in out
+    )
     assert "RESULT: all checks passed" in out and "cluster down" in out
     assert "average departure delay per carrier" in out

@@ -1,29 +1,94 @@
 """The metadata cache from UpdateMetadata bodies of old and new versions."""
 
-from broker.metadata_cache import MetadataCache
 from broker_helpers import decoded
+
+from broker.metadata_cache import MetadataCache
 from protocol.errors import ErrorCode
 
 
 def test_update_v0_and_v8():
     cache = MetadataCache()
-    cache.update(decoded(6, 0, {"controller_id": 2, "controller_epoch": 1, "live_brokers": [
-        {"id": 1, "v0_host": "a", "v0_port": 1}, {"id": 2, "v0_host": "b", "v0_port": 2}],
-        "ungrouped_partition_states": [{"topic_name": "t", "partition_index": 0, "controller_epoch": 1, "leader": 1,
-                                        "leader_epoch": 3, "isr": [1, 2], "replicas": [1, 2]}]}))
+    cache.update(
+        decoded(
+            6,
+            0,
+            {
+                "controller_id": 2,
+                "controller_epoch": 1,
+                "live_brokers": [{"id": 1, "v0_host": "a", "v0_port": 1}, {"id": 2, "v0_host": "b", "v0_port": 2}],
+                "ungrouped_partition_states": [
+                    {
+                        "topic_name": "t",
+                        "partition_index": 0,
+                        "controller_epoch": 1,
+                        "leader": 1,
+                        "leader_epoch": 3,
+                        "isr": [1, 2],
+                        "replicas": [1, 2],
+                    }
+                ],
+            },
+        )
+    )
     assert cache.controller_id == 2 and cache.brokers[2].host == "b"
     md = cache.topic_metadata("t")
     assert md["partitions"][0]["leader_id"] == 1 and md["partitions"][0]["isr_nodes"] == [1, 2]
-    cache.update(decoded(6, 8, {"controller_id": 1, "controller_epoch": 2, "live_brokers": [
-        {"id": 2, "endpoints": [{"host": "b", "port": 2, "listener": "PLAINTEXT", "security_protocol": 0}]}],
-        "topic_states": [{"topic_name": "t", "partition_states": [
-            {"partition_index": 0, "controller_epoch": 2, "leader": 1, "leader_epoch": 4, "isr": [2],
-             "replicas": [1, 2], "offline_replicas": [1]}]}]}))
+    cache.update(
+        decoded(
+            6,
+            8,
+            {
+                "controller_id": 1,
+                "controller_epoch": 2,
+                "live_brokers": [
+                    {"id": 2, "endpoints": [{"host": "b", "port": 2, "listener": "PLAINTEXT", "security_protocol": 0}]}
+                ],
+                "topic_states": [
+                    {
+                        "topic_name": "t",
+                        "partition_states": [
+                            {
+                                "partition_index": 0,
+                                "controller_epoch": 2,
+                                "leader": 1,
+                                "leader_epoch": 4,
+                                "isr": [2],
+                                "replicas": [1, 2],
+                                "offline_replicas": [1],
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+    )
     md = cache.topic_metadata("t")["partitions"][0]
-    assert md["error_code"] == ErrorCode.LEADER_NOT_AVAILABLE and md["leader_id"] == -1   # broker 1 is gone
+    assert md["error_code"] == ErrorCode.LEADER_NOT_AVAILABLE and md["leader_id"] == -1  # broker 1 is gone
     assert md["offline_replicas"] == [1]
     assert cache.topic_metadata("nope")["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    cache.update(decoded(6, 8, {"controller_id": 1, "controller_epoch": 2, "topic_states": [
-        {"topic_name": "t", "partition_states": [{"partition_index": 0, "controller_epoch": 2, "leader": -2,
-                                                  "leader_epoch": 5, "isr": [], "replicas": []}]}]}))
+    cache.update(
+        decoded(
+            6,
+            8,
+            {
+                "controller_id": 1,
+                "controller_epoch": 2,
+                "topic_states": [
+                    {
+                        "topic_name": "t",
+                        "partition_states": [
+                            {
+                                "partition_index": 0,
+                                "controller_epoch": 2,
+                                "leader": -2,
+                                "leader_epoch": 5,
+                                "isr": [],
+                                "replicas": [],
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+    )
     assert not cache.contains_topic("t")

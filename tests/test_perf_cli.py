@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from replication_helpers import create_topic, log_bytes, partition_state, wait_for
 
 from protocol import record_batch as rb
-from replication_helpers import create_topic, log_bytes, partition_state, wait_for
 
 PERF = [sys.executable, "-m", "minikafka_cli.main", "perf"]
 
@@ -33,7 +33,7 @@ async def test_perf_produce_consume_and_end_to_end_with_both_clients(start_broke
     assert ours["latency"]["count"] == 3000 and 0 < ours["latency"]["p50"] <= ours["latency"]["max"]
     confluent = perf("produce", *b, "--num-records", "20000", "--client", "confluent", "--compression", "lz4")
     assert (confluent["records"], confluent["errors"]) == (20000, 0)
-    assert records_in_log(broker, "p") == 23000              # what both said they wrote is in the log
+    assert records_in_log(broker, "p") == 23000  # what both said they wrote is in the log
     # Each consumer reads the whole log back from the start.
     assert perf("consume", *b, "--num-records", "23000")["records"] == 23000
     got = perf("consume", *b, "--num-records", "23000", "--client", "confluent")
@@ -47,19 +47,30 @@ async def test_perf_produce_consume_and_end_to_end_with_both_clients(start_broke
     assert 1.9 < paced["seconds"] < 4 and paced["records"] == 600
 
 
-@pytest.mark.parametrize("args, status, message", [
-    (["produce", "--num-records", "0"], 2, "not a positive integer"),
-    (["produce", "--num-records", "5", "--acks", "1", "--idempotence"], 2, "--idempotence needs --acks all"),
-    (["produce", "--num-records", "5", "--client", "kcat"], 2, "invalid choice"),
-    (["end-to-end", "--num-records", "5", "--record-size", "4"], 2, "at least 8"),
-    (["produce", "--num-records", "5"], 1, "no broker reachable"),
-    (["consume", "--num-records", "5", "--client", "confluent", "--timeout", "3"], 1, "no metadata for 'p' from 127.0.0.1:1"),
-])
+@pytest.mark.parametrize(
+    "args, status, message",
+    [
+        (["produce", "--num-records", "0"], 2, "not a positive integer"),
+        (["produce", "--num-records", "5", "--acks", "1", "--idempotence"], 2, "--idempotence needs --acks all"),
+        (["produce", "--num-records", "5", "--client", "kcat"], 2, "invalid choice"),
+        (["end-to-end", "--num-records", "5", "--record-size", "4"], 2, "at least 8"),
+        (["produce", "--num-records", "5"], 1, "no broker reachable"),
+        (
+            ["consume", "--num-records", "5", "--client", "confluent", "--timeout", "3"],
+            1,
+            "no metadata for 'p' from 127.0.0.1:1",
+        ),
+    ],
+)
 def test_perf_errors_are_one_line(args, status, message):
-    r = subprocess.run(PERF + args[:1] + ["--bootstrap-server", "127.0.0.1:1", "--topic", "p"] + args[1:],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        PERF + args[:1] + ["--bootstrap-server", "127.0.0.1:1", "--topic", "p"] + args[1:],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == status, r.stderr
     lines = r.stderr.strip().splitlines()
     assert message in lines[-1] and lines[-1].startswith("minikafka perf"), r.stderr
-    if status == 1:                  # not argparse's usage + error: exactly one line, no traceback
+    if status == 1:  # not argparse's usage + error: exactly one line, no traceback
         assert len(lines) == 1, r.stderr

@@ -5,17 +5,20 @@ and append order is request order."""
 import signal
 
 import trio
+from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for_isr
 
 from protocol import record_batch as rb
 from protocol.api import decode_response, encode_request
 from protocol.errors import ErrorCode
 from protocol.framing import FrameDecoder
-from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for_isr
 
 
 def produce_frame(correlation_id: int, acks: int, value: bytes) -> bytes:
-    body = {"acks": acks, "timeout_ms": 2500, "topic_data": [
-        {"name": "q", "partition_data": [{"index": 0, "records": rb.build_batch([(None, value)])}]}]}
+    body = {
+        "acks": acks,
+        "timeout_ms": 2500,
+        "topic_data": [{"name": "q", "partition_data": [{"index": 0, "records": rb.build_batch([(None, value)])}]}],
+    }
     return encode_request(0, 7, correlation_id, body)
 
 
@@ -33,15 +36,21 @@ async def test_pipelined_produces_append_in_order_while_earlier_ones_wait_and_an
     try:
         stream = await trio.open_tcp_stream(leader.host, leader.port)
         async with stream:
-            frames = [produce_frame(1, -1, b"first"), produce_frame(2, -1, b"second"),
-                      encode_request(3, 9, 3, {"topics": [{"name": "q"}]}), produce_frame(4, 1, b"third")]
+            frames = [
+                produce_frame(1, -1, b"first"),
+                produce_frame(2, -1, b"second"),
+                encode_request(3, 9, 3, {"topics": [{"name": "q"}]}),
+                produce_frame(4, 1, b"third"),
+            ]
             await stream.send_all(b"".join(frames))
             # All three batches are appended long before the first acks=-1 request times out.
             with trio.fail_after(1.5):
                 while len(list(rb.iter_batches(log_bytes(leader, "q", 0)))) < 4:
                     await trio.sleep(0.02)
-            values = [rb.decode_records(log_bytes(leader, "q", 0), pos, h)[0].value
-                      for pos, h in rb.iter_batches(log_bytes(leader, "q", 0))]
+            values = [
+                rb.decode_records(log_bytes(leader, "q", 0), pos, h)[0].value
+                for pos, h in rb.iter_batches(log_bytes(leader, "q", 0))
+            ]
             assert values == [b"warm-up", b"first", b"second", b"third"]
             decoder, frames_in = FrameDecoder(), []
             with trio.fail_after(10):

@@ -4,16 +4,17 @@ import random
 
 import pytest
 import trio
+from replication_helpers import create_topic, log_bytes, partition_state, wait_for, wait_for_isr
 
 from client import Cluster
 from client.producer import Producer, murmur2, partition_for_key
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from replication_helpers import create_topic, log_bytes, partition_state, wait_for, wait_for_isr
 
 
 def test_murmur2_matches_kafka_python():
     from kafka.partitioner.default import murmur2 as theirs
+
     rnd = random.Random(1)
     for n in list(range(12)) + [100, 1000]:
         data = rnd.randbytes(n)
@@ -51,7 +52,7 @@ async def test_producer_survives_a_leader_kill_without_loss_duplicates_or_reorde
         leader = brokers[partition_state(zk, "p", p)["leader"]]
         got = records_in(leader, "p", p)
         expected = [(k, v) for (k, v), d in deliveries if d.metadata.partition == p]
-        assert got == expected                      # each once, in send order
+        assert got == expected  # each once, in send order
         assert [d.metadata.offset for (_, _), d in deliveries if d.metadata.partition == p] == list(range(len(got)))
         for key in {k for k, _ in got}:
             assert partition_for_key(key, 2) == p
@@ -69,7 +70,7 @@ async def test_a_batch_failing_for_good_does_not_block_the_ones_after_it(start_b
             small2 = await producer.send("f", b"b", partition=0)
             await producer.flush()
     assert big.error is not None and big.error.code == ErrorCode.MESSAGE_TOO_LARGE
-    assert (small1.metadata.offset, small2.metadata.offset) == (0, 1)      # accepted after the epoch bump
+    assert (small1.metadata.offset, small2.metadata.offset) == (0, 1)  # accepted after the epoch bump
     assert [v for _, v in records_in(broker, "f", 0)] == [b"a", b"b"]
 
 

@@ -1,14 +1,13 @@
 """Idempotent-producer state: the pure rules, table-tested, and the log-level dedup across restarts."""
 
 import pytest
+from storage_helpers import read_all
 
 from protocol import record_batch as rb
 from storage.config import LogConfig
 from storage.log import Log
 from storage.log_loader import load_log
-from storage.producer_state import (SEQUENCE_LIMIT, InvalidProducerEpoch, OutOfOrderSequence,
-                                    ProducerStateManager)
-from storage_helpers import read_all
+from storage.producer_state import SEQUENCE_LIMIT, InvalidProducerEpoch, OutOfOrderSequence, ProducerStateManager
 
 
 def state_with(pid=7, epoch=0, batches=((0, 4, 0, 4),)):
@@ -18,13 +17,16 @@ def state_with(pid=7, epoch=0, batches=((0, 4, 0, 4),)):
     return s
 
 
-@pytest.mark.parametrize("epoch,first_seq,error", [
-    (0, 5, None),                          # the next sequence
-    (0, 6, OutOfOrderSequence),            # a gap
-    (0, 3, OutOfOrderSequence),            # going back (not a cached batch)
-    (1, 0, None),                          # a bumped epoch restarts at 0 (KIP-360)
-    (1, 5, OutOfOrderSequence),            # a bumped epoch must restart at 0
-])
+@pytest.mark.parametrize(
+    "epoch,first_seq,error",
+    [
+        (0, 5, None),  # the next sequence
+        (0, 6, OutOfOrderSequence),  # a gap
+        (0, 3, OutOfOrderSequence),  # going back (not a cached batch)
+        (1, 0, None),  # a bumped epoch restarts at 0 (KIP-360)
+        (1, 5, OutOfOrderSequence),  # a bumped epoch must restart at 0
+    ],
+)
 def test_sequence_and_epoch_rules(epoch, first_seq, error):
     s = state_with()
     if error:
@@ -38,15 +40,15 @@ def test_an_older_epoch_is_fenced_and_unknown_producers_start_anywhere():
     s = state_with(epoch=3)
     with pytest.raises(InvalidProducerEpoch):
         s.check(7, 2, 5)
-    s.check(99, 0, 1234)        # no state for this producer (expired or never seen): accepted
+    s.check(99, 0, 1234)  # no state for this producer (expired or never seen): accepted
 
 
 def test_duplicates_of_the_last_five_batches():
     s = state_with(batches=[(i * 5, i * 5 + 4, i * 5, i * 5 + 4) for i in range(7)])
     assert s.find_duplicate(7, 0, 30, 34).first_offset == 30
-    assert s.find_duplicate(7, 0, 10, 14).first_offset == 10       # still among the last 5
-    assert s.find_duplicate(7, 0, 5, 9) is None                    # aged out
-    assert s.find_duplicate(7, 1, 30, 34) is None                  # another epoch
+    assert s.find_duplicate(7, 0, 10, 14).first_offset == 10  # still among the last 5
+    assert s.find_duplicate(7, 0, 5, 9) is None  # aged out
+    assert s.find_duplicate(7, 1, 30, 34) is None  # another epoch
 
 
 def test_sequence_wraps_around():
@@ -99,9 +101,10 @@ def test_dedup_survives_restarts(tmp_path, clean):
     assert len(log.segments) > 2
     if clean:
         log.close()
-    else:   # no close: no snapshot of the last state, no trimmed indexes
+    else:  # no close: no snapshot of the last state, no trimmed indexes
         for segment in log.segments:
             import os
+
             os.close(segment._fd)
             segment._fd = None
     again = load_log(tmp_path / "t-0", LogConfig(segment_bytes=400), clean_shutdown=clean, recovery_point=0)

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 import trio
-
 from capture_broker import API_VERSIONS, capture_broker
+
 from protocol import record_batch as rb
 from protocol.api import decode_request, peek_header
 from protocol.errors import UnsupportedVersion
@@ -40,8 +40,15 @@ def assert_first_request_is_api_versions(capture, version):
 
 def _confluent_produce(port, codec):
     from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "compression.type": codec,
-                         "linger.ms": 50, "message.timeout.ms": TIMEOUT * 1000})
+
+    producer = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "compression.type": codec,
+            "linger.ms": 50,
+            "message.timeout.ms": TIMEOUT * 1000,
+        }
+    )
     for key, value in MESSAGES:
         producer.produce("t", value, key=key)
     assert producer.flush(TIMEOUT) == 0
@@ -65,7 +72,11 @@ async def test_kcat(codec):
         with trio.fail_after(TIMEOUT):
             result = await trio.run_process(
                 ["kcat", "-P", "-b", f"127.0.0.1:{capture.port}", "-t", "t", "-K", ":", "-z", codec],
-                stdin=lines, capture_stdout=True, capture_stderr=True, check=False)
+                stdin=lines,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
     assert result.returncode == 0, result.stderr
     req = assert_first_request_is_api_versions(capture, 3)
     assert req.body.client_software_name == "librdkafka"
@@ -74,8 +85,10 @@ async def test_kcat(codec):
 
 def _kafka_python_produce(port, codec):
     from kafka import KafkaProducer
-    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", compression_type=codec,
-                             linger_ms=50, request_timeout_ms=TIMEOUT * 1000)
+
+    producer = KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{port}", compression_type=codec, linger_ms=50, request_timeout_ms=TIMEOUT * 1000
+    )
     futures = [producer.send("t", value, key=key) for key, value in MESSAGES]
     for f in futures:
         f.get(timeout=TIMEOUT)
@@ -114,6 +127,7 @@ def _aiokafka_produce(port):
                 await producer.send_and_wait("t", value, key=key)
         finally:
             await producer.stop()
+
     asyncio.run(run())
 
 

@@ -4,22 +4,31 @@ every compression codec, plus corruption and in-place rewriting."""
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch, UnsupportedCompression, UnsupportedMagic
 
 CODECS = [rb.NONE, rb.GZIP, rb.SNAPPY, rb.LZ4, rb.ZSTD]
-RECORDS = [(b"k1", b"v1" * 50, [("h", b"x"), ("n", None)], 1700000000000),
-           (None, b"v2", [], 1700000000005),
-           (b"k3", None, [], 1700000000002)]
+RECORDS = [
+    (b"k1", b"v1" * 50, [("h", b"x"), ("n", None)], 1700000000000),
+    (None, b"v2", [], 1700000000005),
+    (b"k3", None, [], 1700000000002),
+]
 
 
 def kafka_python_batch(codec, records=RECORDS, base_offset=0, producer_id=-1, base_sequence=-1) -> bytes:
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
-                                        producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1,
-                                        base_sequence=base_sequence, batch_size=1 << 20)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=codec,
+        is_transactional=False,
+        producer_id=producer_id,
+        producer_epoch=0 if producer_id >= 0 else -1,
+        base_sequence=base_sequence,
+        batch_size=1 << 20,
+    )
     for i, (key, value, headers, ts) in enumerate(records):
         builder.append(i, timestamp=ts, key=key, value=value, headers=headers)
     data = bytearray(builder.build())
@@ -37,14 +46,14 @@ def test_kafka_python_batches_parse_validate_and_decode(codec):
     rb.validate_batch(data, pos, header)
     records = rb.decode_records(data, pos, header)
     assert [(r.offset, r.timestamp, r.key, r.value) for r in records] == [
-        (500 + i, ts, k, v) for i, (k, v, _, ts) in enumerate(RECORDS)]
+        (500 + i, ts, k, v) for i, (k, v, _, ts) in enumerate(RECORDS)
+    ]
     assert records[0].headers == (rb.Header("h", b"x"), rb.Header("n", None))
 
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_our_batches_read_by_kafka_python(codec):
-    data = rb.build_batch(RECORDS, base_offset=9, compression=codec, producer_id=3, producer_epoch=1,
-                          base_sequence=0)
+    data = rb.build_batch(RECORDS, base_offset=9, compression=codec, producer_id=3, producer_epoch=1, base_sequence=0)
     batch = DefaultRecordBatch(data)
     assert batch.validate_crc() and batch.compression_type == codec
     assert (batch.base_offset, batch.producer_id, batch.base_sequence, batch.records_count) == (9, 3, 0, 3)
@@ -53,17 +62,26 @@ def test_our_batches_read_by_kafka_python(codec):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.none() | st.binary(max_size=20), st.none() | st.binary(max_size=40),
-                          st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2)),
-                min_size=1, max_size=5),
-       st.sampled_from(CODECS))
+@given(
+    st.lists(
+        st.tuples(
+            st.none() | st.binary(max_size=20),
+            st.none() | st.binary(max_size=40),
+            st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    st.sampled_from(CODECS),
+)
 def test_build_decode_round_trip(records, codec):
     data = rb.build_batch(records, compression=codec, timestamp_ms=1000)
     header = rb.read_header(data)
     rb.validate_batch(data, 0, header)
     decoded = rb.decode_records(data, 0, header)
-    assert [(r.key, r.value, [tuple(h) for h in r.headers]) for r in decoded] == \
-        [(k, v, [tuple(h) for h in hs]) for k, v, hs in records]
+    assert [(r.key, r.value, [tuple(h) for h in r.headers]) for r in decoded] == [
+        (k, v, [tuple(h) for h in hs]) for k, v, hs in records
+    ]
 
 
 def test_stamping_offsets_and_leader_epoch_keeps_the_crc_valid():
@@ -108,7 +126,7 @@ def test_record_count_disagreeing_with_payload_is_corrupt():
 
 def test_garbage_records_are_corrupt_not_crashes():
     data = bytearray(rb.build_batch(RECORDS))
-    data[rb.HEADER_SIZE:] = b"\xff" * (len(data) - rb.HEADER_SIZE)
+    data[rb.HEADER_SIZE :] = b"\xff" * (len(data) - rb.HEADER_SIZE)
     with pytest.raises(CorruptRecordBatch):
         rb.validate_batch(_recrc(data), 0, rb.read_header(data))
 
@@ -153,11 +171,21 @@ def test_random_and_mutated_batches_raise_only_corrupt_batch(noise, flips):
             pass
 
 
-@pytest.mark.parametrize("value,wire", [
-    (0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (63, b"\x7e"), (-64, b"\x7f"), (64, b"\x80\x01"),
-    (2**31 - 1, b"\xfe\xff\xff\xff\x0f"), (-(2**31), b"\xff\xff\xff\xff\x0f"),
-    (2**63 - 1, b"\xfe" + b"\xff" * 8 + b"\x01"), (-(2**63), b"\xff" * 9 + b"\x01"),
-])
+@pytest.mark.parametrize(
+    "value,wire",
+    [
+        (0, b"\x00"),
+        (-1, b"\x01"),
+        (1, b"\x02"),
+        (63, b"\x7e"),
+        (-64, b"\x7f"),
+        (64, b"\x80\x01"),
+        (2**31 - 1, b"\xfe\xff\xff\xff\x0f"),
+        (-(2**31), b"\xff\xff\xff\xff\x0f"),
+        (2**63 - 1, b"\xfe" + b"\xff" * 8 + b"\x01"),
+        (-(2**63), b"\xff" * 9 + b"\x01"),
+    ],
+)
 def test_zigzag_varint_and_varlong_encodings(value, wire):
     assert rb.encode_varint(value) == wire
     assert rb.read_varint(wire, 0, len(wire)) == (value, len(wire))
@@ -172,8 +200,13 @@ def test_varint_longer_than_allowed_is_corrupt():
 
 def test_control_and_transactional_bits():
     # A commit marker as a transaction coordinator writes it: control record key = version 0, type 1.
-    data = rb.build_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05", [])], control=True,
-                          transactional=True, producer_id=9, producer_epoch=2)
+    data = rb.build_batch(
+        [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05", [])],
+        control=True,
+        transactional=True,
+        producer_id=9,
+        producer_epoch=2,
+    )
     header = rb.read_header(data)
     assert header.is_control and header.is_transactional and not header.is_log_append_time
     batch = DefaultRecordBatch(data)
@@ -183,20 +216,24 @@ def test_control_and_transactional_bits():
 
 # ---- the leader's framing check (check_record_framing): one length varint per record ----------
 
+
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=9000)),
-                min_size=1, max_size=40),
-       st.sampled_from(CODECS))
+@given(
+    st.lists(
+        st.tuples(st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=9000)), min_size=1, max_size=40
+    ),
+    st.sampled_from(CODECS),
+)
 def test_framing_check_accepts_every_well_formed_batch(records, codec):
     data = kafka_python_batch(codec, [(k, v, [], 1700000000000) for k, v in records])
-    rb.validate_batch(data, 0, rb.read_header(data))   # kafka-python built it: it must pass
+    rb.validate_batch(data, 0, rb.read_header(data))  # kafka-python built it: it must pass
 
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_framing_check_counts_records_inside_compressed_payloads(codec):
     data = bytearray(kafka_python_batch(codec))
-    struct.pack_into(">i", data, 23, 3)      # last_offset_delta 3 ...
-    struct.pack_into(">i", data, 57, 4)      # ... and records_count 4: consistent, but 3 are there
+    struct.pack_into(">i", data, 23, 3)  # last_offset_delta 3 ...
+    struct.pack_into(">i", data, 57, 4)  # ... and records_count 4: consistent, but 3 are there
     with pytest.raises(CorruptRecordBatch, match="holds 3"):
         rb.validate_batch(_recrc(data), 0, rb.read_header(data))
 
@@ -204,7 +241,7 @@ def test_framing_check_counts_records_inside_compressed_payloads(codec):
 @pytest.mark.parametrize("delta", [-1, +1])
 def test_framing_check_refuses_a_record_length_off_by_one(delta):
     data = bytearray(rb.build_batch([(None, b"a" * 10), (None, b"b" * 10)]))
-    data[rb.HEADER_SIZE] += 2 * delta          # zig-zag: the first record's length +-1
+    data[rb.HEADER_SIZE] += 2 * delta  # zig-zag: the first record's length +-1
     with pytest.raises(CorruptRecordBatch):
         rb.validate_batch(_recrc(data), 0, rb.read_header(data))
 
@@ -218,7 +255,7 @@ def test_framing_check_refuses_inconsistent_offset_range_and_count():
 
 
 def test_framing_check_refuses_zero_and_negative_record_lengths():
-    for length_byte in (0x00, 0x01):           # zig-zag 0 and -1
+    for length_byte in (0x00, 0x01):  # zig-zag 0 and -1
         data = bytearray(rb.build_batch([(None, b"a")]))
         data[rb.HEADER_SIZE] = length_byte
         with pytest.raises(CorruptRecordBatch, match="record length"):

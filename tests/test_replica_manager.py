@@ -4,11 +4,11 @@ ListOffsets, StopReplica (real logs in a temp dir; timeouts on trio's autojump c
 import pytest
 import trio
 import trio.testing
+from broker_helpers import decoded, leader_and_isr
 
 from broker.config import build_config
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
-from broker_helpers import decoded, leader_and_isr
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 from storage.log_manager import LogManager
@@ -16,8 +16,9 @@ from storage.log_manager import LogManager
 
 @pytest.fixture
 def rm(tmp_path):
-    config = build_config({"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(tmp_path),
-                           "min.insync.replicas": "2"})
+    config = build_config(
+        {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(tmp_path), "min.insync.replicas": "2"}
+    )
     manager = LogManager(config.log_dirs, config.log_config())
     manager.startup()
     yield ReplicaManager(config, manager, MetadataCache(), config.topic_configs())
@@ -25,18 +26,34 @@ def rm(tmp_path):
 
 
 def produce(topic, index, values, acks):
-    return decoded(0, 9, {"acks": acks, "timeout_ms": 1000, "topic_data": [{"name": topic, "partition_data": [
-        {"index": index, "records": rb.build_batch([(None, v) for v in values])}]}]}).topic_data
+    return decoded(
+        0,
+        9,
+        {
+            "acks": acks,
+            "timeout_ms": 1000,
+            "topic_data": [
+                {
+                    "name": topic,
+                    "partition_data": [{"index": index, "records": rb.build_batch([(None, v) for v in values])}],
+                }
+            ],
+        },
+    ).topic_data
 
 
 def errors(response):
-    return {(t["topic_id"] if "topic_id" in t else None, p["partition_index"]): p["error_code"]
-            for t in response["topics"] for p in t["partition_errors"]}
+    return {
+        (t["topic_id"] if "topic_id" in t else None, p["partition_index"]): p["error_code"]
+        for t in response["topics"]
+        for p in t["partition_errors"]
+    }
 
 
 def test_leader_and_isr_epochs(rm):
-    r = rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (2, [2, 1], [2, 1]),
-                                                     ("t", 2): (2, [2], [2])}), 7)
+    r = rm.become_leader_or_follower(
+        leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (2, [2, 1], [2, 1]), ("t", 2): (2, [2], [2])}), 7
+    )
     assert sorted(errors(r).values()) == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert rm.partitions[("t", 0)].is_leader and not rm.partitions[("t", 1)].is_leader
     # the same leader epoch again is stale, per partition
@@ -47,12 +64,14 @@ def test_leader_and_isr_epochs(rm):
     r = rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=4, leader_epoch=9), 7)
     assert r["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH and rm.partitions[("t", 0)].leader_epoch == 1
     # v0-4 answer with partition_errors
-    r = rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=2,
-                                                    version=1), 1)
+    r = rm.become_leader_or_follower(
+        leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=2, version=1), 1
+    )
     assert r["partition_errors"] == [{"topic_name": "t", "partition_index": 0, "error_code": 0}]
     rm.broker_epoch = 100
-    r = rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=3,
-                                                    broker_epoch=99), 7)
+    r = rm.become_leader_or_follower(
+        leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=3, broker_epoch=99), 7
+    )
     assert r["error_code"] == ErrorCode.STALE_BROKER_EPOCH
 
 
@@ -71,16 +90,29 @@ async def test_acks_all_waits_for_the_isr_then_times_out_or_succeeds(rm, autojum
 
         async def produce_all():
             result.append(await rm.append_records(-1, 5000, produce("t", 0, [b"c"], -1)))
+
         nursery.start_soon(produce_all)
         await trio.sleep(0.5)
-        follower_fetch = decoded(1, 12, {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1000,
-                                         "topics": [{"topic": "t", "partitions": [
-                                             {"partition": 0, "fetch_offset": 3, "partition_max_bytes": 1000}]}]})
+        follower_fetch = decoded(
+            1,
+            12,
+            {
+                "replica_id": 2,
+                "max_wait_ms": 0,
+                "min_bytes": 1,
+                "max_bytes": 1000,
+                "topics": [
+                    {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 3, "partition_max_bytes": 1000}]}
+                ],
+            },
+        )
         await rm.fetch(follower_fetch)
     assert result[0][0]["partition_responses"][0]["error_code"] == ErrorCode.NONE
     assert partition.high_watermark == 3
     # acks=1 does not wait; an ISR below min.insync.replicas refuses acks=-1 up front
-    assert (await rm.append_records(1, 1000, produce("t", 0, [b"d"], 1)))[0]["partition_responses"][0]["error_code"] == 0
+    assert (await rm.append_records(1, 1000, produce("t", 0, [b"d"], 1)))[0]["partition_responses"][0][
+        "error_code"
+    ] == 0
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1, 2])}, leader_epoch=1), 7)
     r = await rm.append_records(-1, 1000, produce("t", 0, [b"e"], -1))
     assert r[0]["partition_responses"][0]["error_code"] == ErrorCode.NOT_ENOUGH_REPLICAS
@@ -91,9 +123,25 @@ async def test_consumer_fetch_reads_to_the_hw_and_long_polls(rm, autojump_clock)
     await rm.append_records(1, 1000, produce("t", 0, [b"a", b"b"], 1))
 
     def fetch(offset, max_wait_ms=0, min_bytes=1):
-        return rm.fetch(decoded(1, 12, {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
-                                        "max_bytes": 1 << 20, "topics": [{"topic": "t", "partitions": [
-                                            {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]}]}))
+        return rm.fetch(
+            decoded(
+                1,
+                12,
+                {
+                    "replica_id": -1,
+                    "max_wait_ms": max_wait_ms,
+                    "min_bytes": min_bytes,
+                    "max_bytes": 1 << 20,
+                    "topics": [
+                        {
+                            "topic": "t",
+                            "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}],
+                        }
+                    ],
+                },
+            )
+        )
+
     r = (await fetch(0))["responses"][0]["partitions"][0]
     assert [x.value for x in rb.decode_records(r["records"])] == [b"a", b"b"] and r["high_watermark"] == 2
     start = trio.current_time()
@@ -104,6 +152,7 @@ async def test_consumer_fetch_reads_to_the_hw_and_long_polls(rm, autojump_clock)
 
         async def poll():
             got.append((await fetch(2, max_wait_ms=10_000))["responses"][0]["partitions"][0])
+
         nursery.start_soon(poll)
         await trio.sleep(1)
         await rm.append_records(1, 1000, produce("t", 0, [b"c"], 1))
@@ -119,21 +168,45 @@ def test_list_offsets(rm):
     rm.partitions[("t", 0)].maybe_increment_high_watermark()
 
     def lookup(ts, version=7):
-        body = decoded(2, version, {"replica_id": -1, "topics": [{"name": "t", "partitions": [
-            {"partition_index": 0, "timestamp": ts, "current_leader_epoch": -1}]}]})
+        body = decoded(
+            2,
+            version,
+            {
+                "replica_id": -1,
+                "topics": [
+                    {"name": "t", "partitions": [{"partition_index": 0, "timestamp": ts, "current_leader_epoch": -1}]}
+                ],
+            },
+        )
         return rm.list_offsets(body, version)[0]["partitions"][0]
+
     assert (lookup(-2)["offset"], lookup(-1)["offset"], lookup(-1)["leader_epoch"]) == (0, 3, 0)
     assert (lookup(-3)["offset"], lookup(-3)["timestamp"]) == (1, 5000)
     assert (lookup(2000)["offset"], lookup(2000)["timestamp"]) == (1, 5000)
     assert lookup(9999)["offset"] == -1
-    assert lookup(-1, version=1)["leader_epoch"] == -1    # v1-3 have no leader epoch: left at its default
+    assert lookup(-1, version=1)["leader_epoch"] == -1  # v1-3 have no leader epoch: left at its default
 
 
 def test_stop_replica_with_and_without_delete(rm):
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (1, [1], [1])}), 7)
-    body = decoded(5, 4, {"controller_id": 9, "controller_epoch": 1, "broker_epoch": -1, "topic_states": [
-        {"topic_name": "t", "partition_states": [{"partition_index": 0, "leader_epoch": 0, "delete_partition": True},
-                                                 {"partition_index": 1, "leader_epoch": 0, "delete_partition": False}]}]})
+    body = decoded(
+        5,
+        4,
+        {
+            "controller_id": 9,
+            "controller_epoch": 1,
+            "broker_epoch": -1,
+            "topic_states": [
+                {
+                    "topic_name": "t",
+                    "partition_states": [
+                        {"partition_index": 0, "leader_epoch": 0, "delete_partition": True},
+                        {"partition_index": 1, "leader_epoch": 0, "delete_partition": False},
+                    ],
+                }
+            ],
+        },
+    )
     directory = rm.partitions[("t", 0)].log.dir
     r = rm.stop_replicas(body, 4)
     assert [e["error_code"] for e in r["partition_errors"]] == [0, 0] and not rm.partitions
@@ -148,15 +221,31 @@ async def test_fetch_byte_limits(rm):
     size = len(rb.build_batch([(None, b"x" * 1000)]))
 
     async def fetch(max_bytes, partition_max_bytes):
-        body = decoded(1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
-                               "topics": [{"topic": "t", "partitions": [
-                                   {"partition": i, "fetch_offset": 0, "partition_max_bytes": partition_max_bytes}
-                                   for i in (0, 1)]}]})
+        body = decoded(
+            1,
+            12,
+            {
+                "replica_id": -1,
+                "max_wait_ms": 0,
+                "min_bytes": 1,
+                "max_bytes": max_bytes,
+                "topics": [
+                    {
+                        "topic": "t",
+                        "partitions": [
+                            {"partition": i, "fetch_offset": 0, "partition_max_bytes": partition_max_bytes}
+                            for i in (0, 1)
+                        ],
+                    }
+                ],
+            },
+        )
         parts = (await rm.fetch(body))["responses"][0]["partitions"]
         return [len(p["records"]) // size for p in parts]
-    assert await fetch(1 << 20, 2 * size) == [2, 2]          # partition_max_bytes per partition
-    assert await fetch(3 * size, 1 << 20) == [3, 0]          # max_bytes for the whole response
-    assert await fetch(10, 10) == [1, 0]                     # the first batch even when larger (KIP-74)
+
+    assert await fetch(1 << 20, 2 * size) == [2, 2]  # partition_max_bytes per partition
+    assert await fetch(3 * size, 1 << 20) == [3, 0]  # max_bytes for the whole response
+    assert await fetch(10, 10) == [1, 0]  # the first batch even when larger (KIP-74)
 
 
 async def test_a_new_leader_behind_on_its_hw_answers_offset_not_available(rm):
@@ -166,16 +255,45 @@ async def test_a_new_leader_behind_on_its_hw_answers_offset_not_available(rm):
     partition.log.append_as_follower(rb.build_batch([(None, b"a"), (None, b"b")], partition_leader_epoch=0))
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2])}, leader_epoch=1), 7)
     assert partition.high_watermark == 0 and partition.epoch_start_offset == 2
-    fetch = decoded(1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1000, "topics": [
-        {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1000}]}]})
+    fetch = decoded(
+        1,
+        12,
+        {
+            "replica_id": -1,
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "max_bytes": 1000,
+            "topics": [
+                {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1000}]}
+            ],
+        },
+    )
     r = (await rm.fetch(fetch))["responses"][0]["partitions"][0]
     assert r["error_code"] == ErrorCode.OFFSET_NOT_AVAILABLE and r["high_watermark"] == -1
-    body = decoded(2, 7, {"replica_id": -1, "topics": [{"name": "t", "partitions": [
-        {"partition_index": 0, "timestamp": -1}]}]})
+    body = decoded(
+        2, 7, {"replica_id": -1, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}
+    )
     assert rm.list_offsets(body, 7)[0]["partitions"][0]["error_code"] == ErrorCode.OFFSET_NOT_AVAILABLE
     # the follower fetches at the new leader's LEO: HW reaches the epoch start, consumers are served
-    await rm.fetch(decoded(1, 12, {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1000, "topics": [
-        {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 2, "partition_max_bytes": 1000,
-                                       "current_leader_epoch": 1}]}]}))
+    await rm.fetch(
+        decoded(
+            1,
+            12,
+            {
+                "replica_id": 2,
+                "max_wait_ms": 0,
+                "min_bytes": 1,
+                "max_bytes": 1000,
+                "topics": [
+                    {
+                        "topic": "t",
+                        "partitions": [
+                            {"partition": 0, "fetch_offset": 2, "partition_max_bytes": 1000, "current_leader_epoch": 1}
+                        ],
+                    }
+                ],
+            },
+        )
+    )
     r = (await rm.fetch(fetch))["responses"][0]["partitions"][0]
     assert r["error_code"] == 0 and r["high_watermark"] == 2

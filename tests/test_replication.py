@@ -1,10 +1,10 @@
 """Replication with real processes: followers, ISR, high watermark, acks=all (RF 3)."""
 
 import trio
+from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for, wait_for_isr
 
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for, wait_for_isr
 
 LAG_MS = "1500"
 
@@ -15,8 +15,15 @@ def start_three(start_broker, **overrides):
 
 def _produce_acks_all(bootstrap, topic, n):
     from kafka import KafkaProducer
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, linger_ms=2,
-                             retries=10, request_timeout_ms=30000)
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks="all",
+        enable_idempotence=False,
+        linger_ms=2,
+        retries=10,
+        request_timeout_ms=30000,
+    )
     futures = [producer.send(topic, key=b"k%d" % i, value=b"value-%d" % i, partition=0) for i in range(n)]
     offsets = [f.get(timeout=60).offset for f in futures]
     producer.close()
@@ -42,14 +49,17 @@ async def test_steady_state_replicas_are_byte_identical_and_hw_reaches_leo(start
 
 async def latest_offset(broker, topic):
     from client.connection import Connection
+
     async with Connection.open(broker.host, broker.port) as conn:
-        r = await conn.request(2, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
-            {"partition_index": 0, "timestamp": -1}]}]})
+        r = await conn.request(
+            2, {"replica_id": -1, "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]}
+        )
     return r.topics[0].partitions[0].offset
 
 
 async def test_a_paused_follower_leaves_and_rejoins_the_isr(start_broker, zk):
     import signal
+
     brokers = start_three(start_broker, zookeeper_session_timeout_ms="10000")
     await create_topic(brokers, zk, "s", rf=3, configs={"min.insync.replicas": "2"})
     await wait_for_isr(zk, "s", [1, 2, 3])
@@ -59,9 +69,9 @@ async def test_a_paused_follower_leaves_and_rejoins_the_isr(start_broker, zk):
     follower.process.send_signal(signal.SIGSTOP)
     try:
         await wait_for(lambda: follower.broker_id not in partition_state(zk, "s", 0)["isr"], timeout_s=10)
-        assert zk.exists(f"/brokers/ids/{follower.broker_id}")     # shrunk for lag, not for a dead session
+        assert zk.exists(f"/brokers/ids/{follower.broker_id}")  # shrunk for lag, not for a dead session
         assert len(partition_state(zk, "s", 0)["isr"]) == 2
-        assert (await produce(leader, "s", b"during", -1)).error_code == ErrorCode.NONE   # min ISR 2 holds
+        assert (await produce(leader, "s", b"during", -1)).error_code == ErrorCode.NONE  # min ISR 2 holds
     finally:
         follower.process.send_signal(signal.SIGCONT)
     await wait_for(lambda: sorted(partition_state(zk, "s", 0)["isr"]) == [1, 2, 3], timeout_s=15)
@@ -70,6 +80,7 @@ async def test_a_paused_follower_leaves_and_rejoins_the_isr(start_broker, zk):
 
 async def test_min_insync_replicas_with_two_followers_down(start_broker, zk):
     import signal
+
     brokers = start_three(start_broker, zookeeper_session_timeout_ms="10000")
     await create_topic(brokers, zk, "m", rf=3, configs={"min.insync.replicas": "2"})
     await wait_for_isr(zk, "m", [1, 2, 3])
@@ -87,7 +98,7 @@ async def test_min_insync_replicas_with_two_followers_down(start_broker, zk):
         before = await latest_offset(leader, "m")
         r = await produce(leader, "m", b"refused", -1)
         assert r.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
-        assert await latest_offset(leader, "m") == before          # nothing was appended
+        assert await latest_offset(leader, "m") == before  # nothing was appended
         assert (await produce(leader, "m", b"acks1", 1)).error_code == ErrorCode.NONE
     finally:
         for f in followers:
@@ -98,22 +109,38 @@ async def test_min_insync_replicas_with_two_followers_down(start_broker, zk):
 
 def _producer_thread(bootstrap, topic, n, acked, stop_after_kill):
     from kafka import KafkaProducer
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, retries=100,
-                             max_in_flight_requests_per_connection=1, linger_ms=1, retry_backoff_ms=200,
-                             request_timeout_ms=5000, delivery_timeout_ms=90000, metadata_max_age_ms=1000)
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks="all",
+        enable_idempotence=False,
+        retries=100,
+        max_in_flight_requests_per_connection=1,
+        linger_ms=1,
+        retry_backoff_ms=200,
+        request_timeout_ms=5000,
+        delivery_timeout_ms=90000,
+        metadata_max_age_ms=1000,
+    )
     for i in range(n):
         value = b"rec-%05d" % i
         try:
             acked.append((value, producer.send(topic, value=value, partition=0).get(timeout=90).offset))
-        except Exception:   # an unacknowledged record may or may not be in the log: both are fine
+        except Exception:  # an unacknowledged record may or may not be in the log: both are fine
             acked.append((value, None))
     producer.close()
 
 
 def _consumer_thread(bootstrap, topic, seen, hws, stop):
     from kafka import KafkaConsumer, TopicPartition
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                             metadata_max_age_ms=1000, fetch_max_wait_ms=100)
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        metadata_max_age_ms=1000,
+        fetch_max_wait_ms=100,
+    )
     tp = TopicPartition(topic, 0)
     consumer.assign([tp])
     consumer.seek(tp, 0)
@@ -128,6 +155,7 @@ def _consumer_thread(bootstrap, topic, seen, hws, stop):
 
 async def test_kill_the_leader_mid_stream_loses_no_acknowledged_record(start_broker, zk):
     import threading
+
     brokers = start_three(start_broker)
     await create_topic(brokers, zk, "k", rf=3, configs={"min.insync.replicas": "2"})
     await wait_for_isr(zk, "k", [1, 2, 3])
@@ -140,6 +168,7 @@ async def test_kill_the_leader_mid_stream_loses_no_acknowledged_record(start_bro
         async def run_producer():
             await trio.to_thread.run_sync(_producer_thread, bootstrap, "k", 1500, acked, None)
             producing.set()
+
         nursery.start_soon(run_producer)
         await wait_for(lambda: len(acked) >= 400, timeout_s=60)
         victim = brokers[partition_state(zk, "k", 0)["leader"]]
@@ -159,16 +188,19 @@ async def test_kill_the_leader_mid_stream_loses_no_acknowledged_record(start_bro
     assert len(acknowledged) > 1000
     for value, offset in acknowledged:
         assert final.get(offset) == value, f"acknowledged {value!r} at {offset}, log has {final.get(offset)!r}"
-    for offset, value in seen:                           # what a consumer saw never changes
+    for offset, value in seen:  # what a consumer saw never changes
         assert final.get(offset) == value
     assert hws == sorted(hws), "a consumer saw the high watermark go backwards"
-    assert len({log_bytes(b, "k", 0) for b in brokers.values()}) == 1   # the restarted replica matches
+    assert len({log_bytes(b, "k", 0) for b in brokers.values()}) == 1  # the restarted replica matches
 
 
 async def test_unclean_leader_election_only_where_enabled_and_logged(start_broker, zk):
     import signal
-    from client.connection import Connection
+
     from replication_helpers import controller_of
+
+    from client.connection import Connection
+
     brokers = start_three(start_broker, zookeeper_session_timeout_ms="10000")
     await wait_for(lambda: controller_of(zk) is not None)
     controller = brokers[controller_of(zk)]
@@ -177,11 +209,21 @@ async def test_unclean_leader_election_only_where_enabled_and_logged(start_broke
         for name, unclean in (("unsafe", "true"), ("safe", "false")):
             with trio.fail_after(15):
                 while True:
-                    r = await conn.request(19, {"topics": [{"name": name, "num_partitions": -1, "replication_factor": -1,
-                                                            "assignments": [{"partition_index": 0,
-                                                                             "broker_ids": [leader_id, follower_id]}],
-                                                            "configs": [{"name": "unclean.leader.election.enable",
-                                                                         "value": unclean}]}], "timeout_ms": 5000})
+                    r = await conn.request(
+                        19,
+                        {
+                            "topics": [
+                                {
+                                    "name": name,
+                                    "num_partitions": -1,
+                                    "replication_factor": -1,
+                                    "assignments": [{"partition_index": 0, "broker_ids": [leader_id, follower_id]}],
+                                    "configs": [{"name": "unclean.leader.election.enable", "value": unclean}],
+                                }
+                            ],
+                            "timeout_ms": 5000,
+                        },
+                    )
                     if r.topics[0].error_code != ErrorCode.NOT_CONTROLLER:
                         break
                     await trio.sleep(0.1)
@@ -198,7 +240,7 @@ async def test_unclean_leader_election_only_where_enabled_and_logged(start_broke
     await wait_for(lambda: partition_state(zk, "unsafe", 0)["leader"] == follower_id, timeout_s=20)
     assert "UNCLEAN leader election for unsafe-0" in controller.log_tail(300000)
     assert "UNCLEAN leader election for safe-0" not in controller.log_tail(300000)
-    assert partition_state(zk, "safe", 0)["leader"] == leader_id        # stays offline: no unclean leader
+    assert partition_state(zk, "safe", 0)["leader"] == leader_id  # stays offline: no unclean leader
     async with Connection.open(controller.host, controller.port) as conn:
         md = await conn.request(3, {"topics": [{"name": "safe"}, {"name": "unsafe"}]})
     errors = {t.name: t.partitions[0].error_code for t in md.topics}

@@ -5,23 +5,46 @@ import pathlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from strategies import assert_contains, value_of
 
 from protocol.api import SCHEMAS
 from protocol.types import BufferReader
-from strategies import assert_contains, value_of
 from tools import gen_schemas
 
-CASES = [(s.name, v, kind) for s in SCHEMAS.values() for v in range(s.min_version, s.max_version + 1)
-         for kind in ("request", "response")]
+CASES = [
+    (s.name, v, kind)
+    for s in SCHEMAS.values()
+    for v in range(s.min_version, s.max_version + 1)
+    for kind in ("request", "response")
+]
 
 # The ranges the issue asks the broker to serve (ApiVersions advertises exactly these).
-REQUIRED = {"ApiVersions": (0, 3), "Metadata": (1, 12), "Produce": (3, 9), "Fetch": (4, 12),
-            "ListOffsets": (1, 7), "CreateTopics": (2, 7), "DeleteTopics": (1, 6), "FindCoordinator": (0, 4),
-            "JoinGroup": (0, 7), "SyncGroup": (0, 5), "Heartbeat": (0, 4), "LeaveGroup": (0, 4),
-            "OffsetCommit": (2, 8), "OffsetFetch": (1, 7), "ListGroups": (0, 4), "DescribeGroups": (0, 5),
-            "InitProducerId": (0, 4), "OffsetForLeaderEpoch": (0, 4), "DescribeConfigs": (0, 4),
-            "LeaderAndIsr": (0, 7), "UpdateMetadata": (0, 8), "StopReplica": (0, 4), "ControlledShutdown": (0, 3),
-            "ElectLeaders": (0, 2)}
+REQUIRED = {
+    "ApiVersions": (0, 3),
+    "Metadata": (1, 12),
+    "Produce": (3, 9),
+    "Fetch": (4, 12),
+    "ListOffsets": (1, 7),
+    "CreateTopics": (2, 7),
+    "DeleteTopics": (1, 6),
+    "FindCoordinator": (0, 4),
+    "JoinGroup": (0, 7),
+    "SyncGroup": (0, 5),
+    "Heartbeat": (0, 4),
+    "LeaveGroup": (0, 4),
+    "OffsetCommit": (2, 8),
+    "OffsetFetch": (1, 7),
+    "ListGroups": (0, 4),
+    "DescribeGroups": (0, 5),
+    "InitProducerId": (0, 4),
+    "OffsetForLeaderEpoch": (0, 4),
+    "DescribeConfigs": (0, 4),
+    "LeaderAndIsr": (0, 7),
+    "UpdateMetadata": (0, 8),
+    "StopReplica": (0, 4),
+    "ControlledShutdown": (0, 3),
+    "ElectLeaders": (0, 2),
+}
 
 
 def test_served_ranges_cover_the_required_ones():
@@ -31,6 +54,7 @@ def test_served_ranges_cover_the_required_ones():
 
 def _shape(name, version, kind):
     from protocol.schemas import APIS
+
     mod = next(m for m in APIS.values() if m.NAME == name)
     return (mod.REQUEST if kind == "request" else mod.RESPONSE)[version]
 
@@ -76,13 +100,16 @@ def _spec_dir_with(tmp_path, mutate):
     return tmp_path
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda s: s.update(newSpecKey=1), "unknown spec keys"),
-    (lambda s: s["fields"][1].update(fancy=True), "unknown field keys"),
-    (lambda s: s["fields"][1].update(type="int128"), "type 'int128'"),
-    (lambda s: s["fields"][1].update(versions="3~"), "version string"),
-    (lambda s: s.update(validVersions="0-5"), "outside validVersions"),
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda s: s.update(newSpecKey=1), "unknown spec keys"),
+        (lambda s: s["fields"][1].update(fancy=True), "unknown field keys"),
+        (lambda s: s["fields"][1].update(type="int128"), "type 'int128'"),
+        (lambda s: s["fields"][1].update(versions="3~"), "version string"),
+        (lambda s: s.update(validVersions="0-5"), "outside validVersions"),
+    ],
+)
 def test_generator_refuses_what_it_does_not_understand(tmp_path, mutate, message):
     specs = _spec_dir_with(tmp_path, mutate)
     with pytest.raises(gen_schemas.SpecError, match=message):
@@ -92,11 +119,13 @@ def test_generator_refuses_what_it_does_not_understand(tmp_path, mutate, message
 def test_generated_code_copies_no_spec_prose():
     about = set()
     for p in gen_schemas.DEFAULT_SPECS.glob("*.json"):
+
         def walk(fields):
             for f in fields:
                 if len(f.get("about", "")) > 25:
                     about.add(f["about"])
                 walk(f.get("fields", []))
+
         walk(gen_schemas.load_spec(p).get("fields", []))
     text = "".join(p.read_text() for p in pathlib.Path(gen_schemas.DEFAULT_OUT).glob("*.py"))
     assert not [a for a in about if a in text]

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 import trio
+from replication_helpers import create_topic, partition_state, wait_for
 
 from client import Cluster
 from client.producer import Producer
-from replication_helpers import create_topic, partition_state, wait_for
 
 pyspark = pytest.importorskip("pyspark", reason="make setup installs the spark extra")
 
@@ -18,11 +18,18 @@ def spark():
     from pyspark.sql import SparkSession
 
     from spark_source.source import MinikafkaDataSource
+
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("minikafka-tests")
-               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("minikafka-tests")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
     session.dataSource.register(MinikafkaDataSource)
     yield session
     session.stop()
@@ -57,29 +64,41 @@ async def test_batch_reads_committed_data_exactly_once(spark, start_broker, zk):
     assert {r.topic for r in rows} == {"s"} and all(r.timestampType == 0 for r in rows)
     assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
     # the option names, and a topic pattern
-    by_pattern = await trio.to_thread.run_sync(lambda: spark.read.format("minikafka")
-                                               .option("bootstrap.servers", bootstrap).option("topicPattern", "s|nomatch")
-                                               .option("startingOffsets", "earliest").load().count())
+    by_pattern = await trio.to_thread.run_sync(
+        lambda: (
+            spark.read.format("minikafka")
+            .option("bootstrap.servers", bootstrap)
+            .option("topicPattern", "s|nomatch")
+            .option("startingOffsets", "earliest")
+            .load()
+            .count()
+        )
+    )
     assert by_pattern == 900
     # explicit offsets, as Spark's Kafka source takes them
-    some = await trio.to_thread.run_sync(lambda: read(startingOffsets='{"s":{"0":5,"1":-2,"2":-1}}',
-                                                      endingOffsets='{"s":{"0":10,"1":3,"2":-1}}').collect())
+    some = await trio.to_thread.run_sync(
+        lambda: read(
+            startingOffsets='{"s":{"0":5,"1":-2,"2":-1}}', endingOffsets='{"s":{"0":10,"1":3,"2":-1}}'
+        ).collect()
+    )
     assert sorted((r.partition, r.offset) for r in some) == [(0, o) for o in range(5, 10)] + [(1, 0), (1, 1), (1, 2)]
 
 
 async def test_latest_is_the_high_watermark_at_planning_and_a_leader_change_is_survived(start_broker, zk):
     from spark_source.source import MinikafkaBatchReader, _Options
+
     brokers = {i: start_broker(i) for i in (1, 2, 3)}
     await create_topic(brokers, zk, "l", partitions=1, rf=3)
     await wait_for(lambda: len(partition_state(zk, "l", 0)["isr"]) == 3)
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     await produce(bootstrap, "l", [b"a%d" % i for i in range(100)])
-    reader = MinikafkaBatchReader(_Options({"kafka.bootstrap.servers": bootstrap, "subscribe": "l",
-                                            "startingOffsets": "earliest"}))
+    reader = MinikafkaBatchReader(
+        _Options({"kafka.bootstrap.servers": bootstrap, "subscribe": "l", "startingOffsets": "earliest"})
+    )
     (planned,) = await trio.to_thread.run_sync(reader.partitions)
     assert (planned.start, planned.end) == (0, 100)
-    await produce(bootstrap, "l", [b"b%d" % i for i in range(50)])          # the log grows after planning
-    brokers[partition_state(zk, "l", 0)["leader"]].kill()                    # and its leader dies
+    await produce(bootstrap, "l", [b"b%d" % i for i in range(50)])  # the log grows after planning
+    brokers[partition_state(zk, "l", 0)["leader"]].kill()  # and its leader dies
     rows = await trio.to_thread.run_sync(lambda: list(reader.read(planned)))
     assert [r[1] for r in rows] == [b"a%d" % i for i in range(100)]
 
@@ -93,16 +112,26 @@ async def test_streaming_continues_exactly_where_it_stopped(spark, start_broker,
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
 
     def run_stream():
-        stream = (spark.readStream.format("minikafka").option("kafka.bootstrap.servers", bootstrap)
-                  .option("subscribe", "st").option("startingOffsets", "earliest").load()
-                  .selectExpr("CAST(value AS STRING) AS value", "partition", "offset"))
-        query = (stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
+        stream = (
+            spark.readStream.format("minikafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", "st")
+            .option("startingOffsets", "earliest")
+            .load()
+            .selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
+        )
+        query = (
+            stream.writeStream.format("parquet")
+            .option("path", out)
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
         query.awaitTermination(120)
 
     await produce(bootstrap, "st", [b"%d" % i for i in range(200)], key_of=lambda v: v)
     await trio.to_thread.run_sync(run_stream)
     await produce(bootstrap, "st", [b"%d" % i for i in range(200, 350)], key_of=lambda v: v)
-    await trio.to_thread.run_sync(run_stream)                                # restart from the checkpoint
+    await trio.to_thread.run_sync(run_stream)  # restart from the checkpoint
     rows = await trio.to_thread.run_sync(lambda: spark.read.parquet(out).collect())
-    assert sorted(int(r.value) for r in rows) == list(range(350))          # each exactly once
+    assert sorted(int(r.value) for r in rows) == list(range(350))  # each exactly once

@@ -3,6 +3,7 @@
 import struct
 
 import pytest
+from storage_helpers import batch
 
 from storage import checkpoint
 from storage.config import LogConfig
@@ -10,7 +11,6 @@ from storage.epoch_cache import LeaderEpochCache
 from storage.errors import CorruptCheckpoint
 from storage.log import Log
 from storage.segment import file_name
-from storage_helpers import batch
 
 
 def test_segment_file_names_are_twenty_digit_base_offsets(tmp_path):
@@ -34,14 +34,14 @@ def test_offset_and_time_index_entries(tmp_path):
         sizes.append(len(data))
         log.append_as_leader(data, leader_epoch=0)
     seg = log.active_segment
-    log.flush()   # index entries reach the file on flush, roll and close (as Kafka's mmap'd pages)
+    log.flush()  # index entries reach the file on flush, roll and close (as Kafka's mmap'd pages)
     raw = seg.offset_index.path.read_bytes()
     assert len(raw) == 80  # the active index is preallocated to segment.index.bytes
     # An entry is written when more than 100 bytes were appended since the last: batches 1..4
     # (each entry: last offset of the batch relative to base, position of the batch).
     entries = [struct.unpack_from(">ii", raw, 8 * i) for i in range(len(seg.offset_index))]
     assert entries == [(3 * i + 2, positions[i]) for i in range(1, 5)]
-    assert raw[8 * len(entries):] == b"\0" * (80 - 8 * len(entries))
+    assert raw[8 * len(entries) :] == b"\0" * (80 - 8 * len(entries))
     traw = seg.time_index.path.read_bytes()
     tentries = [struct.unpack_from(">qi", traw, 12 * i) for i in range(len(seg.time_index))]
     assert tentries == [(5000 + 10 * i + 2, 3 * i + 2) for i in range(1, 5)]
@@ -65,10 +65,18 @@ def test_leader_epoch_checkpoint_text_format(tmp_path):
     assert (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n2\n0 0\n3 150\n"
 
 
-@pytest.mark.parametrize("text,message", [
-    ("", "line 1"), ("1\n0\n", "version"), ("0\nx\n", "entry count"), ("0\n2\na 0 1\n", "count line"),
-    ("0\n1\na 0\n", "3 fields"), ("0\n1\na zero 1\n", "not an integer"), ("\xff\xfe", None),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "line 1"),
+        ("1\n0\n", "version"),
+        ("0\nx\n", "entry count"),
+        ("0\n2\na 0 1\n", "count line"),
+        ("0\n1\na 0\n", "3 fields"),
+        ("0\n1\na zero 1\n", "not an integer"),
+        ("\xff\xfe", None),
+    ],
+)
 def test_garbage_checkpoints_are_a_clear_error(tmp_path, text, message):
     path = tmp_path / "cp"
     path.write_bytes(text.encode("latin-1"))

@@ -5,9 +5,26 @@ import uuid
 import pytest
 
 from protocol.errors import FieldNotInVersion, MalformedMessage
-from protocol.types import (Array, BufferReader, CompactBytes, CompactNullableString, CompactRecords,
-                            CompactString, Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, KStruct,
-                            NullableBytes, NullableString, String, UnsignedVarInt, Uuid, Boolean)
+from protocol.types import (
+    Array,
+    Boolean,
+    BufferReader,
+    CompactBytes,
+    CompactNullableString,
+    CompactRecords,
+    CompactString,
+    Int8sb,
+    Int16sb,
+    Int32sb,
+    Int32ub,
+    Int64sb,
+    KStruct,
+    NullableBytes,
+    NullableString,
+    String,
+    UnsignedVarInt,
+    Uuid,
+)
 
 U = uuid.UUID("0123456789abcdef0123456789abcdef")
 
@@ -45,18 +62,22 @@ def test_exact_encoding(con, value, wire):
     assert compiled.parse_stream(BufferReader(wire)) == value
 
 
-@pytest.mark.parametrize("con,wire", [
-    (Int32sb, b"\x00\x01"),                       # short read
-    (String, b"\x00\x05ab"),                      # length beyond the buffer
-    (String, b"\xff\xff"),                        # null in a non-nullable string
-    (NullableString, b"\xff\xfe"),                # -2 is not a length
-    (CompactString, b"\x00"),                     # compact null in a non-nullable string
-    (UnsignedVarInt, b"\xff\xff\xff\xff\xff\x01"),  # longer than 5 bytes
-    (UnsignedVarInt, b"\x80"),                    # truncated varint
-    (Array(Int32sb), b"\x7f\xff\xff\xff"),        # count far beyond the bytes left: no allocation
-    (Array(Int32sb), b"\xff\xff\xff\xff"),        # null in a non-nullable array
-    (Uuid, b"\x00" * 15),
-], ids=lambda x: repr(x)[:30])
+@pytest.mark.parametrize(
+    "con,wire",
+    [
+        (Int32sb, b"\x00\x01"),  # short read
+        (String, b"\x00\x05ab"),  # length beyond the buffer
+        (String, b"\xff\xff"),  # null in a non-nullable string
+        (NullableString, b"\xff\xfe"),  # -2 is not a length
+        (CompactString, b"\x00"),  # compact null in a non-nullable string
+        (UnsignedVarInt, b"\xff\xff\xff\xff\xff\x01"),  # longer than 5 bytes
+        (UnsignedVarInt, b"\x80"),  # truncated varint
+        (Array(Int32sb), b"\x7f\xff\xff\xff"),  # count far beyond the bytes left: no allocation
+        (Array(Int32sb), b"\xff\xff\xff\xff"),  # null in a non-nullable array
+        (Uuid, b"\x00" * 15),
+    ],
+    ids=lambda x: repr(x)[:30],
+)
 def test_bad_input_raises_malformed(con, wire):
     with pytest.raises(MalformedMessage):
         con.compile().parse_stream(BufferReader(wire))

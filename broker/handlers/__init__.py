@@ -8,8 +8,17 @@ decides what ApiVersions advertises: an API is advertised only if a handler serv
 
 from __future__ import annotations
 
-from broker.handlers import (admin, api_versions, controller_requests, fetch, init_producer_id, list_offsets,
-                             metadata, offset_for_leader_epoch, produce)
+from broker.handlers import (
+    admin,
+    api_versions,
+    controller_requests,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+)
 from protocol.api import SCHEMAS
 
 HANDLERS = {
@@ -27,5 +36,7 @@ HANDLERS = {
 
 def advertised_api_versions() -> list[dict]:
     """The `api_keys` of an ApiVersions response: every handled API with its served versions."""
-    return [{"api_key": key, "min_version": SCHEMAS[key].min_version, "max_version": SCHEMAS[key].max_version}
-            for key in sorted(HANDLERS)]
+    return [
+        {"api_key": key, "min_version": SCHEMAS[key].min_version, "max_version": SCHEMAS[key].max_version}
+        for key in sorted(HANDLERS)
+    ]

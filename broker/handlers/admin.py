@@ -14,8 +14,10 @@ def _not_controller(ctx) -> bool:
 async def create_topics(ctx, request):
     body = request.body
     if _not_controller(ctx):
-        results = [{"name": t.name, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": "not the controller"}
-                   for t in body.topics]
+        results = [
+            {"name": t.name, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": "not the controller"}
+            for t in body.topics
+        ]
     else:
         results = await ctx.controller.request("create_topics", body, timeout_s=max(body.timeout_ms / 1000, 5))
     return {"throttle_time_ms": 0, "topics": results}
@@ -28,8 +30,10 @@ async def delete_topics(ctx, request):
         results = [(n, ErrorCode.NOT_CONTROLLER) for n in names]
     else:
         results = await ctx.controller.request("delete_topics_request", names, timeout_s=max(body.timeout_ms / 1000, 5))
-    return {"throttle_time_ms": 0, "responses": [{"name": n, "topic_id": ZERO_UUID, "error_code": code}
-                                                 for n, code in results]}
+    return {
+        "throttle_time_ms": 0,
+        "responses": [{"name": n, "topic_id": ZERO_UUID, "error_code": code} for n, code in results],
+    }
 
 
 async def controlled_shutdown(ctx, request):
@@ -42,8 +46,9 @@ async def controlled_shutdown(ctx, request):
 
 async def elect_leaders(ctx, request):
     body = request.body
-    partitions = None if body.topic_partitions is None else \
-        [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
+    partitions = (
+        None if body.topic_partitions is None else [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
+    )
     if _not_controller(ctx):
         results = {tp: ErrorCode.NOT_CONTROLLER for tp in partitions or []}
         top = ErrorCode.NOT_CONTROLLER
@@ -55,10 +60,17 @@ async def elect_leaders(ctx, request):
         top = ErrorCode.NONE
     topics: dict[str, list] = {}
     for (topic, partition), code in sorted(results.items()):
-        topics.setdefault(topic, []).append({"partition_id": partition, "error_code": code,
-                                             "error_message": None if code == ErrorCode.NONE else ErrorCode(code).name})
-    response = {"throttle_time_ms": 0, "replica_election_results": [{"topic": t, "partition_result": ps}
-                                                                     for t, ps in topics.items()]}
+        topics.setdefault(topic, []).append(
+            {
+                "partition_id": partition,
+                "error_code": code,
+                "error_message": None if code == ErrorCode.NONE else ErrorCode(code).name,
+            }
+        )
+    response = {
+        "throttle_time_ms": 0,
+        "replica_election_results": [{"topic": t, "partition_result": ps} for t, ps in topics.items()],
+    }
     if request.api_version >= 1:
         response["error_code"] = top
     return response

@@ -11,4 +11,5 @@ API_KEY = 18
 
 async def handle(ctx, request):
     from broker.handlers import advertised_api_versions
+
     return {"error_code": ErrorCode.NONE, "api_keys": advertised_api_versions(), "throttle_time_ms": 0}

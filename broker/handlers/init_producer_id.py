@@ -10,7 +10,11 @@ API_KEY = 22
 
 async def handle(ctx, request):
     if request.body.transactional_id is not None:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "producer_id": -1,
-                "producer_epoch": -1}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
     producer_id = await ctx.producer_ids.generate()
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": producer_id, "producer_epoch": 0}

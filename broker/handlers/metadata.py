@@ -7,7 +7,6 @@ UNKNOWN_TOPIC_OR_PARTITION."""
 
 from protocol.errors import ErrorCode
 
-
 API_KEY = 3
 
 
@@ -15,10 +14,16 @@ async def _auto_create(ctx, name: str) -> dict:
     """Kafka's ZooKeeper mode: the broker writes the new topic to ZooKeeper itself and answers
     LEADER_NOT_AVAILABLE until the controller has elected its leaders."""
     from controller.topics import TopicError, plan_topic, write_topic
+
     code = ErrorCode.LEADER_NOT_AVAILABLE
     try:
-        assignment = plan_topic(name, ctx.config["num.partitions"], ctx.config["default.replication.factor"],
-                                sorted(ctx.metadata_cache.brokers), {})
+        assignment = plan_topic(
+            name,
+            ctx.config["num.partitions"],
+            ctx.config["default.replication.factor"],
+            sorted(ctx.metadata_cache.brokers),
+            {},
+        )
         await write_topic(ctx.zk, name, assignment, {})
     except TopicError as e:
         code = e.code if e.code != ErrorCode.TOPIC_ALREADY_EXISTS else ErrorCode.LEADER_NOT_AVAILABLE
@@ -28,8 +33,11 @@ async def _auto_create(ctx, name: str) -> dict:
 async def handle(ctx, request):
     cache = ctx.metadata_cache
     body = request.body
-    auto_create = ctx.config["auto.create.topics.enable"] and ctx.zk is not None and \
-        (request.api_version < 4 or body.allow_auto_topic_creation)
+    auto_create = (
+        ctx.config["auto.create.topics.enable"]
+        and ctx.zk is not None
+        and (request.api_version < 4 or body.allow_auto_topic_creation)
+    )
     if body.topics is None:
         names = sorted(cache.partitions)
     else:
@@ -37,18 +45,21 @@ async def handle(ctx, request):
         names = [t.name if t.name is not None else by_id.get(t.topic_id, t.topic_id) for t in body.topics]
     topics = []
     for name in names:
-        if not isinstance(name, str):   # an unknown topic id
-            topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": name,
-                           "partitions": []})
+        if not isinstance(name, str):  # an unknown topic id
+            topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": name, "partitions": []})
             continue
         topic = cache.topic_metadata(name)
         if topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and auto_create:
             topic = await _auto_create(ctx, name)
         topics.append(topic)
-    return {"throttle_time_ms": 0, "cluster_id": ctx.cluster_id, "controller_id": cache.controller_id,
-            "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-                        for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)],
-            "topics": topics, "cluster_authorized_operations": -2147483648}
-
-
-
+    return {
+        "throttle_time_ms": 0,
+        "cluster_id": ctx.cluster_id,
+        "controller_id": cache.controller_id,
+        "brokers": [
+            {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+        ],
+        "topics": topics,
+        "cluster_authorized_operations": -2147483648,
+    }

@@ -12,8 +12,9 @@ API_KEY = 0
 async def handle(ctx, request):
     body = request.body
     # Once appended, the connection's next request may start while this one waits for the HW.
-    responses = await ctx.replica_manager.append_records(body.acks, body.timeout_ms, body.topic_data,
-                                                         on_appended=request.release)
+    responses = await ctx.replica_manager.append_records(
+        body.acks, body.timeout_ms, body.topic_data, on_appended=request.release
+    )
     if body.acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}
