@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 APT_PACKAGES := zookeeper kcat default-jre-headless iptables
 
-.PHONY: setup apt venv test run bench chaos regen clean
+.PHONY: setup apt venv test test-fast lint run bench chaos regen clean
 
 setup: apt venv
 
@@ -28,6 +28,16 @@ $(STAMP): pyproject.toml
 
 test: setup
 	$(PY) -m pytest -q
+
+# The pure tests only (no ZooKeeper, broker, client or Spark processes): a minute or two.
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow"
+
+# Lint, format and type checks (configured in pyproject.toml); .ci/run runs them before the tests.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 run: setup
 	$(VENV)/bin/minikafka run

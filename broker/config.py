@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.config import ControllerConfig
 from storage.config import LogConfig
 from storage.topic_configs import TopicConfigs
 
@@ -123,11 +124,7 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "auto.leader.rebalance.enable": (_bool, True),
     "leader.imbalance.check.interval.seconds": (_int_at_least(1), 300),
     "broker.rack": (str, ""),
-    "offsets.topic.replication.factor": (_int_at_least(1), 3),
-    "offsets.topic.num.partitions": (_int_at_least(1), 50),
-    "transaction.state.log.replication.factor": (_int_at_least(1), 3),
     "producer.id.expiration.ms": (_int_at_least(1), 86400000),
-    "group.initial.rebalance.delay.ms": (_int_at_least(0), 3000),
     "log.segment.bytes": (_int_at_least(14), 1073741824),
     "log.roll.ms": (int, None),
     "log.roll.hours": (_int_at_least(1), 168),
@@ -144,12 +141,25 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "log.flush.offset.checkpoint.interval.ms": (_int_at_least(1), 60000),
     "log.message.timestamp.type": (str, "CreateTime"),
     "log.segment.delete.delay.ms": (_int_at_least(0), 60000),
-    "num.network.threads": (int, 3),  # accepted for compatibility; trio needs no thread pools
-    "num.io.threads": (int, 8),
-    "num.recovery.threads.per.data.dir": (int, 1),
-    "num.replica.fetchers": (_int_at_least(1), 1),
-    "group.min.session.timeout.ms": (int, 6000),
-    "group.max.session.timeout.ms": (int, 1800000),
+    # the broker-wide defaults of topic configs (validated together by `log_config()`)
+    "log.roll.jitter.ms": (int, None),
+    "log.roll.jitter.hours": (_int_at_least(0), 0),
+    "log.message.timestamp.difference.max.ms": (_int_at_least(0), None),
+    "log.message.timestamp.before.max.ms": (_int_at_least(0), None),
+    "log.message.timestamp.after.max.ms": (_int_at_least(0), None),
+    "compression.type": (str, "producer"),
+    "compression.gzip.level": (int, -1),
+    "compression.lz4.level": (int, 9),
+    "compression.zstd.level": (int, 3),
+}
+
+#: Kafka keys that size thread pools: trio needs none, so they are accepted and have no effect
+NO_EFFECT_KEYS = {
+    "num.network.threads",
+    "num.io.threads",
+    "num.recovery.threads.per.data.dir",
+    "num.replica.fetchers",
+    "background.threads",
 }
 
 
@@ -187,6 +197,16 @@ class BrokerConfig:
         except ValueError as e:
             raise ConfigError(str(e)) from None
 
+    def controller_config(self) -> ControllerConfig:
+        """The settings the controller component reads."""
+        return ControllerConfig(
+            self.broker_id,
+            num_partitions=self["num.partitions"],
+            default_replication_factor=self["default.replication.factor"],
+            auto_leader_rebalance_enable=self["auto.leader.rebalance.enable"],
+            leader_imbalance_check_interval_seconds=self["leader.imbalance.check.interval.seconds"],
+        )
+
     def topic_configs(self) -> TopicConfigs:
         """An empty `TopicConfigs` with this broker's defaults (log.*, min.insync.replicas,
         unclean.leader.election.enable) under the topics' overrides."""
@@ -221,7 +241,9 @@ def parse_properties(text: str) -> dict[str, str]:
 def build_config(props: dict[str, str]) -> BrokerConfig:
     """Validate `props` against SCHEMA; unknown keys are warned about, not fatal."""
     for key in props:
-        if key not in SCHEMA:
+        if key in NO_EFFECT_KEYS:
+            log.info("configuration key %r has no effect in minikafka (trio needs no thread pools)", key)
+        elif key not in SCHEMA:
             log.warning("unknown configuration key %r is ignored", key)
     values: dict[str, Any] = {}
     for key, (parse, default) in SCHEMA.items():
@@ -251,7 +273,9 @@ def env_properties(environ: dict[str, str], prefix: str = "KAFKA_") -> dict[str,
     }
 
 
-def load_config(path: Path | None, overrides: list[str] = (), environ: dict[str, str] | None = None) -> BrokerConfig:
+def load_config(
+    path: Path | None, overrides: Sequence[str] = (), environ: dict[str, str] | None = None
+) -> BrokerConfig:
     """Read `path` (optional), then `KAFKA_*` variables from `environ` (when given), then apply
     `key=value` overrides; raises ConfigError."""
     props: dict[str, str] = {}

@@ -1,26 +1,33 @@
-"""What request handlers may use: the broker's state holders (no sockets, no bytes)."""
+"""What request handlers may use: the broker's state holders (no sockets, no bytes).
+
+Built once by the broker process (`broker.main.Broker`) and never changed after. `zk`,
+`controller` and `producer_ids` are None only in tests that serve a subset of the APIs.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
-from broker.replica_manager import ReplicaManager
+from broker.producer_ids import ProducerIdManager
+from broker.replica_manager import LeadershipListener, ReplicaManager
+from controller.controller import KafkaController
 from storage.topic_configs import TopicConfigs
+from zk.client import ZkClient
 
 
-@dataclass
+@dataclass(frozen=True)
 class BrokerContext:
     config: BrokerConfig
     cluster_id: str
     metadata_cache: MetadataCache
     replica_manager: ReplicaManager
-    zk: Any = None  # broker.zk.ZkClient (auto topic creation)
-    controller: Any = None  # controller.controller.KafkaController
-    topic_configs: TopicConfigs = field(default_factory=TopicConfigs)  # /config/topics overrides
-    producer_ids: Any = None  # broker.producer_ids.ProducerIdManager (InitProducerId)
+    topic_configs: TopicConfigs  # /config/topics overrides over the broker's defaults
+    zk: ZkClient | None = None  # auto topic creation, topic configs on LeaderAndIsr
+    controller: KafkaController | None = None  # CreateTopics, DeleteTopics, ... (when active)
+    producer_ids: ProducerIdManager | None = None  # InitProducerId
+    leadership_listeners: tuple[LeadershipListener, ...] = ()  # coordinators: on_election / on_resignation
 
     @property
     def broker_id(self) -> int:

@@ -24,12 +24,6 @@ class Watchers:
         for event in self._waiters.pop(key, ()):
             event.set()
 
-    def notify_all(self) -> None:
-        waiters, self._waiters = self._waiters, {}
-        for events in waiters.values():
-            for event in events:
-                event.set()
-
     async def wait_for(self, keys: Iterable[Hashable], check: Callable[[], bool], timeout_s: float) -> bool:
         """Wait until `check()` is true (returns True) or `timeout_s` passes (returns the final
         `check()`)."""

@@ -44,7 +44,6 @@ NotEnoughReplicasAfterAppend = _error(
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     "The ISR shrank below min.insync.replicas while acks=-1 waited.",
 )
-InvalidRequiredAcks = _error("InvalidRequiredAcks", ErrorCode.INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1.")
 StaleControllerEpoch = _error(
     "StaleControllerEpoch",
     ErrorCode.STALE_CONTROLLER_EPOCH,

@@ -150,10 +150,10 @@ class FetchSessionCache:
                 session.partitions.pop((t.topic, index), None)
         session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         self._sessions.move_to_end(session_id)
-        topics: dict[str, list[FetchPartition]] = {}
+        by_topic: dict[str, list[FetchPartition]] = {}
         for (topic, _), cached in session.partitions.items():
-            topics.setdefault(topic, []).append(cached.params)
-        return FetchContext([FetchTopic(t, ps) for t, ps in topics.items()], session, incremental=True)
+            by_topic.setdefault(topic, []).append(cached.params)
+        return FetchContext([FetchTopic(t, ps) for t, ps in by_topic.items()], session, incremental=True)
 
     def _create(self, partitions: dict) -> FetchSession | None:
         if self.max_slots <= 0:

@@ -20,7 +20,6 @@ import sys
 
 import trio
 
-from broker import zkdata
 from broker.config import BrokerConfig, ConfigError, load_config
 from broker.context import BrokerContext
 from broker.handlers import HANDLERS, advertised_api_versions
@@ -28,11 +27,14 @@ from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer
-from broker.zk import NodeExistsError, ZkClient, ZkUnavailable
 from client.connection import Connection, ConnectionClosed
+from controller import events as controller_events
 from controller.controller import KafkaController
+from protocol.api_keys import ApiKey
 from storage.errors import StorageError
 from storage.log_manager import LogManager
+from zk import znodes
+from zk.client import NodeExistsError, ZkClient, ZkUnavailable
 
 log = logging.getLogger("minikafka.broker")
 
@@ -59,41 +61,39 @@ class Broker:
             retention_check_interval_ms=config["log.retention.check.interval.ms"],
         )
         self.metadata_cache = MetadataCache(listener=config.listeners[0].name)
-        self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata_cache, self.topic_configs)
-        self.replica_manager.zk = self.zk
-        self.controller = KafkaController(config, self.zk, self.topic_configs)
-        self.log_manager.high_watermark = lambda tp: (
-            self.replica_manager.partitions[tp].high_watermark if tp in self.replica_manager.partitions else 0
+        self.replica_manager = ReplicaManager(
+            config, self.log_manager, self.metadata_cache, self.topic_configs, self.zk
         )
+        self.controller = KafkaController(config.controller_config(), self.zk, self.topic_configs)
         self.server: KafkaServer | None = None
-        self.registration: zkdata.BrokerRegistration | None = None
+        self.registration: znodes.BrokerRegistration | None = None
 
     async def _cluster_id(self) -> str:
-        found = await self.zk.get_or_none(zkdata.CLUSTER_ID)
+        found = await self.zk.get_or_none(znodes.CLUSTER_ID)
         if found is None:
             try:
                 await self.zk.create(
-                    zkdata.CLUSTER_ID, zkdata.encode_cluster_id(zkdata.new_cluster_id()), makepath=True
+                    znodes.CLUSTER_ID, znodes.encode_cluster_id(znodes.new_cluster_id()), makepath=True
                 )
             except NodeExistsError:
                 pass
-            found = await self.zk.get(zkdata.CLUSTER_ID)
-        return zkdata.decode_cluster_id(found[0])
+            found = await self.zk.get(znodes.CLUSTER_ID)
+        return znodes.decode_cluster_id(found[0])
 
-    async def _register(self, bound) -> None:
+    async def _register(self, bound) -> znodes.BrokerRegistration:
         advertised = self.config.advertised_listeners
         ports = {listener.name: port for listener, port in bound}
         endpoints = [(a.name, a.host or "127.0.0.1", a.port or ports.get(a.name, 0)) for a in advertised]
-        self.registration = zkdata.BrokerRegistration(
+        registration = self.registration = znodes.BrokerRegistration(
             self.config.broker_id, endpoints, self.config["broker.rack"] or None
         )
-        path = zkdata.broker_path(self.config.broker_id)
+        path = znodes.broker_path(self.config.broker_id)
         # A registration left by a killed process of this broker vanishes when its session expires:
         # wait that long; a live broker with the same id keeps it, and we refuse to start.
         with trio.move_on_after(self.config["zookeeper.session.timeout.ms"] / 1000 + 2):
             while True:
                 try:
-                    await self.zk.create(path, self.registration.encode(), ephemeral=True)
+                    await self.zk.create(path, registration.encode(), ephemeral=True)
                     break
                 except NodeExistsError:
                     log.info("%s exists; waiting for an expired session's registration to go", path)
@@ -102,6 +102,7 @@ class Broker:
             raise BrokerStartupError(f"broker.id {self.config.broker_id} is already registered in ZooKeeper ({path})")
         _, stat = await self.zk.get(path)
         self.replica_manager.broker_epoch = stat.czxid
+        return registration
 
     def registration_done(self, found) -> bool:
         """Whether the registration znode is ours (owned by this ZooKeeper session)."""
@@ -114,7 +115,7 @@ class Broker:
         except ZkUnavailable as e:
             raise BrokerStartupError(str(e)) from None
         try:
-            for path in zkdata.PERSISTENT_PATHS:
+            for path in znodes.PERSISTENT_PATHS:
                 await self.zk.ensure_path(path)
             cluster_id = await self._cluster_id()
             try:
@@ -142,12 +143,12 @@ class Broker:
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:
                     bound = await nursery.start(self.server.run)
-                    await self._register(bound)
-                    await nursery.start(self.log_manager.run)
+                    await nursery.start(self.log_manager.run, self.replica_manager.high_watermark_of)
                     await nursery.start(self.replica_manager.run)
                     await nursery.start(self.controller.run)
                     nursery.start_soon(self._watch_session)
-                    endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in self.registration.endpoints)
+                    registration = await self._register(bound)
+                    endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in registration.endpoints)
                     print(f"minikafka broker {self.config.broker_id} started, listening on {endpoints}", flush=True)
                     log.info(
                         "broker %d started (cluster %s, broker epoch %d)",
@@ -180,7 +181,7 @@ class Broker:
             elif state == "LOST":
                 log.warning("ZooKeeper session expired")
                 lost = True
-                self.controller.post("resign")
+                self.controller.post(controller_events.Expire())
             elif state == "CONNECTED":
                 if suspended or lost:
                     log.info("ZooKeeper connection re-established%s", " with a new session" if lost else "")
@@ -188,14 +189,15 @@ class Broker:
                 if lost:
                     lost = False
                     try:
+                        assert self.registration is not None, "registered at start-up"
                         await self.zk.create(
-                            zkdata.broker_path(self.config.broker_id), self.registration.encode(), ephemeral=True
+                            znodes.broker_path(self.config.broker_id), self.registration.encode(), ephemeral=True
                         )
-                        _, stat = await self.zk.get(zkdata.broker_path(self.config.broker_id))
+                        _, stat = await self.zk.get(znodes.broker_path(self.config.broker_id))
                         self.replica_manager.broker_epoch = stat.czxid
                     except NodeExistsError:
                         pass
-                    self.controller.post("elect")
+                    self.controller.post(controller_events.Reelect())
 
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move leadership away first (ControlledShutdown v3), retrying up to
@@ -206,16 +208,20 @@ class Broker:
             for attempt in range(max(1, self.config["controlled.shutdown.max.retries"])):
                 try:
                     if self.controller.active:
-                        code, remaining = await self.controller.request("controlled_shutdown", tuple(body.values()))
+                        code, remaining = await self.controller.request(
+                            lambda reply: controller_events.ControlledShutdown(
+                                body["broker_id"], body["broker_epoch"], reply
+                            )
+                        )
                     else:
-                        found = await self.zk.get_or_none(zkdata.CONTROLLER)
-                        controller_id = zkdata.decode_controller(found[0]) if found else -1
-                        reg = await self.zk.get_or_none(zkdata.broker_path(controller_id))
+                        found = await self.zk.get_or_none(znodes.CONTROLLER)
+                        controller_id = znodes.decode_controller(found[0]) if found else -1
+                        reg = await self.zk.get_or_none(znodes.broker_path(controller_id))
                         if reg is None:
                             raise ConnectionClosed("no controller")
-                        _, host, port = zkdata.BrokerRegistration.decode(controller_id, reg[0]).endpoints[0]
+                        _, host, port = znodes.BrokerRegistration.decode(controller_id, reg[0]).endpoints[0]
                         async with Connection.open(host, port) as conn:
-                            response = await conn.request(7, body, timeout_s=10)
+                            response = await conn.request(ApiKey.CONTROLLED_SHUTDOWN, body, timeout_s=10)
                         code, remaining = response.error_code, response.remaining_partitions
                     if code == 0 and not remaining:
                         log.info("controlled shutdown succeeded")
@@ -236,7 +242,7 @@ class Broker:
             self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
             await trio.to_thread.run_sync(self.log_manager.shutdown)
             try:
-                await self.zk.delete(zkdata.broker_path(self.config.broker_id))
+                await self.zk.delete(znodes.broker_path(self.config.broker_id))
             except Exception as e:  # the session's end removes the ephemeral node anyway
                 log.warning("deregistration failed: %s", e)
             log.info("broker %d stopped cleanly", self.config.broker_id)

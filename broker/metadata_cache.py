@@ -100,9 +100,6 @@ class MetadataCache:
     def get_partition(self, topic: str, partition: int) -> PartitionState | None:
         return self.partitions.get(topic, {}).get(partition)
 
-    def contains_topic(self, topic: str) -> bool:
-        return topic in self.partitions
-
     def topic_metadata(self, topic: str) -> dict:
         """One topic of a Metadata response (v1-12 field names)."""
         parts = self.partitions.get(topic)

@@ -6,7 +6,16 @@ zkVersion of the partition state znode), LEO (log end offset), HW (high watermar
 
 Invariants:
 - the HW only moves forward while this replica leads, and never past the leader's LEO; as leader it
-  is the minimum LEO over the ISR (followers' LEOs as they last fetched);
+  is the minimum LEO over the maximal ISR (followers' LEOs as they last fetched); as follower it is
+  min(leader's HW, own LEO);
+- the ISR is in one of Kafka's three states (`CommittedIsr`, `PendingExpandIsr`, `PendingShrinkIsr`):
+  a change is prepared here, written to ZooKeeper by the replica manager, then committed here
+  (`commit_isr_update`) or abandoned (`fail_isr_update`, after which this leader makes no ISR change
+  until the controller's next LeaderAndIsr). While a change is in flight no other is prepared.
+  acks=-1 counts the committed ISR; the HW counts the maximal one (committed plus joiners), so a
+  joiner being written in holds the HW back rather than letting it pass its LEO;
+- this object is the only writer of its ISR, HW and (through its log) LEO: the replica fetcher and
+  the replica manager call its methods;
 - a LeaderAndIsr state applies only with a higher leader epoch than the one held (stale ones are
   refused by the caller);
 - leader-only operations on a follower raise NotLeaderOrFollower; a request carrying a leader
@@ -38,6 +47,59 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(frozen=True)
+class CommittedIsr:
+    """The ISR as stored in the partition state znode."""
+
+    isr: tuple[int, ...]
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        return self.isr
+
+    in_flight = False
+
+
+@dataclass(frozen=True)
+class PendingExpandIsr:
+    """Followers that caught up are being written into the ISR."""
+
+    new_in_sync: tuple[int, ...]
+    last_committed: CommittedIsr
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.last_committed.isr
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        return self.last_committed.isr + self.new_in_sync
+
+    in_flight = True
+
+
+@dataclass(frozen=True)
+class PendingShrinkIsr:
+    """Followers that fell behind are being written out of the ISR; until that is committed they
+    still count (Kafka's maximal ISR during a shrink is the committed one)."""
+
+    out_of_sync: tuple[int, ...]
+    last_committed: CommittedIsr
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.last_committed.isr
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        return self.last_committed.isr
+
+    in_flight = True
+
+
+IsrState = CommittedIsr | PendingExpandIsr | PendingShrinkIsr
+
+
 @dataclass
 class ReplicaState:
     """A follower as its leader sees it (Kafka `Replica`)."""
@@ -59,12 +121,17 @@ class Partition:
     leader_epoch: int = NO_EPOCH
     partition_epoch: int = 0
     controller_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
+    isr_state: IsrState = CommittedIsr(())
     replicas: list[int] = field(default_factory=list)
     high_watermark: int = 0
     remote: dict[int, ReplicaState] = field(default_factory=dict)
     isr_update_failed: bool = False  # a conditional ISR write lost: wait for the controller
     epoch_start_offset: int = 0  # our LEO when this leadership began
+
+    @property
+    def isr(self) -> list[int]:
+        """The committed ISR (what acks=-1 and min.insync.replicas count)."""
+        return list(self.isr_state.isr)
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -84,7 +151,7 @@ class Partition:
         self.leader_epoch = state["leader_epoch"]
         self.partition_epoch = state.get("partition_epoch", state.get("zk_version", 0))
         self.controller_epoch = state["controller_epoch"]
-        self.isr = list(state["isr"])
+        self.isr_state = CommittedIsr(tuple(state["isr"]))
         self.replicas = list(state["replicas"])
 
     def make_leader(self, state, checkpointed_hw: int | None = None) -> bool:
@@ -156,7 +223,9 @@ class Partition:
         if not self.is_leader:
             return False
         leos = [self.log.log_end_offset] + [
-            self.remote[r].log_end_offset for r in self.isr if r != self.local_broker_id and r in self.remote
+            self.remote[r].log_end_offset
+            for r in self.isr_state.maximal_isr
+            if r != self.local_broker_id and r in self.remote
         ]
         new_hw = min(leos)
         if new_hw > self.high_watermark:
@@ -228,6 +297,59 @@ class Partition:
             return False
         epoch_start = next((o for e, o in self.log.epoch_cache.entries if e == self.leader_epoch), 0)
         return state.log_end_offset >= self.high_watermark and state.log_end_offset >= epoch_start
+
+    # ---- ISR changes (written to ZooKeeper by the replica manager) --------------------------------
+    @property
+    def can_change_isr(self) -> bool:
+        """A leader with no ISR change in flight and no lost ISR write waiting for the controller."""
+        return self.is_leader and not self.isr_state.in_flight and not self.isr_update_failed
+
+    def prepare_isr_shrink(self, out_of_sync: list[int]) -> list[int]:
+        """Enter PendingShrinkIsr; returns the ISR to write (the committed one less `out_of_sync`)."""
+        committed = CommittedIsr(self.isr_state.isr)
+        self.isr_state = PendingShrinkIsr(tuple(out_of_sync), committed)
+        return [r for r in committed.isr if r not in out_of_sync]
+
+    def prepare_isr_expand(self, joiners: list[int]) -> list[int]:
+        """Enter PendingExpandIsr; returns the ISR to write (the committed one plus `joiners`)."""
+        committed = CommittedIsr(self.isr_state.isr)
+        self.isr_state = PendingExpandIsr(tuple(joiners), committed)
+        return list(committed.isr) + list(joiners)
+
+    def commit_isr_update(self, new_isr: list[int], partition_epoch: int) -> bool:
+        """The write of `new_isr` succeeded with the znode's new zkVersion; returns whether the HW
+        moved."""
+        self.isr_state = CommittedIsr(tuple(new_isr))
+        self.partition_epoch = partition_epoch
+        return self.maybe_increment_high_watermark()
+
+    def fail_isr_update(self) -> None:
+        """The write lost its conditional update: this broker's view is stale, so it keeps the
+        committed ISR and changes nothing more until the controller's next LeaderAndIsr."""
+        self.isr_state = CommittedIsr(self.isr_state.isr)
+        self.isr_update_failed = True
+
+    # ---- follower operations -------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """KIP-101 truncation of this follower's log to `offset` (its HW follows)."""
+        self.log.truncate_to(offset)
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """This follower's LEO fell below the leader's log start offset: drop everything and
+        continue at `offset`."""
+        self.log.truncate_fully_and_start_at(offset)
+        self.high_watermark = offset
+
+    def append_records_as_follower(self, records, leader_high_watermark: int, leader_log_start_offset: int) -> None:
+        """Append what the leader returned (batches as it stored them), then follow its log start
+        offset and take HW = min(leader's HW, own LEO). Raises the log's errors (StorageError,
+        ProtocolError) with nothing changed but what was appended."""
+        if records:
+            self.log.append_as_follower(records)
+        if leader_log_start_offset > self.log.log_start_offset:
+            self.log.maybe_increment_log_start_offset(leader_log_start_offset)
+        self.high_watermark = min(leader_high_watermark, self.log.log_end_offset)
 
     def offset_for_timestamp(
         self, timestamp: int, *, committed_only: bool, current_leader_epoch: int = NO_EPOCH

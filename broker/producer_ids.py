@@ -10,7 +10,7 @@ import json
 
 import trio
 
-from broker.zk import BadVersionError, NodeExistsError, ZkClient
+from zk.client import BadVersionError, NodeExistsError, ZkClient
 
 PATH = "/latest_producer_id_block"
 BLOCK_SIZE = 1000

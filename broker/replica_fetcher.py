@@ -22,6 +22,7 @@ import trio
 from broker.truncation import truncation_offset
 from client.connection import Connection, ConnectionClosed
 from client.fetch_session import FINAL_EPOCH, FetchSessionHandler
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, ProtocolError
 from storage.errors import StorageError
 
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from broker.partition import Partition
 
 log = logging.getLogger(__name__)
-
-FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
 
 
 @dataclass
@@ -106,15 +105,16 @@ class ReplicaFetcher:
                 }
             )
         response = await conn.request(
-            OFFSET_FOR_LEADER_EPOCH,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH,
             {"replica_id": self.broker_id, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]},
             timeout_s=30,
         )
         for t in response.topics:
             for p in t.partitions:
-                state = self.partitions.get((t.topic, p.partition))
-                if state is None:
+                found = self.partitions.get((t.topic, p.partition))
+                if found is None:
                     continue
+                state = found
                 if p.error_code != ErrorCode.NONE:
                     log.info(
                         "OffsetForLeaderEpoch %s-%d on leader %d: %s",
@@ -144,8 +144,7 @@ class ReplicaFetcher:
                         p.leader_epoch,
                         p.end_offset,
                     )
-                    partition.log.truncate_to(offset)
-                    partition.high_watermark = min(partition.high_watermark, partition.log_end_offset)
+                    partition.truncate_to(offset)
                 state.truncated = True
 
     async def _fetch(self, conn: Connection) -> None:
@@ -164,7 +163,7 @@ class ReplicaFetcher:
                 "log_start_offset": log_.log_start_offset,
                 "partition_max_bytes": self.config["replica.fetch.max.bytes"],
             }
-        sessions = conn.version_for(FETCH) >= 7
+        sessions = conn.version_for(ApiKey.FETCH) >= 7
         if sessions:
             fields = self.session.build(wanted)
         else:
@@ -177,7 +176,9 @@ class ReplicaFetcher:
             "isolation_level": 0,
             **fields,
         }
-        response = await conn.request(FETCH, body, timeout_s=30 + self.config["replica.fetch.wait.max.ms"] / 1000)
+        response = await conn.request(
+            ApiKey.FETCH, body, timeout_s=30 + self.config["replica.fetch.wait.max.ms"] / 1000
+        )
         if sessions and not self.session.handle_response(response.error_code, response.session_id):
             log.info(
                 "fetch session with leader %d: %s; starting a new one",
@@ -187,9 +188,9 @@ class ReplicaFetcher:
             return
         for t in response.responses:
             for p in t.partitions:
-                state = self.partitions.get((t.topic, p.partition_index))
-                if state is not None and state.truncated:
-                    self._apply(state, p)
+                fetching = self.partitions.get((t.topic, p.partition_index))
+                if fetching is not None and fetching.truncated:
+                    self._apply(fetching, p)
 
     def _apply(self, state: FetchState, p) -> None:
         partition = state.partition
@@ -201,8 +202,7 @@ class ReplicaFetcher:
                 partition.log_end_offset,
                 p.log_start_offset,
             )
-            partition.log.truncate_fully_and_start_at(p.log_start_offset)
-            partition.high_watermark = p.log_start_offset
+            partition.truncate_fully_and_start_at(p.log_start_offset)
             return
         if code != ErrorCode.NONE:
             if code == ErrorCode.OFFSET_OUT_OF_RANGE:
@@ -211,14 +211,10 @@ class ReplicaFetcher:
             self._back_off(state)
             return
         try:
-            if p.records:
-                partition.log.append_as_follower(p.records)
+            partition.append_records_as_follower(p.records, p.high_watermark, p.log_start_offset)
         except (StorageError, ProtocolError) as e:
             log.warning("follower append to %s-%d failed (%s); truncating again before fetching", *partition.tp, e)
             state.truncated = False
             self._back_off(state)
             return
-        if p.log_start_offset > partition.log.log_start_offset:
-            partition.log.maybe_increment_log_start_offset(p.log_start_offset)
-        partition.high_watermark = min(p.high_watermark, partition.log_end_offset)
         self.on_change(partition.tp)

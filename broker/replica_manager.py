@@ -9,6 +9,12 @@ as Kafka's becomeLeaderOrFollower does.
 Client side: `append_records` (Produce, acks 0/1/-1 with waiting for the HW), `fetch` (consumers up
 to the HW with min_bytes/max_wait long polling; followers to the LEO), `list_offsets`.
 
+Coordinator side (Kafka's `appendRecords` with origin COORDINATOR, and `onLeadershipChange`):
+`append_internal` appends to a partition this broker leads with acks=-1 and returns once the HW
+covers the records; `become_leader_or_follower` and `stop_replicas` report the partitions that
+changed role to an optional callback, which the request handlers hand to every
+`LeadershipListener` (the group and transaction coordinators load and unload state on it).
+
 Delayed operations wait on `Watchers` keyed by partition; every change of a partition's LEO, HW or
 role notifies its key. High watermarks are checkpointed every
 `replica.high.watermark.checkpoint.interval.ms` and at shutdown.
@@ -19,27 +25,54 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import trio
 
-from broker import zkdata
 from broker.config import BrokerConfig
 from broker.delayed import Watchers
-from broker.errors import StaleBrokerEpoch, StaleControllerEpoch, UnknownTopicOrPartition, error_code_for
+from broker.errors import (
+    NotEnoughReplicasAfterAppend,
+    NotLeaderOrFollower,
+    RequestTimedOut,
+    StaleBrokerEpoch,
+    StaleControllerEpoch,
+    UnknownTopicOrPartition,
+    error_code_for,
+)
 from broker.fetch_sessions import FetchSessionCache, FetchTopic, SessionError
 from broker.metadata_cache import MetadataCache, partition_states
 from broker.partition import Partition
 from broker.replica_fetcher import ReplicaFetcher
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
+from storage.log import LogAppendInfo
 from storage.log_manager import LogManager
 from storage.topic_configs import TopicConfigs
+from zk import znodes
+from zk.client import ZkClient
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 CONSUMER_REPLICA_ID = -1
+
+
+class LeadershipListener(Protocol):
+    """Told when this broker starts or stops leading a partition (Kafka's coordinators'
+    onElection / onResignation). Called on the trio thread, in LeaderAndIsr / StopReplica order;
+    must not block (a listener that needs I/O starts it in its own task)."""
+
+    def on_election(self, tp: TopicPartition, leader_epoch: int) -> None: ...
+
+    def on_resignation(self, tp: TopicPartition, leader_epoch: int | None) -> None:
+        """`leader_epoch` None: the replica was stopped (StopReplica), not made a follower."""
+
+
+#: (partitions now led, partitions now followed), after a LeaderAndIsr applied
+OnLeadershipChange = Callable[[list[Partition], list[Partition]], None]
+
+_APPEND_ERRORS = {cls.error_code: cls for cls in (NotLeaderOrFollower, NotEnoughReplicasAfterAppend, RequestTimedOut)}
 
 
 class FetchView(NamedTuple):
@@ -54,8 +87,14 @@ class FetchView(NamedTuple):
 
 class ReplicaManager:
     def __init__(
-        self, config: BrokerConfig, log_manager: LogManager, metadata_cache: MetadataCache, topic_configs: TopicConfigs
+        self,
+        config: BrokerConfig,
+        log_manager: LogManager,
+        metadata_cache: MetadataCache,
+        topic_configs: TopicConfigs,
+        zk: ZkClient | None = None,
     ):
+        """`zk`: for ISR writes (None: this replica manager never changes an ISR, as in unit tests)."""
         self.config = config
         self.broker_id = config.broker_id
         self.log_manager = log_manager
@@ -67,7 +106,7 @@ class ReplicaManager:
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
         self.topic_configs = topic_configs
-        self.zk = None  # broker.zk.ZkClient: ISR writes (set by the broker)
+        self.zk = zk
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._nursery: trio.Nursery | None = None
         self._expand_send, self._expand_receive = trio.open_memory_channel(math.inf)
@@ -97,8 +136,11 @@ class ReplicaManager:
             raise StaleBrokerEpoch(f"broker epoch {broker_epoch} < {self.broker_epoch}")
         self.controller_epoch = body.controller_epoch
 
-    def become_leader_or_follower(self, body, version: int) -> dict:
-        """LeaderAndIsr v0-7 -> response body for that version."""
+    def become_leader_or_follower(
+        self, body, version: int, on_leadership_change: OnLeadershipChange | None = None
+    ) -> dict:
+        """LeaderAndIsr v0-7 -> response body for that version. `on_leadership_change(leaders,
+        followers)` gets the partitions whose new state was applied, by role."""
         try:
             self._check_controller(body)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
@@ -109,6 +151,9 @@ class ReplicaManager:
         for state in partition_states(body):
             tp = (state["topic_name"], state["partition_index"])
             results.append((tp, state.get("topic_id", ZERO_UUID), self._apply_partition_state(tp, state, leaders)))
+        if on_leadership_change is not None:
+            changed = [self.partitions[tp] for tp, _, code in results if code == ErrorCode.NONE]
+            on_leadership_change([p for p in changed if p.is_leader], [p for p in changed if not p.is_leader])
         return self._leader_and_isr_response(version, ErrorCode.NONE, results)
 
     def _apply_partition_state(self, tp: TopicPartition, state, leaders: dict[int, tuple[str, int]]) -> ErrorCode:
@@ -182,8 +227,11 @@ class ReplicaManager:
         self.metadata_cache.update(body)
         return {"error_code": ErrorCode.NONE}
 
-    def stop_replicas(self, body, version: int) -> dict:
-        """StopReplica v0-4: stop hosting the partitions, deleting their logs when asked."""
+    def stop_replicas(
+        self, body, version: int, on_stopped: Callable[[list[TopicPartition]], None] | None = None
+    ) -> dict:
+        """StopReplica v0-4: stop hosting the partitions, deleting their logs when asked.
+        `on_stopped` gets the partitions that were hosted here and are not any more."""
         try:
             self._check_controller(body)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
@@ -197,15 +245,15 @@ class ReplicaManager:
             requests += [
                 (t.topic_name, p.partition_index, p.delete_partition, p.leader_epoch) for p in t.partition_states
             ]
-        errors = []
+        errors, stopped = [], []
         for topic, index, delete, epoch in requests:
-            errors.append(
-                {
-                    "topic_name": topic,
-                    "partition_index": index,
-                    "error_code": self._stop_replica((topic, index), delete, epoch),
-                }
-            )
+            hosted = (topic, index) in self.partitions
+            code = self._stop_replica((topic, index), delete, epoch)
+            if hosted and code == ErrorCode.NONE:
+                stopped.append((topic, index))
+            errors.append({"topic_name": topic, "partition_index": index, "error_code": code})
+        if on_stopped is not None and stopped:
+            on_stopped(stopped)
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     def _stop_replica(self, tp: TopicPartition, delete: bool, leader_epoch: int) -> ErrorCode:
@@ -287,6 +335,22 @@ class ReplicaManager:
             code = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
             if code != ErrorCode.NONE:
                 results[tp]["error_code"] = code
+
+    async def append_internal(self, tp: TopicPartition, records: bytes, timeout_ms: int) -> LogAppendInfo:
+        """Append `records` (whole v2 batches) to a partition this broker leads, as a coordinator
+        does with its internal topic (acks=-1: returns once the HW covers them). Raises
+        UnknownTopicOrPartition, NotLeaderOrFollower, NotEnoughReplicas (ISR below
+        min.insync.replicas before the append), NotEnoughReplicasAfterAppend, RequestTimedOut
+        (`timeout_ms` passed first), and the log's errors (CorruptRecordBatch, RecordTooLarge)."""
+        partition = self.get_partition(*tp)
+        info = partition.append_records_as_leader(records, -1, self.min_insync_replicas(tp[0]))
+        self._changed(tp)
+        results = {tp: {"error_code": ErrorCode.NONE}}
+        await self._await_replication({tp: info.last_offset + 1}, results, timeout_ms)
+        code = results[tp]["error_code"]
+        if code != ErrorCode.NONE:
+            raise _APPEND_ERRORS[code](f"append to {tp[0]}-{tp[1]}: {ErrorCode(code).name}")
+        return info
 
     # ---- fetch ---------------------------------------------------------------------------------
     async def fetch(self, body) -> dict:
@@ -403,10 +467,10 @@ class ReplicaManager:
             entry["records"] = None if entry["error_code"] != ErrorCode.OFFSET_OUT_OF_RANGE else b""
             if entry["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.exception("fetch from %s-%d failed", topic, p.partition)
-        partition = self.partitions.get((topic, p.partition))
-        if partition is not None and entry["error_code"] in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
-            entry["high_watermark"] = entry["last_stable_offset"] = partition.high_watermark
-            entry["log_start_offset"] = partition.log.log_start_offset
+        hosted = self.partitions.get((topic, p.partition))
+        if hosted is not None and entry["error_code"] in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
+            entry["high_watermark"] = entry["last_stable_offset"] = hosted.high_watermark
+            entry["log_start_offset"] = hosted.log.log_start_offset
         return entry
 
     # ---- list offsets --------------------------------------------------------------------------
@@ -440,6 +504,12 @@ class ReplicaManager:
         return out
 
     # ---- high watermarks -------------------------------------------------------------------------
+    def high_watermark_of(self, tp: TopicPartition) -> int:
+        """The HW of a hosted partition; 0 for a log this broker does not host (yet), so
+        retention deletes none of it."""
+        partition = self.partitions.get(tp)
+        return partition.high_watermark if partition is not None else 0
+
     def high_watermarks(self) -> dict[TopicPartition, int]:
         hws = {tp: p.high_watermark for tp, p in self.partitions.items()}
         hws.update({tp: hw for tp, hw in self._checkpointed_hw.items() if tp not in hws})
@@ -485,9 +555,9 @@ class ReplicaManager:
         max_lag = self.config["replica.lag.time.max.ms"]
         while True:
             await trio.sleep(max_lag / 2000)
-            for partition in [p for p in self.partitions.values() if p.is_leader and not p.isr_update_failed]:
+            for partition in [p for p in self.partitions.values() if p.can_change_isr]:
                 lagging = partition.out_of_sync_replicas(max_lag)
-                if lagging:
+                if lagging and partition.can_change_isr:
                     log.info(
                         "shrinking ISR of %s from %s: %s not caught up within %d ms",
                         partition.tp,
@@ -495,51 +565,52 @@ class ReplicaManager:
                         lagging,
                         max_lag,
                     )
-                    await self._write_isr(partition, [r for r in partition.isr if r not in lagging])
+                    await self._write_isr(partition, partition.prepare_isr_shrink(lagging))
 
     async def _expand_isr_on_request(self) -> None:
         async for tp in self._expand_receive:
             self._expand_pending.discard(tp)
             partition = self.partitions.get(tp)
-            if partition is None or partition.isr_update_failed:
+            if partition is None or not partition.can_change_isr:
                 continue
             joiners = [r for r in partition.replicas if partition.should_expand_isr(r)]
             if joiners:
                 log.info("expanding ISR of %s from %s with %s", tp, partition.isr, joiners)
-                await self._write_isr(partition, partition.isr + joiners)
+                await self._write_isr(partition, partition.prepare_isr_expand(joiners))
 
     async def _write_isr(self, partition: Partition, new_isr: list[int]) -> bool:
-        """Write the new ISR to the partition state znode, conditionally on its zkVersion, then
+        """Write the ISR the partition prepared (`prepare_isr_shrink` / `prepare_isr_expand`) to
+        its partition state znode, conditionally on its zkVersion, commit it in the partition, then
         notify the controller through /isr_change_notification. A lost race means this broker's
-        view is stale: it stops changing the ISR until the controller's next LeaderAndIsr."""
+        view is stale: the partition stops changing its ISR until the controller's next
+        LeaderAndIsr. A LeaderAndIsr that arrives during the write wins over it."""
         async with self._isr_lock:
-            if self.partitions.get(partition.tp) is not partition or not partition.is_leader:
+            if self.zk is None or self.partitions.get(partition.tp) is not partition or not partition.is_leader:
                 return False
-            state = zkdata.LeaderIsr(
-                self.broker_id,
-                partition.leader_epoch,
-                tuple(new_isr),
-                partition.controller_epoch,
-                partition.partition_epoch,
+            leader_epoch, pending = partition.leader_epoch, partition.isr_state
+            state = znodes.LeaderIsr(
+                self.broker_id, leader_epoch, tuple(new_isr), partition.controller_epoch, partition.partition_epoch
             )
             try:
                 stat = await self.zk.set(
-                    zkdata.partition_state_path(*partition.tp), state.encode(), version=partition.partition_epoch
+                    znodes.partition_state_path(*partition.tp), state.encode(), version=partition.partition_epoch
                 )
             except Exception as e:
-                partition.isr_update_failed = True
+                if partition.isr_state is pending:
+                    partition.fail_isr_update()
                 log.warning(
                     "ISR update of %s failed (%s): leaving it to the controller", partition.tp, type(e).__name__
                 )
                 return False
-            partition.isr = list(new_isr)
-            partition.partition_epoch = stat.version
-            partition.maybe_increment_high_watermark()
+            if partition.leader_epoch != leader_epoch or partition.isr_state is not pending:
+                log.info("ISR update of %s overtaken by a LeaderAndIsr; keeping the controller's state", partition.tp)
+                return False
+            partition.commit_isr_update(new_isr, stat.version)
             self._changed(partition.tp)
             try:
                 await self.zk.create(
-                    f"{zkdata.ISR_CHANGE_NOTIFICATION}/isr_change_",
-                    zkdata.encode_partitions([partition.tp]),
+                    f"{znodes.ISR_CHANGE_NOTIFICATION}/isr_change_",
+                    znodes.encode_partitions([partition.tp]),
                     sequence=True,
                     makepath=True,
                 )

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import trio
 
 from broker.config import Listener
-from protocol.api import API_VERSIONS_KEY, Request, decode_request, encode_response_parts
+from protocol.api import Request, decode_request, encode_response_parts
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, FrameTooLarge, ProtocolError, UnsupportedVersion
 from protocol.framing import FrameDecoder
 
@@ -37,14 +39,14 @@ log = logging.getLogger(__name__)
 #: Requests in progress per connection (started, not yet answered); Kafka allows one.
 MAX_PIPELINED = 16
 
-Handler = Callable[[object, Request], Awaitable[dict | None]]
+Handler = Callable[[Any, Request], Awaitable[dict | None]]
 
 
 class KafkaServer:
     def __init__(
         self,
         listeners: list[Listener],
-        handlers: dict[int, Handler],
+        handlers: Mapping[int, Handler],
         context: object,
         api_versions: Callable[[], list[dict]],
         *,
@@ -161,20 +163,20 @@ class KafkaServer:
             log.debug("connection %s ended: %s", peer, e)
         connection.cancel()
 
-    async def _handle(self, frame: bytes, peer: str, slot: _Slot) -> None:
+    async def _handle(self, frame: bytes | bytearray, peer: str, slot: _Slot) -> None:
         try:
             slot.response = await self._respond(frame, peer, slot.release)
         finally:
             slot.release()
             slot.done.set()
 
-    async def _respond(self, frame: bytes, peer: str, release: Callable[[], None]):
+    async def _respond(self, frame: bytes | bytearray, peer: str, release: Callable[[], None]):
         try:
             request = decode_request(frame)
         except UnsupportedVersion as e:
-            if e.api_key == API_VERSIONS_KEY:
+            if e.api_key == ApiKey.API_VERSIONS:
                 return encode_response_parts(
-                    API_VERSIONS_KEY,
+                    ApiKey.API_VERSIONS,
                     0,
                     e.correlation_id,
                     {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.api_versions()},

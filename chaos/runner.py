@@ -31,6 +31,7 @@ from client.producer import Producer
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
 from protocol import record_batch as rb
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 TOPIC, PARTITIONS = "chaos", 3
@@ -59,7 +60,7 @@ class Env:
             try:
                 async with Connection.open(b.host, b.port, connect_timeout_s=2) as conn:
                     return await conn.request(
-                        3, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}, timeout_s=3
+                        ApiKey.METADATA, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}, timeout_s=3
                     )
             except (ConnectionClosed, trio.TooSlowError):
                 continue
@@ -116,7 +117,7 @@ async def consumer_task(env: Env, partition: int, stop: trio.Event) -> None:
             try:
                 conn = await cluster.leader_connection(TOPIC, partition, refresh=True)
                 r = await conn.request(
-                    1,
+                    ApiKey.FETCH,
                     {
                         "replica_id": -1,
                         "max_wait_ms": 200,
@@ -378,7 +379,7 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
                 md = await cluster.refresh_metadata([])
                 conn = await cluster.broker_connection(md.controller_id)
                 r = await conn.request(
-                    19,
+                    ApiKey.CREATE_TOPICS,
                     {
                         "topics": [
                             {

@@ -20,6 +20,7 @@ from typing import TypeVar
 import trio
 
 from client.connection import Connection, ConnectionClosed, unwrap_single
+from protocol.api_keys import ApiKey
 from protocol.errors import RETRIABLE, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ class Cluster:
         for host, port in candidates:
             try:
                 conn = await self.connect(host, port)
-                response = await conn.request(3, body, timeout_s=self.request_timeout_s)
+                response = await conn.request(ApiKey.METADATA, body, timeout_s=self.request_timeout_s)
                 break
             except (ConnectionClosed, trio.TooSlowError) as e:
                 errors.append(f"{host}:{port}: {e or 'timed out'}")

@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator
 
 import trio
 
-from protocol.api import API_VERSIONS_KEY, SCHEMAS, decode_response, encode_request
+from protocol.api import SCHEMAS, decode_response, encode_request
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, MalformedMessage, ProtocolError
 from protocol.framing import FrameDecoder
 from protocol.types import FieldDict
@@ -49,8 +50,8 @@ class UnsupportedByBroker(Exception):
 class _Pending:
     __slots__ = ("api_key", "version", "done", "result", "error", "correlation_id")
 
-    def __init__(self, api_key: int, version: int):
-        self.api_key, self.version = api_key, version
+    def __init__(self, api_key: int, version: int, correlation_id: int):
+        self.api_key, self.version, self.correlation_id = api_key, version, correlation_id
         self.done = trio.Event()
         self.result: FieldDict | None = None
         self.error: BaseException | None = None
@@ -89,13 +90,13 @@ class Connection:
                         nursery.cancel_scope.cancel()
 
     async def _negotiate(self) -> None:
-        ours = SCHEMAS[API_VERSIONS_KEY].max_version
+        ours = SCHEMAS[ApiKey.API_VERSIONS].max_version
         response = await self.request(
-            API_VERSIONS_KEY, {"client_software_name": "minikafka", "client_software_version": "0.1.0"}, version=ours
+            ApiKey.API_VERSIONS, {"client_software_name": "minikafka", "client_software_version": "0.1.0"}, version=ours
         )
         if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
-            theirs = next((k.max_version for k in response.api_keys if k.api_key == API_VERSIONS_KEY), 0)
-            response = await self.request(API_VERSIONS_KEY, {}, version=min(ours, theirs))
+            theirs = next((k.max_version for k in response.api_keys if k.api_key == ApiKey.API_VERSIONS), 0)
+            response = await self.request(ApiKey.API_VERSIONS, {}, version=min(ours, theirs))
         if response.error_code != ErrorCode.NONE:
             raise ConnectionClosed(
                 f"ApiVersions failed on {self.host}:{self.port}: {ErrorCode(response.error_code).name}"
@@ -110,25 +111,19 @@ class Connection:
     def version_for(self, api_key: int) -> int:
         """The highest version both sides serve; raises UnsupportedByBroker."""
         ours = SCHEMAS[api_key]
-        lo, hi = self.api_versions.get(api_key, (None, None))
-        if lo is None or max(lo, ours.min_version) > min(hi, ours.max_version):
+        served = self.api_versions.get(api_key)
+        if served is None or max(served[0], ours.min_version) > min(served[1], ours.max_version):
             raise UnsupportedByBroker(f"{self.host}:{self.port} serves no common version of {ours.name}")
-        return min(hi, ours.max_version)
+        return min(served[1], ours.max_version)
 
     async def request(
-        self,
-        api_key: int,
-        body: dict,
-        *,
-        version: int | None = None,
-        timeout_s: float = 30.0,
-        expect_response: bool = True,
-    ) -> FieldDict | None:
-        """Send one request and wait for its response body (None when expect_response=False,
-        as for Produce with acks=0). Raises ConnectionClosed, trio.TooSlowError, ProtocolError."""
-        pending = await self.send(api_key, body, version=version, expect_response=expect_response)
-        if pending is None:
-            return None
+        self, api_key: int, body: dict, *, version: int | None = None, timeout_s: float = 30.0
+    ) -> FieldDict:
+        """Send one request and wait for its response body. Raises ConnectionClosed,
+        trio.TooSlowError, ProtocolError. (A request without a response, Produce with acks=0,
+        goes through `send(..., expect_response=False)`.)"""
+        pending = await self.send(api_key, body, version=version)
+        assert pending is not None
         return await self.wait(pending, timeout_s)
 
     async def send(
@@ -141,8 +136,7 @@ class Connection:
         version = self.version_for(api_key) if version is None else version
         correlation_id = next(self._correlation) & 0x7FFFFFFF
         frame = encode_request(api_key, version, correlation_id, body, client_id=self.client_id)
-        pending = _Pending(api_key, version)
-        pending.correlation_id = correlation_id
+        pending = _Pending(api_key, version, correlation_id)
         if expect_response:
             self._pending[correlation_id] = pending
         try:
@@ -163,6 +157,7 @@ class Connection:
             self._pending.pop(pending.correlation_id, None)
         if pending.error is not None:
             raise pending.error
+        assert pending.result is not None
         return pending.result
 
     async def _read_loop(self) -> None:
@@ -175,7 +170,7 @@ class Connection:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
             self._fail(ConnectionClosed(f"{self.host}:{self.port}: {e}"))
 
-    def _deliver(self, frame: bytes) -> None:
+    def _deliver(self, frame: bytes | bytearray) -> None:
         correlation_id = int.from_bytes(frame[:4], "big", signed=True)
         pending = self._pending.get(correlation_id)
         if pending is None:
@@ -186,9 +181,9 @@ class Connection:
         try:
             _, pending.result = decode_response(pending.api_key, pending.version, frame)
         except MalformedMessage as e:
-            if pending.api_key == API_VERSIONS_KEY and pending.version > 0:
+            if pending.api_key == ApiKey.API_VERSIONS and pending.version > 0:
                 try:  # KIP-511: a broker that does not know our version answers in v0
-                    _, pending.result = decode_response(API_VERSIONS_KEY, 0, frame)
+                    _, pending.result = decode_response(ApiKey.API_VERSIONS, 0, frame)
                 except ProtocolError:
                     pending.error = e
             else:

@@ -36,6 +36,7 @@ import trio
 from client.cluster import Cluster, KafkaError
 from client.connection import ConnectionClosed, unwrap_single
 from protocol import record_batch as rb
+from protocol.api_keys import ApiKey
 from protocol.errors import RETRIABLE, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -214,7 +215,7 @@ class Producer:
     async def _init_producer_id(self) -> None:
         async def attempt(refresh):
             conn = await self.cluster.any_connection()
-            r = await conn.request(22, {"transactional_id": None, "transaction_timeout_ms": 60000})
+            r = await conn.request(ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000})
             if r.error_code != ErrorCode.NONE:
                 raise KafkaError(r.error_code, "InitProducerId")
             return r.producer_id, r.producer_epoch
@@ -314,7 +315,7 @@ class Producer:
                         "timeout_ms": self.request_timeout_ms,
                         "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1], "records": batch.data}]}],
                     }
-                    in_flight.append((batch, await conn.send(0, body, expect_response=self.acks != 0)))
+                    in_flight.append((batch, await conn.send(ApiKey.PRODUCE, body, expect_response=self.acks != 0)))
                 retry = False
                 for batch, pending in in_flight:
                     if pending is None:  # acks=0: nothing comes back

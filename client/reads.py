@@ -5,6 +5,7 @@ READ_UNCOMMITTED), retried through `Cluster.retry` across leader changes."""
 from __future__ import annotations
 
 from client.cluster import Cluster, KafkaError
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 EARLIEST = -2  # ListOffsets timestamp: the log start offset
@@ -18,7 +19,7 @@ async def list_offset(cluster: Cluster, topic: str, partition: int, timestamp: i
     async def attempt(refresh: bool) -> int:
         conn = await cluster.leader_connection(topic, partition, refresh)
         r = await conn.request(
-            2,
+            ApiKey.LIST_OFFSETS,
             {
                 "replica_id": -1,
                 "isolation_level": 0,
@@ -43,7 +44,7 @@ async def fetch_records(
     async def attempt(refresh: bool) -> bytes:
         conn = await cluster.leader_connection(topic, partition, refresh)
         r = await conn.request(
-            1,
+            ApiKey.FETCH,
             {
                 "replica_id": -1,
                 "max_wait_ms": max_wait_ms,

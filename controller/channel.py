@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 
 import trio
 
-from broker.zkdata import BrokerRegistration, LeaderIsr
 from client.connection import Connection, ConnectionClosed
+from protocol.api_keys import ApiKey
 from protocol.types import ZERO_UUID
+from zk.znodes import BrokerRegistration, LeaderIsr
 
 log = logging.getLogger(__name__)
 
-LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
-VERSIONS = {LEADER_AND_ISR: 7, STOP_REPLICA: 4, UPDATE_METADATA: 8}
+VERSIONS = {ApiKey.LEADER_AND_ISR: 7, ApiKey.STOP_REPLICA: 4, ApiKey.UPDATE_METADATA: 8}
 
 
 class BrokerChannels:
@@ -160,7 +160,7 @@ class RequestBatch:
                 continue
             channels.send(
                 broker,
-                LEADER_AND_ISR,
+                ApiKey.LEADER_AND_ISR,
                 {
                     "controller_id": self.controller_id,
                     "controller_epoch": epoch,
@@ -186,7 +186,7 @@ class RequestBatch:
                 if broker in live:
                     channels.send(
                         broker,
-                        UPDATE_METADATA,
+                        ApiKey.UPDATE_METADATA,
                         {
                             "controller_id": self.controller_id,
                             "controller_epoch": epoch,
@@ -205,7 +205,7 @@ class RequestBatch:
                 )
             channels.send(
                 broker,
-                STOP_REPLICA,
+                ApiKey.STOP_REPLICA,
                 {
                     "controller_id": self.controller_id,
                     "controller_epoch": epoch,

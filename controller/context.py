@@ -1,8 +1,6 @@
 """The controller's view of the cluster (Kafka `ControllerContext`), loaded from ZooKeeper on
 failover and changed only by the controller's single event loop (so it needs no locks).
-
-Partition states (Kafka `PartitionStateMachine`): NonExistent -> New -> Online <-> Offline ->
-NonExistent; each state lists the states it may be entered from (`VALID_PREVIOUS`).
+Partition states are named and moved by `controller.partition_state_machine`.
 """
 
 from __future__ import annotations
@@ -10,21 +8,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from broker.zkdata import BrokerRegistration, LeaderIsr
+from zk.znodes import BrokerRegistration, LeaderIsr
 
 TopicPartition = tuple[str, int]
-
-NON_EXISTENT, NEW, ONLINE, OFFLINE = "NonExistent", "New", "Online", "Offline"
-VALID_PREVIOUS = {
-    NEW: {NON_EXISTENT},
-    ONLINE: {NEW, ONLINE, OFFLINE},
-    OFFLINE: {NEW, ONLINE, OFFLINE},
-    NON_EXISTENT: {OFFLINE},
-}
-
-
-class IllegalStateChange(Exception):
-    pass
 
 
 @dataclass
@@ -54,15 +40,6 @@ class ControllerContext:
 
     def partitions_on(self, broker_id: int) -> list[TopicPartition]:
         return [tp for tp in self.all_partitions() if broker_id in self.replicas(tp)]
-
-    def set_state(self, tp: TopicPartition, state: str) -> None:
-        current = self.partition_states.get(tp, NON_EXISTENT)
-        if current not in VALID_PREVIOUS[state]:
-            raise IllegalStateChange(f"{tp}: {current} -> {state}")
-        if state == NON_EXISTENT:
-            self.partition_states.pop(tp, None)
-        else:
-            self.partition_states[tp] = state
 
     def remove_topic(self, topic: str) -> None:
         for tp in self.partitions_of(topic):

@@ -6,10 +6,13 @@ conditional update and becomes active (`_on_failover`); when /controller goes aw
 tries again; an active controller that sees another id there resigns (its watches are dropped and
 its request channels closed).
 
-Everything the controller does happens in one trio task consuming one event channel: ZooKeeper
-watch notifications (posted from kazoo threads through the trio token), requests forwarded by the
-broker (CreateTopics, DeleteTopics, ControlledShutdown), periodic rebalance checks. So the context
-needs no locks. Every partition-state write is fenced by /controller_epoch's zkVersion (a multi-op
+Everything the controller does happens in one trio task consuming one event channel of typed
+events (`controller.events`): ZooKeeper watch notifications (delivered on the trio thread by
+`zk.client`'s watches), requests forwarded by the broker (CreateTopics, DeleteTopics,
+ControlledShutdown, ElectLeaders), periodic rebalance checks. One table maps each event type to its
+handler; posting a type that is not in it raises. So the context needs no locks. Partition states
+and leadership writes live in `controller.partition_state_machine`, topic deletion in
+`controller.topic_deletion`; both are made anew with the context at every failover. Every partition-state write is fenced by /controller_epoch's zkVersion (a multi-op
 check), and every request to brokers carries the controller epoch, so a deposed controller
 (a zombie) can neither write ZooKeeper nor move a broker.
 
@@ -19,134 +22,118 @@ its zkVersion, then sent as LeaderAndIsr to the replicas and UpdateMetadata to e
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
-from broker import zkdata
-from broker.config import BrokerConfig
-from broker.zk import BadVersionError, NodeExistsError, NoNodeError, ZkClient
-from broker.zkdata import BrokerRegistration, LeaderIsr
 from controller import election
+from controller import events as ev
 from controller.channel import BrokerChannels, RequestBatch
-from controller.context import NEW, NON_EXISTENT, OFFLINE, ONLINE, ControllerContext, TopicPartition
+from controller.config import ControllerConfig
+from controller.context import ControllerContext, TopicPartition
+from controller.partition_state_machine import NEW, OFFLINE, ONLINE, Chooser, PartitionStateMachine, set_state
+from controller.topic_deletion import TopicDeletionManager
 from controller.topics import TopicError, plan_topic, write_topic
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
 from storage.topic_configs import TopicConfigs
+from zk import znodes
+from zk.client import BadVersionError, NodeExistsError, NoNodeError, Watch, ZkClient
+from zk.znodes import BrokerRegistration, LeaderIsr
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Event:
-    kind: str
-    data: Any = None
-    reply: Callable[[Any], None] | None = None
-
-
-class _WatchHandle:
-    """Lets a kazoo callback know its watch should stop (kazoo drops a watch whose callback
-    returns False)."""
-
-    def __init__(self) -> None:
-        self.active = True
+class UnknownControllerEvent(Exception):
+    """An event type with no handler in the dispatch table (a programming error)."""
 
 
 class KafkaController:
-    def __init__(self, config: BrokerConfig, zk: ZkClient, topic_configs: TopicConfigs):
+    def __init__(self, config: ControllerConfig, zk: ZkClient, topic_configs: TopicConfigs):
         self.config = config
         self.broker_id = config.broker_id
         self.zk = zk
         self.topic_configs = topic_configs
-        self.ctx = ControllerContext()
         self.active = False
         self._send, self._receive = trio.open_memory_channel(1 << 16)
-        self._token: trio.lowlevel.TrioToken | None = None
         self._active_scope: trio.CancelScope | None = None
-        self._watches: list[_WatchHandle] = []
+        self._nursery: trio.Nursery | None = None
+        self._watches: list[Watch] = []
         self.channels: BrokerChannels | None = None
         self.batch = RequestBatch(self.broker_id)
+        self._new_context()
+        #: event type -> handler; `_process` refuses any other type
+        self._handlers: dict[type, Callable[[Any], Awaitable[Any]]] = {
+            ev.ControllerChange: lambda e: self._on_controller_changed(e.controller_id),
+            ev.Reelect: lambda e: self._elect(),
+            ev.Expire: self._on_expire,
+            ev.BrokerChange: lambda e: self._on_broker_change(list(e.children)),
+            ev.TopicChange: lambda e: self._on_topic_change(list(e.children)),
+            ev.TopicDeletion: lambda e: self.topic_deletion.on_notification(list(e.children)),
+            ev.IsrChangeNotification: lambda e: self._on_isr_change(list(e.children)),
+            ev.ReplicaLeaderElection: lambda e: self._on_preferred_election_notification(e.partitions),
+            ev.AutoPreferredReplicaLeaderElection: lambda e: self._auto_rebalance(),
+            ev.CreateTopics: lambda e: self._create_topics(e.body),
+            ev.DeleteTopics: lambda e: self.topic_deletion.delete_topics(list(e.names)),
+            ev.ControlledShutdown: lambda e: self._controlled_shutdown(e.broker_id, e.broker_epoch),
+            ev.ElectPreferredLeaders: lambda e: self._preferred_election(
+                None if e.partitions is None else list(e.partitions)
+            ),
+        }
+
+    def _new_context(self) -> None:
+        """A fresh context, and the state machine and deletion manager working on it."""
+        self.ctx = ControllerContext()
+        self.partition_state_machine = PartitionStateMachine(
+            self.zk, self.ctx, self.batch, self.topic_configs, is_active=lambda: self.active, on_fenced=self._resign
+        )
+        self.topic_deletion = TopicDeletionManager(self.zk, self.ctx, self.batch, self.topic_configs, self._send_batch)
 
     # ---- plumbing ----------------------------------------------------------------------------------
-    def post(self, kind: str, data: Any = None, reply: Callable[[Any], None] | None = None) -> None:
-        """Queue an event (from the trio thread)."""
-        self._send.send_nowait(Event(kind, data, reply))
+    def post(self, event: ev.ControllerEvent) -> None:
+        """Queue an event (from the trio thread); raises UnknownControllerEvent for an event type
+        the controller has no handler for."""
+        if type(event) not in self._handlers:
+            raise UnknownControllerEvent(f"no handler for controller event {event!r}")
+        self._send.send_nowait(event)
 
-    def _post_from_kazoo(self, handle: _WatchHandle, kind: str, data: Any) -> bool:
-        """A kazoo watch callback (kazoo thread): hand the notification to the event loop."""
-        if not handle.active:
-            return False
-        try:
-            self._token.run_sync_soon(lambda: self.post(kind, data))
-        except trio.RunFinishedError:
-            return False
-        return True
-
-    async def request(self, kind: str, data: Any, timeout_s: float = 30.0) -> Any:
-        """Post an event and wait for its reply (CreateTopics, ControlledShutdown, ...)."""
+    async def request(self, make_event: Callable[[ev.Reply], ev.ControllerEvent], timeout_s: float = 30.0) -> Any:
+        """Post the event `make_event(reply)` and wait for its reply (CreateTopics,
+        ControlledShutdown, ...); raises trio.TooSlowError after `timeout_s`."""
         send, receive = trio.open_memory_channel(1)
-        self.post(kind, data, send.send_nowait)
+        self.post(make_event(send.send_nowait))
         with trio.fail_after(timeout_s):
             return await receive.receive()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        self._token = trio.lowlevel.current_trio_token()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            handle = _WatchHandle()
-            await trio.to_thread.run_sync(
-                lambda: self.zk._kazoo.DataWatch(
-                    zkdata.CONTROLLER,
-                    lambda data, stat, event=None: self._post_from_kazoo(
-                        handle, "controller_changed", None if data is None else zkdata.decode_controller(data)
-                    ),
-                )
+            await self.zk.watch_data(
+                znodes.CONTROLLER,
+                lambda data: self.post(ev.ControllerChange(None if data is None else znodes.decode_controller(data))),
             )
             task_status.started()
             async for event in self._receive:
                 try:
                     await self._process(event)
                 except Exception:
-                    log.exception("controller event %s failed", event.kind)
-                    if event.reply is not None:
+                    log.exception("controller event %s failed", type(event).__name__)
+                    if getattr(event, "reply", None) is not None:
                         event.reply(None)
 
-    async def _process(self, event: Event) -> None:
-        kind = event.kind
-        if kind == "controller_changed":
-            await self._on_controller_changed(event.data)
-        elif kind == "elect":
-            await self._elect()
-        elif kind == "resign":
-            self._resign("ZooKeeper session lost")
-        elif event.reply is not None and not self.active:
-            event.reply(ErrorCode.NOT_CONTROLLER)
-        elif not self.active:
+    async def _process(self, event: ev.ControllerEvent) -> None:
+        handler = self._handlers[type(event)]
+        reply = getattr(event, "reply", None)
+        if event.needs_active and not self.active:
+            if reply is not None:
+                reply(ErrorCode.NOT_CONTROLLER)
             return
-        elif kind == "broker_change":
-            await self._on_broker_change(event.data)
-        elif kind == "topic_change":
-            await self._on_topic_change(event.data)
-        elif kind == "delete_topics":
-            await self._on_delete_topics_notification(event.data)
-        elif kind == "isr_change":
-            await self._on_isr_change(event.data)
-        elif kind == "preferred_election":
-            await self._on_preferred_election_notification(event.data)
-        elif kind == "create_topics":
-            event.reply(await self._create_topics(event.data))
-        elif kind == "delete_topics_request":
-            event.reply(await self._delete_topics(event.data))
-        elif kind == "controlled_shutdown":
-            event.reply(await self._controlled_shutdown(*event.data))
-        elif kind == "elect_preferred":
-            event.reply(await self._preferred_election(event.data))
-        elif kind == "rebalance":
-            await self._auto_rebalance()
+        result = await handler(event)
+        if reply is not None:
+            reply(result)
 
     # ---- election ----------------------------------------------------------------------------------
     async def _on_controller_changed(self, controller_id: int | None) -> None:
@@ -157,12 +144,12 @@ class KafkaController:
 
     async def _elect(self) -> None:
         try:
-            await self.zk.create(zkdata.CONTROLLER, zkdata.encode_controller(self.broker_id), ephemeral=True)
+            await self.zk.create(znodes.CONTROLLER, znodes.encode_controller(self.broker_id), ephemeral=True)
         except NodeExistsError:
-            found = await self.zk.get_or_none(zkdata.CONTROLLER)
-            if found is not None and zkdata.decode_controller(found[0]) != self.broker_id and self.active:
+            found = await self.zk.get_or_none(znodes.CONTROLLER)
+            if found is not None and znodes.decode_controller(found[0]) != self.broker_id and self.active:
                 self._resign("another broker won the election")
-            elif found is not None and zkdata.decode_controller(found[0]) == self.broker_id and not self.active:
+            elif found is not None and znodes.decode_controller(found[0]) == self.broker_id and not self.active:
                 await self._on_failover()  # our own node, e.g. after a session moved
             return
         await self._on_failover()
@@ -173,29 +160,32 @@ class KafkaController:
         log.info("broker %d resigns as controller: %s", self.broker_id, why)
         self.active = False
         self.channels = None
-        for handle in self._watches:
-            handle.active = False
+        for watch in self._watches:
+            watch.stop()
         self._watches = []
         if self._active_scope is not None:
             self._active_scope.cancel()
-        self.ctx = ControllerContext()
+        self._new_context()
+
+    async def _on_expire(self, event: ev.Expire) -> None:
+        self._resign("ZooKeeper session lost")
 
     async def _increment_epoch(self) -> None:
-        found = await self.zk.get_or_none(zkdata.CONTROLLER_EPOCH)
+        found = await self.zk.get_or_none(znodes.CONTROLLER_EPOCH)
         if found is None:
             try:
-                await self.zk.create(zkdata.CONTROLLER_EPOCH, b"1")
-                stat = await self.zk.exists(zkdata.CONTROLLER_EPOCH)
+                await self.zk.create(znodes.CONTROLLER_EPOCH, b"1")
+                _, stat = await self.zk.get(znodes.CONTROLLER_EPOCH)
                 self.ctx.epoch, self.ctx.epoch_zk_version = 1, stat.version
                 return
             except NodeExistsError:
-                found = await self.zk.get(zkdata.CONTROLLER_EPOCH)
+                found = await self.zk.get(znodes.CONTROLLER_EPOCH)
         epoch = int(found[0]) + 1
-        stat = await self.zk.set(zkdata.CONTROLLER_EPOCH, str(epoch).encode(), version=found[1].version)
+        stat = await self.zk.set(znodes.CONTROLLER_EPOCH, str(epoch).encode(), version=found[1].version)
         self.ctx.epoch, self.ctx.epoch_zk_version = epoch, stat.version
 
     async def _on_failover(self) -> None:
-        self.ctx = ControllerContext()
+        self._new_context()
         try:
             await self._increment_epoch()
         except BadVersionError:
@@ -204,21 +194,20 @@ class KafkaController:
         self.active = True
         log.info("broker %d is the controller (epoch %d)", self.broker_id, self.ctx.epoch)
         scope = self._active_scope = trio.CancelScope()
-        self._nursery.start_soon(self._active_tasks, scope)
-        for path, kind in (
-            (zkdata.BROKER_IDS, "broker_change"),
-            (zkdata.TOPICS, "topic_change"),
-            (zkdata.DELETE_TOPICS, "delete_topics"),
-            (zkdata.ISR_CHANGE_NOTIFICATION, "isr_change"),
+        assert self._nursery is not None, "run() starts the controller"
+        self.channels = await self._nursery.start(self._active_tasks, scope)
+        for path, event in (
+            (znodes.BROKER_IDS, ev.BrokerChange),
+            (znodes.TOPICS, ev.TopicChange),
+            (znodes.DELETE_TOPICS, ev.TopicDeletion),
+            (znodes.ISR_CHANGE_NOTIFICATION, ev.IsrChangeNotification),
         ):
-            await self._watch_children(path, kind)
-        handle = _WatchHandle()
-        self._watches.append(handle)
-        await trio.to_thread.run_sync(
-            lambda: self.zk._kazoo.DataWatch(
-                zkdata.PREFERRED_REPLICA_ELECTION,
-                lambda data, stat, event=None: self._post_from_kazoo(
-                    handle, "preferred_election", None if data is None else zkdata.decode_partitions(data)
+            self._watches.append(await self.zk.watch_children(path, functools.partial(self._post_children, event)))
+        self._watches.append(
+            await self.zk.watch_data(
+                znodes.PREFERRED_REPLICA_ELECTION,
+                lambda data: self.post(
+                    ev.ReplicaLeaderElection(None if data is None else tuple(znodes.decode_partitions(data)))
                 ),
             )
         )
@@ -245,45 +234,39 @@ class KafkaController:
         log.info("controller state announced after %.0f ms", (trio.current_time() - started) * 1000)
         await self._elect_leaders([tp for tp, s in self.ctx.partition_states.items() if s in (NEW, OFFLINE)])
         log.info("controller failover done after %.0f ms", (trio.current_time() - started) * 1000)
-        deleting = await self.zk.get_children(zkdata.DELETE_TOPICS)
+        deleting = await self.zk.get_children(znodes.DELETE_TOPICS)
         if deleting:
-            await self._on_delete_topics_notification(deleting)
+            await self.topic_deletion.on_notification(deleting)
 
-    async def _active_tasks(self, scope: trio.CancelScope) -> None:
+    def _post_children(self, event_type: type, children: list[str]) -> None:
+        self.post(event_type(tuple(children)))
+
+    async def _active_tasks(self, scope: trio.CancelScope, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """What runs while this broker is the active controller: the request channels to brokers
+        (handed to `task_status.started`) and the rebalance timer; `scope` ends them on resignation."""
         with scope:
             async with trio.open_nursery() as nursery:
-                self.channels = BrokerChannels(nursery, f"controller-{self.broker_id}")
-                if self.config["auto.leader.rebalance.enable"]:
+                channels = BrokerChannels(nursery, f"controller-{self.broker_id}")
+                if self.config.auto_leader_rebalance_enable:
                     nursery.start_soon(self._rebalance_timer)
+                task_status.started(channels)
                 await trio.sleep_forever()
 
     async def _rebalance_timer(self) -> None:
         while True:
-            await trio.sleep(self.config["leader.imbalance.check.interval.seconds"])
-            self.post("rebalance")
-
-    async def _watch_children(self, path: str, kind: str) -> None:
-        handle = _WatchHandle()
-        self._watches.append(handle)
-        await self.zk.ensure_path(path)
-        await trio.to_thread.run_sync(
-            lambda: self.zk._kazoo.ChildrenWatch(
-                path, lambda children: self._post_from_kazoo(handle, kind, sorted(children))
-            )
-        )
+            await trio.sleep(self.config.leader_imbalance_check_interval_seconds)
+            self.post(ev.AutoPreferredReplicaLeaderElection())
 
     async def _load_context(self) -> None:
-        for child in await self.zk.get_children(zkdata.BROKER_IDS):
+        for child in await self.zk.get_children(znodes.BROKER_IDS):
             await self._load_broker(int(child))
-        for topic in await self.zk.get_children(zkdata.TOPICS):
+        for topic in await self.zk.get_children(znodes.TOPICS):
             await self._load_topic(topic)
-        while self.channels is None:
-            await trio.sleep(0)
         for broker_id, reg in self.ctx.live_brokers.items():
-            self.channels.add_broker(broker_id, reg.endpoints[0][1], reg.endpoints[0][2])
+            self._active_channels().add_broker(broker_id, reg.endpoints[0][1], reg.endpoints[0][2])
 
     async def _load_broker(self, broker_id: int) -> bool:
-        found = await self.zk.get_or_none(zkdata.broker_path(broker_id))
+        found = await self.zk.get_or_none(znodes.broker_path(broker_id))
         if found is None:
             return False
         self.ctx.live_brokers[broker_id] = BrokerRegistration.decode(broker_id, found[0])
@@ -291,20 +274,25 @@ class KafkaController:
         return True
 
     async def _load_topic(self, topic: str) -> None:
-        found = await self.zk.get_or_none(zkdata.topic_path(topic))
+        found = await self.zk.get_or_none(znodes.topic_path(topic))
         if found is None:
             return
-        assignment, topic_id = zkdata.decode_topic_assignment(found[0])
+        assignment, topic_id = znodes.decode_topic_assignment(found[0])
         self.ctx.assignments[topic] = assignment
-        config = await self.zk.get_or_none(f"{zkdata.CONFIG_TOPICS}/{topic}")
-        self.topic_configs.set(topic, zkdata.decode_topic_config(config[0]) if config else {})
+        config = await self.zk.get_or_none(f"{znodes.CONFIG_TOPICS}/{topic}")
+        self.topic_configs.set(topic, znodes.decode_topic_config(config[0]) if config else {})
         if topic_id is not None:
             self.ctx.topic_ids[topic] = topic_id
         indexes = list(assignment)
-        states = await self.zk.get_many([zkdata.partition_state_path(topic, p) for p in indexes])
+        states = await self.zk.get_many([znodes.partition_state_path(topic, p) for p in indexes])
         for p, state in zip(indexes, states):
             if state is not None:
                 self.ctx.leadership[(topic, p)] = LeaderIsr.decode(state[0], state[1].version)
+
+    def _active_channels(self) -> BrokerChannels:
+        if self.channels is None:
+            raise RuntimeError("request channels exist only while this broker is the active controller")
+        return self.channels
 
     def _send_batch(self) -> None:
         if self.channels is not None:
@@ -312,151 +300,22 @@ class KafkaController:
                 self.channels, self.ctx.epoch, self.ctx.live_brokers, self.ctx.broker_epochs, self.ctx.topic_ids
             )
 
-    # ---- partition state machine -------------------------------------------------------------------
-    async def _write_leadership(self, tp: TopicPartition, new: LeaderIsr, create: bool) -> LeaderIsr | None:
-        """Fenced write of a partition state znode; returns the stored state (with its new
-        zkVersion), or None if the write lost a race (the caller re-reads)."""
-        path = zkdata.partition_state_path(*tp)
-        try:
-            if create:
-                await self.zk.ensure_path(path.rsplit("/", 1)[0])
-                await self.zk.fenced_write(
-                    zkdata.CONTROLLER_EPOCH, self.ctx.epoch_zk_version, [("create", path, new.encode())]
-                )
-                version = 0
-            else:
-                (stat,) = await self.zk.fenced_write(
-                    zkdata.CONTROLLER_EPOCH, self.ctx.epoch_zk_version, [("set", path, new.encode(), new.zk_version)]
-                )
-                version = stat.version
-        except (BadVersionError, NodeExistsError, NoNodeError) as e:
-            log.info("partition state write for %s lost a race (%s); re-reading", tp, type(e).__name__)
-            fenced = await self.zk.get(zkdata.CONTROLLER_EPOCH)
-            if fenced[1].version != self.ctx.epoch_zk_version:
-                self._resign("the controller epoch moved on")
-            return None
-        stored = LeaderIsr(new.leader, new.leader_epoch, new.isr, new.controller_epoch, version)
-        self.ctx.leadership[tp] = stored
-        return stored
-
-    def _next_state(self, tp: TopicPartition, choose) -> tuple[LeaderIsr | None, LeaderIsr | None]:
-        """(current state, the state `choose(current) -> (leader, isr) | None` asks for, with the
-        leader epoch bumped; None when it declines)."""
-        current = self.ctx.leadership.get(tp)
-        chosen = choose(current)
-        if chosen is None:
-            return current, None
-        leader, isr = chosen
-        return current, LeaderIsr(
-            leader,
-            (current.leader_epoch + 1) if current else 0,
-            tuple(isr),
-            self.ctx.epoch,
-            current.zk_version if current else 0,
-        )
-
-    def _adopt(self, tp: TopicPartition, stored: LeaderIsr, is_new: bool) -> None:
-        """A written state becomes the controller's, and LeaderAndIsr + UpdateMetadata are queued."""
-        self.ctx.leadership[tp] = stored
-        live = self.ctx.live_ids
-        replicas = self.ctx.replicas(tp)
-        self.batch.add_leader_and_isr([r for r in replicas if r in live], tp, stored, replicas, is_new=is_new)
-        self.batch.add_update_metadata(live, tp, stored, replicas, live)
-
-    async def _change_leadership(self, tp: TopicPartition, choose) -> bool:
-        """Apply `choose(current) -> (leader, isr) | None` with a leader-epoch bump, fenced and
-        conditional; re-reads and retries when the znode changed under us. Queues LeaderAndIsr
-        and UpdateMetadata. Returns whether the partition now has the chosen leadership."""
-        for _ in range(3):
-            current, new = self._next_state(tp, choose)
-            if new is None:
-                return False
-            stored = await self._write_leadership(tp, new, create=current is None)
-            if stored is not None:
-                self._adopt(tp, stored, is_new=current is None)
-                return True
-            if not self.active:
-                return False
-            found = await self.zk.get_or_none(zkdata.partition_state_path(*tp))
-            if found is not None:
-                self.ctx.leadership[tp] = LeaderIsr.decode(found[0], found[1].version)
-        return False
-
-    async def _change_leaderships(self, changes: list[tuple[TopicPartition, Any]]) -> dict[TopicPartition, bool]:
-        """`_change_leadership` for many partitions: the first attempt of every write is pipelined
-        in one go (Kafka's controller batches its ZooKeeper writes the same way); a partition whose
-        write lost a race takes the one-at-a-time path (re-read, retry)."""
-        done = {tp: False for tp, _ in changes}
-        plans = []
-        for tp, choose in changes:
-            current, new = self._next_state(tp, choose)
-            if new is not None:
-                plans.append((tp, choose, current, new))
-        for topic in {tp[0] for tp, _, current, _ in plans if current is None}:
-            await self.zk.ensure_path(f"{zkdata.topic_path(topic)}/partitions")
-        op_lists = []
-        for tp, _, current, new in plans:
-            path = zkdata.partition_state_path(*tp)
-            op_lists.append(
-                [("create", path.rsplit("/", 1)[0], b""), ("create", path, new.encode())]
-                if current is None
-                else [("set", path, new.encode(), new.zk_version)]
-            )
-        outcomes = await self.zk.fenced_write_many(zkdata.CONTROLLER_EPOCH, self.ctx.epoch_zk_version, op_lists)
-        retry = []
-        for (tp, choose, current, new), outcome in zip(plans, outcomes):
-            if isinstance(outcome, Exception):
-                retry.append((tp, choose))
-                continue
-            version = 0 if current is None else outcome[-1].version
-            self._adopt(
-                tp,
-                LeaderIsr(new.leader, new.leader_epoch, new.isr, new.controller_epoch, version),
-                is_new=current is None,
-            )
-            done[tp] = True
-        for tp, choose in retry:
-            if self.active:
-                done[tp] = await self._change_leadership(tp, choose)
-        return done
-
-    def _unclean_allowed(self, topic: str) -> bool:
-        """`unclean.leader.election.enable`: the topic's override, else the broker's."""
-        return self.topic_configs.unclean_leader_election_enable(topic)
-
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
-        """New/Offline -> Online with the offline (or new-partition) selector; the ZooKeeper
-        writes are pipelined (`_change_leaderships`), the requests to brokers go in one batch."""
-        live = self.ctx.live_ids - self.ctx.shutting_down
+        """New/Offline partitions -> Online (`PartitionStateMachine.elect_leaders`), then send."""
+        await self.partition_state_machine.elect_leaders(partitions)
+        self._send_batch()
 
-        def chooser(tp: TopicPartition):
-            replicas = self.ctx.replicas(tp)
-            unclean = self._unclean_allowed(tp[0])
+    async def _change_leadership(self, tp: TopicPartition, choose: Chooser) -> bool:
+        return await self.partition_state_machine.change_leadership(tp, choose)
 
-            def choose(current):
-                if current is None:  # a new partition: all live replicas start in sync
-                    live_replicas = [r for r in replicas if r in live]
-                    return (live_replicas[0], live_replicas) if live_replicas else None
-                chosen = election.offline_partition_leader(replicas, list(current.isr), live, unclean)
-                if chosen is not None and chosen[0] not in current.isr:
-                    log.warning(
-                        "UNCLEAN leader election for %s-%d: broker %d leads without being in the ISR %s; "
-                        "records only the old ISR held are lost",
-                        *tp,
-                        chosen[0],
-                        list(current.isr),
-                    )
-                return chosen
-
-            return choose
-
-        done = await self._change_leaderships([(tp, chooser(tp)) for tp in partitions])
+    def _update_metadata_everywhere(self, partitions: list[TopicPartition], *, all_brokers: bool = False) -> None:
+        """Queue UpdateMetadata for `partitions` to every live broker (`all_brokers`: also the
+        live broker list to every live broker, even with no partition), then send the batch."""
+        live = self.ctx.live_ids
         for tp in partitions:
-            if done[tp]:
-                self.ctx.set_state(tp, ONLINE)
-            elif tp in self.ctx.leadership and self.ctx.leadership[tp].leader not in live:
-                self.ctx.set_state(tp, OFFLINE)
-                log.warning("%s-%d has no live in-sync replica: offline", *tp)
+            self.batch.add_update_metadata(live, tp, self.ctx.leadership.get(tp), self.ctx.replicas(tp), live)
+        if all_brokers:
+            self.batch.update_metadata_brokers.update(live)
         self._send_batch()
 
     # ---- brokers -----------------------------------------------------------------------------------
@@ -466,7 +325,7 @@ class KafkaController:
         dead, new = known - now, now - known
         bounced = set()
         for b in now & known:  # same id, new registration (restarted faster than we noticed)
-            found = await self.zk.get_or_none(zkdata.broker_path(b))
+            found = await self.zk.get_or_none(znodes.broker_path(b))
             if found is not None and found[1].czxid != self.ctx.broker_epochs.get(b):
                 bounced.add(b)
         if dead or bounced:
@@ -480,11 +339,11 @@ class KafkaController:
             self.ctx.live_brokers.pop(b, None)
             self.ctx.broker_epochs.pop(b, None)
             self.ctx.shutting_down.discard(b)
-            self.channels.remove_broker(b)
+            self._active_channels().remove_broker(b)
         live = self.ctx.live_ids
         leaderless = [tp for tp, s in self.ctx.leadership.items() if s.leader in dead]
         for tp in leaderless:
-            self.ctx.set_state(tp, OFFLINE)
+            set_state(self.ctx, tp, OFFLINE)
         await self._elect_leaders(leaderless)
         # Replicas on dead brokers leave every ISR they were in (OfflineReplica).
         shrinking = [
@@ -496,17 +355,14 @@ class KafkaController:
         def shrink(cur):
             return (cur.leader, [r for r in cur.isr if r not in dead]) if cur.leader in live else None
 
-        await self._change_leaderships([(tp, shrink) for tp in shrinking])
-        for tp in self.ctx.all_partitions():
-            self.batch.add_update_metadata(live, tp, self.ctx.leadership.get(tp), self.ctx.replicas(tp), live)
-        self.batch.update_metadata_brokers.update(live)
-        self._send_batch()
+        await self.partition_state_machine.change_leaderships([(tp, shrink) for tp in shrinking])
+        self._update_metadata_everywhere(self.ctx.all_partitions(), all_brokers=True)
 
     async def _on_broker_startup(self, new: set[int]) -> None:
         for b in new:
             if await self._load_broker(b):
                 reg = self.ctx.live_brokers[b]
-                self.channels.add_broker(b, reg.endpoints[0][1], reg.endpoints[0][2])
+                self._active_channels().add_broker(b, reg.endpoints[0][1], reg.endpoints[0][2])
         live = self.ctx.live_ids
         log.info("controller: brokers %s started (live %s)", sorted(new & live), sorted(live))
         for tp in self.ctx.all_partitions():
@@ -526,14 +382,11 @@ class KafkaController:
             await self._load_topic(topic)
         created = [tp for t in new for tp in self.ctx.partitions_of(t) if tp not in self.ctx.leadership]
         for tp in created:
-            self.ctx.set_state(tp, NEW)
+            set_state(self.ctx, tp, NEW)
         if created:
             await self._elect_leaders(created)
         elif new:
-            live = self.ctx.live_ids
-            for tp in [tp for t in new for tp in self.ctx.partitions_of(t)]:
-                self.batch.add_update_metadata(live, tp, self.ctx.leadership.get(tp), self.ctx.replicas(tp), live)
-            self._send_batch()
+            self._update_metadata_everywhere([tp for t in new for tp in self.ctx.partitions_of(t)])
 
     async def _create_topics(self, body) -> list[dict]:
         results = []
@@ -550,8 +403,8 @@ class KafkaController:
             try:
                 configs = {c.name: c.value for c in t.configs}
                 manual = {a.partition_index: list(a.broker_ids) for a in t.assignments}
-                partitions = t.num_partitions if t.num_partitions != -1 else self.config["num.partitions"]
-                rf = t.replication_factor if t.replication_factor != -1 else self.config["default.replication.factor"]
+                partitions = t.num_partitions if t.num_partitions != -1 else self.config.num_partitions
+                rf = t.replication_factor if t.replication_factor != -1 else self.config.default_replication_factor
                 if t.name in self.ctx.assignments:
                     raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists")
                 assignment = plan_topic(t.name, partitions, rf, live, configs, manual)
@@ -565,71 +418,23 @@ class KafkaController:
             results.append(result)
         return results
 
-    async def _delete_topics(self, names: list[str]) -> list[tuple[str, ErrorCode]]:
-        results = []
-        for name in names:
-            if name not in self.ctx.assignments:
-                results.append((name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
-            try:
-                await self.zk.create(f"{zkdata.DELETE_TOPICS}/{name}", b"", makepath=True)
-            except NodeExistsError:
-                pass
-            await self._delete_topic(name)
-            results.append((name, ErrorCode.NONE))
-        return results
-
-    async def _on_delete_topics_notification(self, children: list[str]) -> None:
-        for name in children:
-            if name in self.ctx.assignments:
-                await self._delete_topic(name)
-            else:
-                await self.zk.delete(f"{zkdata.DELETE_TOPICS}/{name}", recursive=True)
-
-    async def _delete_topic(self, name: str) -> None:
-        """Kafka's TopicDeletionManager, simplified: every live replica gets StopReplica with
-        delete, every broker UpdateMetadata with the LeaderDuringDelete marker, then the topic's
-        znodes go. Replicas on brokers that are down keep their files until they are deleted by
-        hand (Kafka would wait for them)."""
-        live = self.ctx.live_ids
-        for tp in self.ctx.partitions_of(name):
-            state = self.ctx.leadership.get(tp)
-            self.batch.add_stop_replica(
-                [r for r in self.ctx.replicas(tp) if r in live], tp, delete=True, leader_epoch=-2
-            )
-            self.batch.add_update_metadata(
-                live, tp, state or LeaderIsr(-1, 0, (), self.ctx.epoch), self.ctx.replicas(tp), live, deleting=True
-            )
-        self._send_batch()
-        for tp in self.ctx.partitions_of(name):
-            self.ctx.set_state(tp, OFFLINE)
-            self.ctx.set_state(tp, NON_EXISTENT)
-        self.ctx.remove_topic(name)
-        self.topic_configs.remove(name)
-        for path in (zkdata.topic_path(name), f"{zkdata.CONFIG_TOPICS}/{name}", f"{zkdata.DELETE_TOPICS}/{name}"):
-            try:
-                await self.zk.delete(path, recursive=True)
-            except NoNodeError:
-                pass
-        log.info("controller: deleted topic %s", name)
-
     # ---- ISR changes, preferred leaders, controlled shutdown ----------------------------------------
     async def _on_isr_change(self, children: list[str]) -> None:
         changed = set()
         for child in children:
-            path = f"{zkdata.ISR_CHANGE_NOTIFICATION}/{child}"
+            path = f"{znodes.ISR_CHANGE_NOTIFICATION}/{child}"
             found = await self.zk.get_or_none(path)
             if found is not None:
-                changed.update(zkdata.decode_partitions(found[0]))
+                changed.update(znodes.decode_partitions(found[0]))
                 await self.zk.delete(path)
-        live = self.ctx.live_ids
+        refreshed = []
         for tp in changed:
-            found = await self.zk.get_or_none(zkdata.partition_state_path(*tp))
+            found = await self.zk.get_or_none(znodes.partition_state_path(*tp))
             if found is not None and tp[0] in self.ctx.assignments:
                 self.ctx.leadership[tp] = LeaderIsr.decode(found[0], found[1].version)
-                self.batch.add_update_metadata(live, tp, self.ctx.leadership[tp], self.ctx.replicas(tp), live)
+                refreshed.append(tp)
         if changed:
-            self._send_batch()
+            self._update_metadata_everywhere(refreshed)
 
     async def _on_preferred_election_notification(self, partitions) -> None:
         """/admin/preferred_replica_election (written by admin tools): elect, then remove it."""
@@ -638,7 +443,7 @@ class KafkaController:
         results = await self._preferred_election([tp for tp in partitions if tp[0] in self.ctx.assignments])
         log.info("controller: preferred replica election %s", {f"{t}-{p}": c.name for (t, p), c in results.items()})
         try:
-            await self.zk.delete(zkdata.PREFERRED_REPLICA_ELECTION)
+            await self.zk.delete(znodes.PREFERRED_REPLICA_ELECTION)
         except NoNodeError:
             pass
 
@@ -654,9 +459,7 @@ class KafkaController:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif state.leader == replicas[0]:
                 results[tp] = ErrorCode.ELECTION_NOT_NEEDED
-            elif await self._change_leadership(
-                tp, lambda cur, r=replicas: election.preferred_replica_leader(r, list(cur.isr), live)
-            ):
+            elif await self._change_leadership(tp, _preferred_leader(replicas, live)):
                 results[tp] = ErrorCode.NONE
             else:
                 results[tp] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
@@ -697,23 +500,43 @@ class KafkaController:
                 continue
             if state.leader == broker_id:
                 await self._change_leadership(
-                    tp,
-                    lambda cur, r=self.ctx.replicas(tp): election.controlled_shutdown_leader(
-                        r, list(cur.isr), live, self.ctx.shutting_down
-                    ),
+                    tp, _leader_away_from(self.ctx.replicas(tp), live, self.ctx.shutting_down)
                 )
             elif broker_id in state.isr:
-                await self._change_leadership(
-                    tp,
-                    lambda cur: (
-                        (cur.leader, [r for r in cur.isr if r != broker_id])
-                        if cur.leader in live and len(cur.isr) > 1
-                        else None
-                    ),
-                )
+                await self._change_leadership(tp, _out_of_isr(broker_id, live))
         self._send_batch()
         remaining = [tp for tp, s in self.ctx.leadership.items() if s.leader == broker_id]
         log.info(
             "controller: controlled shutdown of broker %d leaves %d partitions led by it", broker_id, len(remaining)
         )
         return ErrorCode.NONE, remaining
+
+
+# ---- leader choices for one partition (Chooser: current state -> (leader, isr) or None) ----------
+def _preferred_leader(replicas: list[int], live: set[int]) -> Chooser:
+    def choose(current: LeaderIsr | None) -> tuple[int, list[int]] | None:
+        return None if current is None else election.preferred_replica_leader(replicas, list(current.isr), live)
+
+    return choose
+
+
+def _leader_away_from(replicas: list[int], live: set[int], shutting_down: set[int]) -> Chooser:
+    def choose(current: LeaderIsr | None) -> tuple[int, list[int]] | None:
+        return (
+            None
+            if current is None
+            else election.controlled_shutdown_leader(replicas, list(current.isr), live, shutting_down)
+        )
+
+    return choose
+
+
+def _out_of_isr(broker_id: int, live: set[int]) -> Chooser:
+    """Take `broker_id` out of the ISR, unless that would empty it or the leader is not live."""
+
+    def choose(current: LeaderIsr | None) -> tuple[int, list[int]] | None:
+        if current is None or current.leader not in live or len(current.isr) <= 1:
+            return None
+        return current.leader, [r for r in current.isr if r != broker_id]
+
+    return choose

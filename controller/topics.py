@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 import uuid
 
-from broker import zkdata
-from broker.zk import NodeExistsError, ZkClient
 from controller.assignment import InvalidReplicationFactor, assign_replicas
 from protocol.errors import ErrorCode
 from storage.config import validate_topic_config
+from zk import znodes
+from zk.client import NodeExistsError, ZkClient
 
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
@@ -71,16 +71,16 @@ def plan_topic(
 
 async def write_topic(zk: ZkClient, name: str, assignment: dict[int, list[int]], configs: dict) -> uuid.UUID:
     """Write the topic's config and assignment; raises TopicError(TOPIC_ALREADY_EXISTS)."""
-    if await zk.exists(zkdata.topic_path(name)) is not None:
+    if await zk.exists(znodes.topic_path(name)) is not None:
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
     topic_id = uuid.uuid4()
-    await zk.ensure_path(zkdata.CONFIG_TOPICS)
+    await zk.ensure_path(znodes.CONFIG_TOPICS)
     try:
-        await zk.create(f"{zkdata.CONFIG_TOPICS}/{name}", zkdata.encode_topic_config(configs))
+        await zk.create(f"{znodes.CONFIG_TOPICS}/{name}", znodes.encode_topic_config(configs))
     except NodeExistsError:
-        await zk.set(f"{zkdata.CONFIG_TOPICS}/{name}", zkdata.encode_topic_config(configs))
+        await zk.set(f"{znodes.CONFIG_TOPICS}/{name}", znodes.encode_topic_config(configs))
     try:
-        await zk.create(zkdata.topic_path(name), zkdata.encode_topic_assignment(assignment, topic_id), makepath=True)
+        await zk.create(znodes.topic_path(name), znodes.encode_topic_assignment(assignment, topic_id), makepath=True)
     except NodeExistsError:
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists") from None
     return topic_id

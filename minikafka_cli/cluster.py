@@ -83,7 +83,7 @@ def _save(directory: Path, state: dict) -> None:
     broker-N/broker.pid) for operators."""
     (directory / STATE).write_text(json.dumps(state, indent=2))
     (directory / "zookeeper" / "zookeeper.pid").write_text(f"{state['zookeeper']['pid']}\n")
-    for i, b in state["brokers"].items():
+    for _i, b in state["brokers"].items():
         if b.get("dir"):
             (Path(b["dir"]) / "broker.pid").write_text(f"{b['pid']}\n")
 

@@ -9,6 +9,7 @@ import sys
 
 from client import Cluster, KafkaError
 from minikafka_cli.common import run_trio
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 
@@ -35,7 +36,9 @@ async def _run(args) -> int:
         async def attempt(refresh):
             md = await cluster.refresh_metadata([])
             conn = await cluster.broker_connection(md.controller_id)
-            r = await conn.request(43, {"election_type": 0, "topic_partitions": partitions, "timeout_ms": 30000})
+            r = await conn.request(
+                ApiKey.ELECT_LEADERS, {"election_type": 0, "topic_partitions": partitions, "timeout_ms": 30000}
+            )
             if r.get("error_code", 0) == ErrorCode.NOT_CONTROLLER:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER, "the controller moved")
             return r

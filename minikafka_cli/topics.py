@@ -9,6 +9,7 @@ import sys
 
 from client import Cluster, KafkaError
 from minikafka_cli.common import run_trio
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="topic config")
 
 
-async def _on_controller(cluster: Cluster, api_key: int, make_body, errors_of) -> list:
+async def _on_controller(cluster: Cluster, api_key: ApiKey, make_body, errors_of) -> list:
     """Send make_body(version) to the active controller, retrying while NOT_CONTROLLER."""
 
     async def attempt(refresh):
@@ -69,7 +70,10 @@ async def _run(args) -> int:
                 "timeout_ms": 30000,
             }
             results = await _on_controller(
-                cluster, 19, lambda version: body, lambda r: [(t.name, t.error_code, t.error_message) for t in r.topics]
+                cluster,
+                ApiKey.CREATE_TOPICS,
+                lambda version: body,
+                lambda r: [(t.name, t.error_code, t.error_message) for t in r.topics],
             )
             return _report(results, "Created topic {}.")
         if args.action == "delete":
@@ -79,7 +83,10 @@ async def _run(args) -> int:
                 return {**names, "timeout_ms": 30000}
 
             results = await _on_controller(
-                cluster, 20, delete_body, lambda r: [(t.name, t.error_code, None) for t in r.responses]
+                cluster,
+                ApiKey.DELETE_TOPICS,
+                delete_body,
+                lambda r: [(t.name, t.error_code, None) for t in r.responses],
             )
             return _report(results, "Deleted topic {}.")
         md = await cluster.refresh_metadata(None if args.action == "list" or not args.topic else [args.topic])

@@ -128,7 +128,7 @@ async def consume(
                     cluster, topic, partition, offset, max_wait_ms=500, max_bytes=fetch_max_bytes
                 )
                 latencies.append((time.monotonic() - t0) * 1000)
-                for pos, header in rb.iter_batches(data, allow_partial_tail=True):
+                for _pos, header in rb.iter_batches(data, allow_partial_tail=True):
                     if header.next_offset <= offset:
                         continue
                     counted += header.records_count

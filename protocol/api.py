@@ -25,6 +25,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from protocol.api_keys import ApiKey
 from protocol.errors import MalformedMessage, UnsupportedApiKey, UnsupportedVersion
 from protocol.schemas import APIS, headers
 from protocol.types import BufferReader, FieldDict
@@ -33,9 +34,6 @@ log = logging.getLogger(__name__)
 
 _HEAD = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
-
-API_VERSIONS_KEY = 18
-CONTROLLED_SHUTDOWN_KEY = 7
 
 
 @dataclass(frozen=True)
@@ -54,12 +52,12 @@ class ApiSchema:
         return self.flexible_from is not None and version >= self.flexible_from
 
     def request_header_version(self, version: int) -> int:
-        if self.api_key == CONTROLLED_SHUTDOWN_KEY and version == 0:
+        if self.api_key == ApiKey.CONTROLLED_SHUTDOWN and version == 0:
             return 0
         return 2 if self.is_flexible(version) else 1
 
     def response_header_version(self, version: int) -> int:
-        if self.api_key == API_VERSIONS_KEY:
+        if self.api_key == ApiKey.API_VERSIONS:
             return 0
         return 1 if self.is_flexible(version) else 0
 
@@ -87,7 +85,6 @@ SCHEMAS: dict[int, ApiSchema] = {
     )
     for key, mod in APIS.items()
 }
-BY_NAME: dict[str, ApiSchema] = {s.name: s for s in SCHEMAS.values()}
 _REQUEST_HEADERS = _compile_all(headers.REQUEST_HEADER)
 _RESPONSE_HEADERS = _compile_all(headers.RESPONSE_HEADER)
 

@@ -34,7 +34,7 @@ class FrameDecoder:
         self._need: int | None = None  # body size of the frame being assembled
         self._failed: FrameTooLarge | None = None
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes) -> list[bytes | bytearray]:
         """Add received bytes; return the frames completed by them, in order (bytes, or the
         decoder's own bytearray handed over without a copy when it held exactly one frame; the
         caller owns it).
@@ -44,7 +44,7 @@ class FrameDecoder:
         if self._failed:
             raise self._failed
         self._buf += data
-        frames = []
+        frames: list[bytes | bytearray] = []
         while True:
             if self._need is None:
                 if len(self._buf) < 4:

@@ -196,7 +196,7 @@ def check_record_framing(buf, pos: int, header: BatchHeader) -> None:
     count = header.records_count
     if header.last_offset_delta + 1 != count:
         raise CorruptRecordBatch(f"last_offset_delta {header.last_offset_delta} disagrees with records_count {count}")
-    payload = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
+    payload: memoryview | bytes = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
     if header.compression != NONE:
         payload = decompress(header.compression, payload)
     p, end, n = 0, len(payload), 0
@@ -319,7 +319,7 @@ def read_varint(buf, pos: int, end: int, max_bytes: int = 10) -> tuple[int, int]
     """Zig-zag varint (max_bytes 5) or varlong (10) at pos -> (value, next pos); raises
     CorruptRecordBatch when truncated or too long."""
     result = shift = 0
-    for i in range(max_bytes):
+    for _i in range(max_bytes):
         if pos >= end:
             raise CorruptRecordBatch("truncated varint in a record")
         b = buf[pos]
@@ -346,10 +346,10 @@ def decode_records(buf, pos: int = 0, header: BatchHeader | None = None) -> list
     """Decode (decompressing if needed) the records of the batch at `pos`. Raises
     CorruptRecordBatch if they do not parse or their number differs from records_count."""
     header = header or read_header(buf, pos)
-    payload = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
+    payload: memoryview | bytes = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
     if header.compression != NONE:
         payload = decompress(header.compression, payload)
-    records = []
+    records: list[Record] = []
     p, end = 0, len(payload)
     while p < end:
         if len(records) >= header.records_count:

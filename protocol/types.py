@@ -104,7 +104,7 @@ class BufferReader:
     def read(self, n: int) -> bytes:
         pos = self._advance(n)
         data = self._buf[pos : pos + n]
-        return data if self._is_bytes else bytes(data)
+        return data if isinstance(data, bytes) else bytes(data)
 
     def read_view(self, n: int) -> memoryview:
         pos = self._advance(n)
@@ -433,11 +433,11 @@ class KStruct(_Emitted):
     def default(self) -> FieldDict:
         """A value of this struct with every field at its default (Kafka's defaults)."""
         out = FieldDict()
-        for name, sub, default in self.fields:
+        for name, _sub, default in self.fields:
             out[name] = _fresh(default)
         for name, default, _ in self.absent:
             out[name] = _fresh(default)
-        for _, name, sub, default in self.tagged:
+        for _, name, _sub, default in self.tagged:
             out[name] = _fresh(default)
         return out
 

@@ -32,15 +32,14 @@ class _Index:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.ENTRY.size)
-        self._keys: array | None = None
-        self._values: array | None = None
+        self._keys: array = array(self.KEY_TYPE)  # entry keys and values, read from the file lazily
+        self._values: array = array("q")
+        self._loaded = new
         self._fd: int | None = None
         self._preallocated = False
         self._written = 0  # entries already in the file; the rest wait for write_pending()
         if new:
-            self._keys, self._values = array(self.KEY_TYPE), array("q")
-            self._open()
-            os.ftruncate(self._fd, 0)
+            os.ftruncate(self._open(), 0)
 
     # ---- file ------------------------------------------------------------------------------
     def _open(self) -> int:
@@ -48,8 +47,18 @@ class _Index:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         return self._fd
 
+    def _decode(self, key: int, value: int) -> tuple[int, int]:
+        """File entry -> (key, value) in absolute terms."""
+        raise NotImplementedError
+
+    def _encode(self, key: int, value: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _check_values(self, log_size: int) -> None:
+        raise NotImplementedError
+
     def _ensure_loaded(self) -> None:
-        if self._keys is not None:
+        if self._loaded:
             return
         keys, values = array(self.KEY_TYPE), array("q")
         self.write_pending()
@@ -67,14 +76,14 @@ class _Index:
                 raise CorruptIndex(f"{self.path}: entry {len(keys)} key {key} does not increase")
             keys.append(key)
             values.append(value)
-        self._keys, self._values = keys, values
+        self._keys, self._values, self._loaded = keys, values, True
         self._written = len(keys)
 
     def write_pending(self) -> None:
         """Write entries appended since the last call (the file is preallocated on first use).
         Like Kafka's mmap'd index pages, new entries reach the file lazily: on flush, roll and
         close; recovery rebuilds the index of any segment not flushed before a crash."""
-        if self._keys is None or self._written >= len(self._keys):
+        if not self._loaded or self._written >= len(self._keys):
             return
         fd = self._open()
         if not self._preallocated:
@@ -121,14 +130,14 @@ class _Index:
 
     def reset(self) -> None:
         """Drop every entry (recovery rebuilds from the log)."""
-        self._keys, self._values = array(self.KEY_TYPE), array("q")
+        self._keys, self._values, self._loaded = array(self.KEY_TYPE), array("q"), True
         os.ftruncate(self._open(), 0)
         self._preallocated = False
         self._written = 0
 
     def trim(self) -> None:
         """Shrink the file to its entries (on roll and close)."""
-        if self._keys is not None:
+        if self._loaded:
             self.write_pending()
             os.ftruncate(self._open(), len(self._keys) * self.ENTRY.size)
             self._preallocated = False
@@ -178,7 +187,7 @@ class OffsetIndex(_Index):
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
 
     def append(self, offset: int, position: int) -> None:
-        if self._keys is not None and self._keys and offset <= self._keys[-1]:
+        if self._loaded and self._keys and offset <= self._keys[-1]:
             raise ValueError(f"offset {offset} is not above the last indexed offset")
         self._append(offset, position)
 

@@ -20,6 +20,7 @@ checkpoints (`log.flush.offset.checkpoint.interval.ms`, default 60 s) and retent
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import time
@@ -56,7 +57,6 @@ class LogManager:
         config: LogConfig,
         *,
         topic_config: Callable[[str], LogConfig] | None = None,
-        high_watermark: Callable[[TopicPartition], int] | None = None,
         flush_check_interval_ms: int = 1000,
         checkpoint_interval_ms: int = 60000,
         retention_check_interval_ms: int = 300000,
@@ -66,7 +66,6 @@ class LogManager:
         self.log_dirs = [Path(d) for d in log_dirs]
         self.config = config
         self.topic_config = topic_config or (lambda topic: config)
-        self.high_watermark = high_watermark
         self.flush_check_interval_ms = flush_check_interval_ms
         self.checkpoint_interval_ms = checkpoint_interval_ms
         self.retention_check_interval_ms = retention_check_interval_ms
@@ -228,22 +227,28 @@ class LogManager:
                 flushed += 1
         return flushed
 
-    async def apply_retention(self, now_ms: int | None = None) -> int:
-        """Detach expired segments (trio thread), delete their files (worker thread)."""
+    async def apply_retention(
+        self, now_ms: int | None = None, high_watermark: Callable[[TopicPartition], int] | None = None
+    ) -> int:
+        """Detach expired segments (trio thread), delete their files (worker thread). Segments at
+        or above `high_watermark(tp)` (default: the LEO) are never deleted."""
         deleted = 0
         for tp, lg in list(self.logs.items()):
             expired = lg.producer_state.remove_expired()
             if expired:
                 log.info("%s-%d: producer ids %s expired (producer.id.expiration.ms)", *tp, expired)
-            hw = self.high_watermark(tp) if self.high_watermark else lg.log_end_offset
+            hw = high_watermark(tp) if high_watermark else lg.log_end_offset
             doomed = lg.detach_old_segments(hw, now_ms)
             for segment in doomed:
                 await trio.to_thread.run_sync(segment.delete)
             deleted += len(doomed)
         return deleted
 
-    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Run the periodic tasks until cancelled."""
+    async def run(
+        self, high_watermark: Callable[[TopicPartition], int] | None = None, *, task_status=trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run the periodic tasks (flush, checkpoints, retention) until cancelled; retention keeps
+        what is at or above `high_watermark(tp)` (the replica manager's HW of each partition)."""
 
         async def every(interval_ms: int, job) -> None:
             while True:
@@ -256,5 +261,9 @@ class LogManager:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(every, self.flush_check_interval_ms, self.flush_dirty_logs)
             nursery.start_soon(every, self.checkpoint_interval_ms, write_checkpoints)
-            nursery.start_soon(every, self.retention_check_interval_ms, self.apply_retention)
+            nursery.start_soon(
+                every,
+                self.retention_check_interval_ms,
+                functools.partial(self.apply_retention, high_watermark=high_watermark),
+            )
             task_status.started()

@@ -177,6 +177,9 @@ class ProducerStateManager:
 
     # ---- snapshots -------------------------------------------------------------------------------
     def snapshot_path(self, offset: int) -> Path:
+        """The snapshot file for `offset` (only for a manager with a directory)."""
+        if self.dir is None:
+            raise ValueError("this producer state has no directory")
         return self.dir / f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
     def take_snapshot(self) -> Path | None:

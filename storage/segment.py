@@ -48,6 +48,9 @@ def file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
+CLOSED = -1  # the file descriptor of a closed segment
+
+
 class LogSegment:
     def __init__(self, directory: Path, base_offset: int, config: LogConfig, *, new: bool = False):
         self.dir = directory
@@ -55,7 +58,7 @@ class LogSegment:
         self.config = config
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
         flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if new else 0)
-        self._fd = os.open(self.log_path, flags, 0o644)
+        self._fd = os.open(self.log_path, flags, 0o644)  # CLOSED (-1) after close() / delete()
         self.size = os.fstat(self._fd).st_size
         self.offset_index = OffsetIndex(
             directory / file_name(base_offset, INDEX_SUFFIX), base_offset, config.segment_index_bytes, new=new
@@ -120,10 +123,13 @@ class LogSegment:
     @property
     def max_timestamp(self) -> int:
         """Largest batch max_timestamp seen in this segment (-1 when unknown)."""
+        return self._max_timestamp_and_offset()[0]
+
+    def _max_timestamp_and_offset(self) -> tuple[int, int]:
         if self._max_ts is None:
             last = self.time_index.last_entry()
             self._max_ts = last if last else (-1, self.base_offset)
-        return self._max_ts[0]
+        return self._max_ts
 
     def largest_timestamp(self) -> int:
         """What retention compares with `retention.ms`: the max timestamp, else the file mtime."""
@@ -171,7 +177,7 @@ class LogSegment:
             self._max_ts = (max_timestamp, offset_of_max_timestamp)
         if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
             self.offset_index.append(last_offset, position)
-            self.time_index.maybe_append(*self._max_ts)
+            self.time_index.maybe_append(*self._max_timestamp_and_offset())
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
 
@@ -277,7 +283,7 @@ class LogSegment:
     def on_become_inactive(self) -> None:
         """On roll: record the final max timestamp in the time index and trim both indexes."""
         if self.max_timestamp >= 0:
-            self.time_index.maybe_append(*self._max_ts)
+            self.time_index.maybe_append(*self._max_timestamp_and_offset())
         self.offset_index.trim()
         self.time_index.trim()
 
@@ -289,23 +295,24 @@ class LogSegment:
     def dup_fds(self) -> list[int]:
         """Duplicated fds of the segment's files, for an fsync off the event loop (pending index
         entries are written first)."""
+        fds = [self._fd]
         for index in (self.offset_index, self.time_index):
             index.write_pending()
-            index._open()
-        return [os.dup(fd) for fd in (self._fd, self.offset_index._fd, self.time_index._fd)]
+            fds.append(index._open())
+        return [os.dup(fd) for fd in fds]
 
     def close(self) -> None:
-        if self._fd is not None:
+        if self._fd >= 0:
             self.on_become_inactive()
             self.offset_index.close()
             self.time_index.close()
             os.close(self._fd)
-            self._fd = None
+            self._fd = CLOSED
 
     def delete(self) -> None:
         """Rename every file to `*.deleted`, then remove them (Kafka's delete sequence)."""
         os.close(self._fd)
-        self._fd = None
+        self._fd = CLOSED
         paths = [self.log_path, self.offset_index.path, self.time_index.path]
         for index in (self.offset_index, self.time_index):
             if index._fd is not None:

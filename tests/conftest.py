@@ -13,6 +13,16 @@ import pytest
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
 
+#: fixtures that start processes (ZooKeeper, brokers): a test using one, directly or through another
+#: fixture, is marked `slow` (`make test-fast` runs the others; `make test` runs everything)
+PROCESS_FIXTURES = {"zookeeper", "start_broker"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory):

@@ -9,6 +9,8 @@ import pytest
 
 from bench import cluster_report
 
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
+
 ROW = {"client": "confluent", "errors": 0, "p50_ms": 1.0, "p99_ms": 2.0}
 
 

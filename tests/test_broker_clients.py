@@ -6,8 +6,11 @@ import asyncio
 import random
 import subprocess
 
+import pytest
 import trio
 from controller_stub import assign
+
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 TIMEOUT = 30

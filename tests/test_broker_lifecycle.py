@@ -14,6 +14,8 @@ from client.connection import Connection
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
+
 
 def test_registration_json_and_duplicate_id(start_broker, zk):
     broker = start_broker(3, broker_rack="r1")

@@ -1,6 +1,9 @@
 import subprocess
 
+import pytest
 from controller_stub import assign
+
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
 
 async def test_kcat_metadata_produce_consume(start_broker):

@@ -10,6 +10,8 @@ import trio
 
 from chaos.runner import SCENARIOS, iptables_works, run_scenario
 
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
+
 SEED = int(os.environ.get("CHAOS_SEED", random.randrange(1 << 30)))
 
 

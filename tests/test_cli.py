@@ -3,6 +3,10 @@
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # runs the CLI as processes
+
 CLI = [sys.executable, "-m", "minikafka_cli.main"]
 
 

@@ -7,6 +7,10 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
+
 CLI = [sys.executable, "-m", "minikafka_cli.main"]
 
 

@@ -3,8 +3,11 @@
 import subprocess
 import sys
 
+import pytest
 import trio
 from replication_helpers import create_topic, partition_state, wait_for
+
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
 CLI = [sys.executable, "-m", "minikafka_cli.main", "leader-election"]
 

@@ -3,9 +3,12 @@
 import subprocess
 import sys
 
+import pytest
 from replication_helpers import create_topic, log_bytes, partition_state, wait_for
 
 from protocol import record_batch as rb
+
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
 CLI = [sys.executable, "-m", "minikafka_cli.main", "produce"]
 

@@ -4,8 +4,11 @@ import json
 import subprocess
 import sys
 
+import pytest
 import trio
 from replication_helpers import partition_state, wait_for, wait_until_all_brokers_known
+
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
 CLI = [sys.executable, "-m", "minikafka_cli.main"]
 

@@ -158,7 +158,7 @@ async def test_leader_failover_and_restart_as_follower(three, zk):
     before, view, victim, led = await kill_a_leader(three, zk, "t", 3)
     for p in led:
         assert view[p][1] == before[p][1] + 1 and view[p][0] in before[p][2]
-    for p, (leader, epoch, isr) in view.items():
+    for _leader, _epoch, isr in view.values():
         assert victim not in isr
     await trio.to_thread.run_sync(three[victim].start)
     with trio.fail_after(15):
@@ -285,6 +285,7 @@ async def test_preferred_replica_election_through_zookeeper(three, zk):
     assert "preferred replica election {'p-0': 'ELECTION_NOT_NEEDED'}" in controller.log_tail(200000)
 
 
+@pytest.mark.slow
 async def test_brokers_keep_serving_while_zookeeper_is_down(tmp_path):
     """A ZooKeeper of its own: stop it, the broker keeps serving with its last metadata; start it
     again on the same port and the broker's session carries on."""

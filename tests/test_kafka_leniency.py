@@ -199,3 +199,15 @@ async def test_compression_type_topic_stores_what_confluent_sends_in_its_codec(b
     assert batches and all(rb.CODEC_NAMES[h.compression] == "zstd" for _, h in batches)
     values = [r.value for pos, h in batches for r in rb.decode_records(data, pos, h)]
     assert values == [b"value %d " % i * 10 for i in range(20)]
+
+
+async def test_delete_topic_enable_false_refuses_deletion(start_broker, zk):
+    from client.connection import Connection
+
+    broker = start_broker(1, delete_topic_enable="false")
+    await create_and_wait(broker, zk, "kept")
+    async with Connection.open(broker.host, broker.port) as conn:
+        r = await conn.request(20, {"topic_names": ["kept"], "timeout_ms": 5000}, version=5)
+        md = await conn.request(3, {"topics": [{"name": "kept"}], "allow_auto_topic_creation": False})
+    assert [x.error_code for x in r.responses] == [ErrorCode.TOPIC_DELETION_DISABLED]
+    assert md.topics[0].error_code == ErrorCode.NONE

@@ -13,12 +13,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from crash_writer import CONFIG as WRITER_CONFIG
 from storage_helpers import read_all
 
 from protocol import record_batch as rb
 from storage import checkpoint
 from storage.log_loader import load_log
+
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
+
 pytest.importorskip("pyspark", reason="make setup installs the spark extra")
 
 

@@ -91,4 +91,4 @@ def test_update_v0_and_v8():
             },
         )
     )
-    assert not cache.contains_topic("t")
+    assert "t" not in cache.partitions

@@ -10,6 +10,8 @@ from replication_helpers import create_topic, log_bytes, partition_state, wait_f
 
 from protocol import record_batch as rb
 
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
+
 PERF = [sys.executable, "-m", "minikafka_cli.main", "perf"]
 
 

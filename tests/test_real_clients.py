@@ -13,6 +13,8 @@ from protocol import record_batch as rb
 from protocol.api import decode_request, peek_header
 from protocol.errors import UnsupportedVersion
 
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
+
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 MESSAGES = [(b"key-%d" % i, b"value-%d " % i * 20) for i in range(5)]
 TIMEOUT = 30

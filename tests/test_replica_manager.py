@@ -163,7 +163,7 @@ async def test_consumer_fetch_reads_to_the_hw_and_long_polls(rm, autojump_clock)
 def test_list_offsets(rm):
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
     log = rm.partitions[("t", 0)].log
-    for i, ts in enumerate([1000, 5000, 3000]):
+    for _i, ts in enumerate([1000, 5000, 3000]):
         log.append_as_leader(rb.build_batch([(None, b"x", [], ts)]), 0)
     rm.partitions[("t", 0)].maybe_increment_high_watermark()
 
@@ -216,7 +216,7 @@ def test_stop_replica_with_and_without_delete(rm):
 async def test_fetch_byte_limits(rm):
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (1, [1], [1])}), 7)
     for index in (0, 1):
-        for i in range(5):
+        for _i in range(5):
             await rm.append_records(1, 1000, produce("t", index, [b"x" * 1000], 1))
     size = len(rb.build_batch([(None, b"x" * 1000)]))
 

@@ -2,12 +2,14 @@
 
 import json
 import pathlib
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import assert_contains, value_of
 
 from protocol.api import SCHEMAS
+from protocol.api_keys import ApiKey
 from protocol.types import BufferReader
 from tools import gen_schemas
 
@@ -129,3 +131,16 @@ def test_generated_code_copies_no_spec_prose():
         walk(gen_schemas.load_spec(p).get("fields", []))
     text = "".join(p.read_text() for p in pathlib.Path(gen_schemas.DEFAULT_OUT).glob("*.py"))
     assert not [a for a in about if a in text]
+
+
+def test_api_key_enum_matches_the_message_specs():
+    expected = {}
+    for path in gen_schemas.DEFAULT_SPECS.glob("*Request.json"):
+        spec = json.loads(
+            "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("//"))
+        )
+        name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", spec["name"][: -len("Request")]).upper()
+        expected[name] = spec["apiKey"]
+    assert {key.name: key.value for key in ApiKey} == expected
+    for key, schema in SCHEMAS.items():  # the served schemas carry the same names
+        assert ApiKey(key).name == re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", schema.name).upper()

@@ -10,6 +10,8 @@ from replication_helpers import create_topic, partition_state, wait_for
 from client import Cluster
 from client.producer import Producer
 
+pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
+
 pyspark = pytest.importorskip("pyspark", reason="make setup installs the spark extra")
 
 

@@ -3,7 +3,7 @@ each item's own outcome, in order, and a failed fence or version writes nothing.
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
-from broker.zk import Stat, ZkClient
+from zk.client import Stat, ZkClient
 
 
 async def test_get_many_and_fenced_write_many(zk_connect, zk):

@@ -350,7 +350,7 @@ class Generator:
             "",
         ]
         lines += consts + ([""] if consts else [])
-        for name, final, body in defs:
+        for _name, final, body in defs:
             lines += ["", f"{final} = {pattern.sub(lambda m: rename[m.group(0)], body)}"]
         for top, mapping in maps.items():
             lines += ["", f"{top} = {{"] + [f"    {v}: {rename[n]}," for v, n in mapping.items()] + ["}"]

@@ -19,9 +19,10 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
 )
+from broker.server import Handler
 from protocol.api import SCHEMAS
 
-HANDLERS = {
+HANDLERS: dict[int, Handler] = {
     api_versions.API_KEY: api_versions.handle,
     metadata.API_KEY: metadata.handle,
     produce.API_KEY: produce.handle,

@@ -1,8 +1,12 @@
 """Admin APIs served by the active controller (others answer NOT_CONTROLLER, as Kafka's
 ZooKeeper mode does): CreateTopics (key 19) v2-7, DeleteTopics (key 20) v1-6,
 ControlledShutdown (key 7) v0-3, ElectLeaders (key 43) v0-2 (preferred elections only: an unclean
-one answers INVALID_REQUEST per partition; `topic_partitions` null means every partition)."""
+one answers INVALID_REQUEST per partition; `topic_partitions` null means every partition). With
+`delete.topic.enable=false` DeleteTopics answers TOPIC_DELETION_DISABLED, as Kafka does."""
 
+from broker.server import Handler
+from controller import events
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
 
@@ -19,17 +23,23 @@ async def create_topics(ctx, request):
             for t in body.topics
         ]
     else:
-        results = await ctx.controller.request("create_topics", body, timeout_s=max(body.timeout_ms / 1000, 5))
+        results = await ctx.controller.request(
+            lambda reply: events.CreateTopics(body, reply), timeout_s=max(body.timeout_ms / 1000, 5)
+        )
     return {"throttle_time_ms": 0, "topics": results}
 
 
 async def delete_topics(ctx, request):
     body = request.body
     names = list(body.topic_names) + [t.name for t in body.topics if t.name is not None]
-    if _not_controller(ctx):
+    if not ctx.config["delete.topic.enable"]:
+        results = [(n, ErrorCode.TOPIC_DELETION_DISABLED) for n in names]
+    elif _not_controller(ctx):
         results = [(n, ErrorCode.NOT_CONTROLLER) for n in names]
     else:
-        results = await ctx.controller.request("delete_topics_request", names, timeout_s=max(body.timeout_ms / 1000, 5))
+        results = await ctx.controller.request(
+            lambda reply: events.DeleteTopics(tuple(names), reply), timeout_s=max(body.timeout_ms / 1000, 5)
+        )
     return {
         "throttle_time_ms": 0,
         "responses": [{"name": n, "topic_id": ZERO_UUID, "error_code": code} for n, code in results],
@@ -40,7 +50,9 @@ async def controlled_shutdown(ctx, request):
     body = request.body
     if _not_controller(ctx):
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
-    code, remaining = await ctx.controller.request("controlled_shutdown", (body.broker_id, body.broker_epoch))
+    code, remaining = await ctx.controller.request(
+        lambda reply: events.ControlledShutdown(body.broker_id, body.broker_epoch, reply)
+    )
     return {"error_code": code, "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining]}
 
 
@@ -56,7 +68,10 @@ async def elect_leaders(ctx, request):
         results = {tp: ErrorCode.INVALID_REQUEST for tp in partitions or []}
         top = ErrorCode.NONE
     else:
-        results = await ctx.controller.request("elect_preferred", partitions, timeout_s=max(body.timeout_ms / 1000, 5))
+        results = await ctx.controller.request(
+            lambda reply: events.ElectPreferredLeaders(None if partitions is None else tuple(partitions), reply),
+            timeout_s=max(body.timeout_ms / 1000, 5),
+        )
         top = ErrorCode.NONE
     topics: dict[str, list] = {}
     for (topic, partition), code in sorted(results.items()):
@@ -76,4 +91,9 @@ async def elect_leaders(ctx, request):
     return response
 
 
-HANDLERS = {19: create_topics, 20: delete_topics, 7: controlled_shutdown, 43: elect_leaders}
+HANDLERS: dict[int, Handler] = {
+    ApiKey.CREATE_TOPICS: create_topics,
+    ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown,
+    ApiKey.ELECT_LEADERS: elect_leaders,
+}

@@ -4,9 +4,10 @@ A request at a version above 3 never reaches this handler: the server answers it
 response carrying UNSUPPORTED_VERSION and the same list, so newer clients downgrade.
 """
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-API_KEY = 18
+API_KEY = ApiKey.API_VERSIONS
 
 
 async def handle(ctx, request):

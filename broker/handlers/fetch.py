@@ -3,7 +3,9 @@ to the log end; min_bytes/max_wait_ms long polling; response max_bytes and parti
 (the first batch is returned even when larger, KIP-74); OFFSET_OUT_OF_RANGE; leader epoch fencing
 (KIP-320); incremental fetch sessions (KIP-227, v7+): `broker/fetch_sessions.py`."""
 
-API_KEY = 1
+from protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.FETCH
 
 
 async def handle(ctx, request):

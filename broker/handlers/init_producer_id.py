@@ -3,9 +3,10 @@ id, unique across the cluster, with epoch 0. A producer recovering from a sequen
 either asks again here or bumps its epoch itself; brokers accept a higher epoch starting at
 sequence 0. Transactions are not served: a transactional id is answered COORDINATOR_NOT_AVAILABLE."""
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-API_KEY = 22
+API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
 async def handle(ctx, request):

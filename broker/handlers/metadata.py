@@ -5,9 +5,10 @@ or, from v10, given by id. An unknown topic is created when `auto.create.topics.
 request allow it (answering LEADER_NOT_AVAILABLE until its leaders exist), else it answers
 UNKNOWN_TOPIC_OR_PARTITION."""
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-API_KEY = 3
+API_KEY = ApiKey.METADATA
 
 
 async def _auto_create(ctx, name: str) -> dict:

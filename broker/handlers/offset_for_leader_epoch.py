@@ -3,9 +3,10 @@ requested one and the offset where it ended in the leader's log (the LEO for the
 followers truncate with it (KIP-101, KIP-279). Fenced by current_leader_epoch (KIP-320)."""
 
 from broker.errors import error_code_for
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-API_KEY = 23
+API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 
 
 async def handle(ctx, request):

@@ -10,6 +10,7 @@ measured. A ZooKeeper that cannot be reached within `connection_timeout_ms` rais
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,16 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ZkClient", "ZkUnavailable", "NodeExistsError", "NoNodeError", "BadVersionError", "NotEmptyError", "Stat"]
+__all__ = [
+    "ZkClient",
+    "ZkUnavailable",
+    "Watch",
+    "NodeExistsError",
+    "NoNodeError",
+    "BadVersionError",
+    "NotEmptyError",
+    "Stat",
+]
 
 
 class ZkUnavailable(Exception):
@@ -148,7 +158,7 @@ class ZkClient:
 
         def run():
             pending = [self._kazoo.get_async(p) for p in paths]
-            out = []
+            out: list[tuple[bytes, Stat] | None] = []
             for result in pending:
                 try:
                     data, zstat = result.get()
@@ -213,28 +223,56 @@ class ZkClient:
         return outcome
 
     # ---- watches -------------------------------------------------------------------------------
-    async def watch_children(self, path: str, buffer: int = 256) -> trio.MemoryReceiveChannel:
-        """A channel that receives the child list of `path` now and after every change
-        (kazoo ChildrenWatch, re-armed across reconnects)."""
-        send, receive = trio.open_memory_channel(buffer)
+    async def watch_children(self, path: str, on_change: Callable[[list[str]], None]) -> Watch:
+        """Call `on_change(sorted children)` on the trio thread now and after every change of
+        `path`'s children (kazoo ChildrenWatch, re-armed across reconnects); `path` is created if
+        missing. Returns the watch; after `stop()` nothing more is delivered."""
+        watch = Watch()
 
         def on_children(children):  # kazoo thread
-            self._post(send, sorted(children))
+            return self._deliver(watch, on_change, sorted(children))
 
         await self.ensure_path(path)
         await trio.to_thread.run_sync(lambda: self._kazoo.ChildrenWatch(path, on_children))
-        return receive
+        return watch
 
-    async def watch_data(self, path: str, buffer: int = 256) -> trio.MemoryReceiveChannel:
-        """A channel that receives (data or None, stat or None) for `path` now and after every
-        change, creation or deletion (kazoo DataWatch)."""
-        send, receive = trio.open_memory_channel(buffer)
+    async def watch_data(self, path: str, on_change: Callable[[bytes | None], None]) -> Watch:
+        """Call `on_change(data or None)` on the trio thread now and after every change, creation
+        or deletion of `path` (kazoo DataWatch). Returns the watch; after `stop()` nothing more is
+        delivered."""
+        watch = Watch()
 
         def on_data(data, zstat, event=None):  # kazoo thread (first call: the constructing thread)
-            self._post(send, (data, Stat.of(zstat) if zstat else None))
+            return self._deliver(watch, on_change, data)
 
         await trio.to_thread.run_sync(lambda: self._kazoo.DataWatch(path, on_data))
-        return receive
+        return watch
+
+    def _deliver(self, watch: Watch, on_change: Callable[[Any], None], value: Any) -> bool:
+        """From a kazoo thread: run `on_change(value)` on the trio thread unless the watch was
+        stopped. Returns False, which makes kazoo drop the watch, once it is stopped."""
+        if not watch.active or self._token is None:
+            return False
+
+        def run() -> None:
+            if watch.active:
+                on_change(value)
+
+        try:
+            self._token.run_sync_soon(run)
+        except trio.RunFinishedError:
+            return False
+        return True
+
+
+class Watch:
+    """A data or children watch that can be stopped (`ZkClient.watch_data` / `watch_children`)."""
+
+    def __init__(self) -> None:
+        self.active = True
+
+    def stop(self) -> None:
+        self.active = False
 
 
 def _multi_results(results: list) -> list | Exception:

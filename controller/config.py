@@ -1,0 +1,15 @@
+"""The broker settings the controller reads (a slice of Kafka's `KafkaConfig`, built by
+`broker.config.BrokerConfig.controller_config()`, so the controller does not depend on the broker)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    broker_id: int  # broker.id
+    num_partitions: int = 1  # num.partitions (CreateTopics with -1)
+    default_replication_factor: int = 1  # default.replication.factor (CreateTopics with -1)
+    auto_leader_rebalance_enable: bool = True  # auto.leader.rebalance.enable
+    leader_imbalance_check_interval_seconds: int = 300  # leader.imbalance.check.interval.seconds

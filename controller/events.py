@@ -1,0 +1,122 @@
+"""The events the controller's single loop processes (Kafka `ControllerEvent`s, ZooKeeper mode).
+
+ZooKeeper watches, the broker's session handling and requests forwarded by the broker's handlers
+each post one of these; `KafkaController` maps every type to its handler in one table and refuses
+an event type that is not in it. Events that carry `reply` answer their poster (a handler waiting
+for CreateTopics, ControlledShutdown, ...); while this broker is not the active controller they
+are answered with NOT_CONTROLLER, and the other non-election events are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+TopicPartition = tuple[str, int]
+Reply = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class ControllerEvent:
+    """Base of every event. `needs_active`: processed only by the active controller."""
+
+    needs_active = True
+
+
+# ---- election (processed whether active or not) -----------------------------------------------
+@dataclass(frozen=True)
+class ControllerChange(ControllerEvent):
+    """/controller changed: `controller_id` is its new owner, None when it was deleted."""
+
+    controller_id: int | None
+    needs_active = False
+
+
+@dataclass(frozen=True)
+class Reelect(ControllerEvent):
+    """Run for controller (a new ZooKeeper session, or the broker asking)."""
+
+    needs_active = False
+
+
+@dataclass(frozen=True)
+class Expire(ControllerEvent):
+    """The ZooKeeper session expired: resign (Kafka `Expire`)."""
+
+    needs_active = False
+
+
+# ---- ZooKeeper notifications ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class BrokerChange(ControllerEvent):
+    """/brokers/ids children."""
+
+    children: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TopicChange(ControllerEvent):
+    """/brokers/topics children."""
+
+    children: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TopicDeletion(ControllerEvent):
+    """/admin/delete_topics children."""
+
+    children: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IsrChangeNotification(ControllerEvent):
+    """/isr_change_notification children."""
+
+    children: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReplicaLeaderElection(ControllerEvent):
+    """/admin/preferred_replica_election: the partitions listed there, None when it is absent."""
+
+    partitions: tuple[TopicPartition, ...] | None
+
+
+@dataclass(frozen=True)
+class AutoPreferredReplicaLeaderElection(ControllerEvent):
+    """The periodic imbalance check (auto.leader.rebalance.enable)."""
+
+
+# ---- requests forwarded by the broker (each with a reply) -----------------------------------------
+@dataclass(frozen=True)
+class CreateTopics(ControllerEvent):
+    """CreateTopics (key 19): `body` is the decoded request; replies with the `topics` results."""
+
+    body: Any
+    reply: Reply = field(compare=False)
+
+
+@dataclass(frozen=True)
+class DeleteTopics(ControllerEvent):
+    """DeleteTopics (key 20): replies with [(name, error code)]."""
+
+    names: tuple[str, ...]
+    reply: Reply = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ControlledShutdown(ControllerEvent):
+    """ControlledShutdown (key 7): replies with (error code, partitions the broker still leads)."""
+
+    broker_id: int
+    broker_epoch: int
+    reply: Reply = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ElectPreferredLeaders(ControllerEvent):
+    """ElectLeaders (key 43), preferred: `partitions` None means all; replies {tp: error code}."""
+
+    partitions: tuple[TopicPartition, ...] | None
+    reply: Reply = field(compare=False)

@@ -1,0 +1,145 @@
+"""The hooks coordinators build on (Kafka's onLeadershipChange and coordinator appends): listeners
+hear about every partition that changes role through LeaderAndIsr and StopReplica, and
+`append_internal` appends with acks=-1, returning once the HW covers the records. Pure: a replica
+manager over real logs in a temp dir, requests decoded as the broker receives them."""
+
+import pytest
+import trio
+from broker_helpers import decoded, leader_and_isr
+
+from broker.config import build_config
+from broker.context import BrokerContext
+from broker.errors import NotEnoughReplicas, NotEnoughReplicasAfterAppend, NotLeaderOrFollower, RequestTimedOut
+from broker.handlers import HANDLERS
+from broker.metadata_cache import MetadataCache
+from broker.replica_manager import ReplicaManager
+from protocol import record_batch as rb
+from protocol.api import Request
+from protocol.api_keys import ApiKey
+from protocol.types import FieldDict
+from storage.log_manager import LogManager
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+
+    def on_election(self, tp, leader_epoch):
+        self.events.append(("elected", tp, leader_epoch))
+
+    def on_resignation(self, tp, leader_epoch):
+        self.events.append(("resigned", tp, leader_epoch))
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    config = build_config(
+        {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(tmp_path), "min.insync.replicas": "2"}
+    )
+    manager = LogManager(config.log_dirs, config.log_config())
+    manager.startup()
+    topic_configs = config.topic_configs()
+    replica_manager = ReplicaManager(config, manager, MetadataCache(), topic_configs)
+    yield BrokerContext(
+        config,
+        "cluster",
+        replica_manager.metadata_cache,
+        replica_manager,
+        topic_configs,
+        leadership_listeners=(Recorder(), Recorder()),
+    )
+    manager.shutdown()
+
+
+async def serve(ctx, api_key, version, body):
+    """Through the broker's own handler table, as the server would."""
+    header = FieldDict(request_api_key=api_key, request_api_version=version, correlation_id=1, client_id="t")
+    return await HANDLERS[api_key](ctx, Request(header, body))
+
+
+async def test_listeners_hear_elections_and_resignations(ctx):
+    await serve(
+        ctx,
+        ApiKey.LEADER_AND_ISR,
+        7,
+        leader_and_isr(
+            {("__consumer_offsets", 0): (1, [1, 2], [1, 2]), ("__consumer_offsets", 1): (2, [2, 1], [2, 1])},
+            leader_epoch=3,
+        ),
+    )
+    for listener in ctx.leadership_listeners:
+        assert listener.events == [
+            ("elected", ("__consumer_offsets", 0), 3),
+            ("resigned", ("__consumer_offsets", 1), 3),
+        ]
+        listener.events.clear()
+    # a stale epoch changes nothing and tells nobody; a new epoch moves leadership away
+    await serve(
+        ctx, ApiKey.LEADER_AND_ISR, 7, leader_and_isr({("__consumer_offsets", 0): (1, [1, 2], [1, 2])}, leader_epoch=3)
+    )
+    await serve(
+        ctx, ApiKey.LEADER_AND_ISR, 7, leader_and_isr({("__consumer_offsets", 0): (2, [2, 1], [1, 2])}, leader_epoch=4)
+    )
+    assert ctx.leadership_listeners[0].events == [("resigned", ("__consumer_offsets", 0), 4)]
+    ctx.leadership_listeners[0].events.clear()
+    stop = decoded(
+        ApiKey.STOP_REPLICA,
+        3,
+        {
+            "controller_id": 9,
+            "controller_epoch": 1,
+            "broker_epoch": -1,
+            "topic_states": [
+                {
+                    "topic_name": "__consumer_offsets",
+                    "partition_states": [
+                        {"partition_index": i, "leader_epoch": -1, "delete_partition": False} for i in (1, 9)
+                    ],
+                }
+            ],
+        },
+    )
+    await serve(ctx, ApiKey.STOP_REPLICA, 3, stop)
+    assert ctx.leadership_listeners[0].events == [("resigned", ("__consumer_offsets", 1), None)]  # 9 was never here
+
+
+async def test_append_internal_returns_once_replicated(ctx, autojump_clock):
+    rm = ctx.replica_manager
+    rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 0): (1, [1, 2], [1, 2])}), 7)
+    rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 1): (2, [2, 1], [2, 1])}), 7)
+    follower_fetch = decoded(
+        ApiKey.FETCH,
+        12,
+        {
+            "replica_id": 2,
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "max_bytes": 1000,
+            "topics": [
+                {
+                    "topic": "__consumer_offsets",
+                    "partitions": [{"partition": 0, "fetch_offset": 2, "partition_max_bytes": 1000}],
+                }
+            ],
+        },
+    )
+    result = {}
+
+    async def append():
+        result["info"] = await rm.append_internal(("__consumer_offsets", 0), rb.build_batch([(b"k", b"v")] * 2), 5000)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(append)
+        await trio.sleep(1)
+        assert "info" not in result  # waits for the follower
+        await rm.fetch(follower_fetch)
+    assert (result["info"].first_offset, result["info"].last_offset) == (0, 1)
+    with pytest.raises(NotLeaderOrFollower):
+        await rm.append_internal(("__consumer_offsets", 1), rb.build_batch([(b"k", b"v")]), 5000)
+    with pytest.raises(RequestTimedOut):  # the follower never fetches again
+        await rm.append_internal(("__consumer_offsets", 0), rb.build_batch([(b"k", b"v")]), 2000)
+    rm.partitions[("__consumer_offsets", 0)].prepare_isr_shrink([2])
+    rm.partitions[("__consumer_offsets", 0)].commit_isr_update([1], 5)
+    with pytest.raises(NotEnoughReplicas):  # min.insync.replicas=2
+        await rm.append_internal(("__consumer_offsets", 0), rb.build_batch([(b"k", b"v")]), 2000)
+    assert NotEnoughReplicasAfterAppend.error_code == 20
