@@ -61,40 +61,39 @@ class CommittedIsr:
 
 
 @dataclass(frozen=True)
-class PendingExpandIsr:
-    """Followers that caught up are being written into the ISR."""
+class _PendingIsr:
+    """An ISR change being written: until it is committed, the committed ISR is what acks count."""
 
-    new_in_sync: tuple[int, ...]
     last_committed: CommittedIsr
 
     @property
     def isr(self) -> tuple[int, ...]:
         return self.last_committed.isr
-
-    @property
-    def maximal_isr(self) -> tuple[int, ...]:
-        return self.last_committed.isr + self.new_in_sync
 
     in_flight = True
 
 
 @dataclass(frozen=True)
-class PendingShrinkIsr:
+class PendingExpandIsr(_PendingIsr):
+    """Followers that caught up are being written into the ISR; the HW already counts them."""
+
+    new_in_sync: tuple[int, ...]
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        return self.last_committed.isr + self.new_in_sync
+
+
+@dataclass(frozen=True)
+class PendingShrinkIsr(_PendingIsr):
     """Followers that fell behind are being written out of the ISR; until that is committed they
     still count (Kafka's maximal ISR during a shrink is the committed one)."""
 
     out_of_sync: tuple[int, ...]
-    last_committed: CommittedIsr
-
-    @property
-    def isr(self) -> tuple[int, ...]:
-        return self.last_committed.isr
 
     @property
     def maximal_isr(self) -> tuple[int, ...]:
         return self.last_committed.isr
-
-    in_flight = True
 
 
 IsrState = CommittedIsr | PendingExpandIsr | PendingShrinkIsr
@@ -307,13 +306,13 @@ class Partition:
     def prepare_isr_shrink(self, out_of_sync: list[int]) -> list[int]:
         """Enter PendingShrinkIsr; returns the ISR to write (the committed one less `out_of_sync`)."""
         committed = CommittedIsr(self.isr_state.isr)
-        self.isr_state = PendingShrinkIsr(tuple(out_of_sync), committed)
+        self.isr_state = PendingShrinkIsr(committed, out_of_sync=tuple(out_of_sync))
         return [r for r in committed.isr if r not in out_of_sync]
 
     def prepare_isr_expand(self, joiners: list[int]) -> list[int]:
         """Enter PendingExpandIsr; returns the ISR to write (the committed one plus `joiners`)."""
         committed = CommittedIsr(self.isr_state.isr)
-        self.isr_state = PendingExpandIsr(tuple(joiners), committed)
+        self.isr_state = PendingExpandIsr(committed, new_in_sync=tuple(joiners))
         return list(committed.isr) + list(joiners)
 
     def commit_isr_update(self, new_isr: list[int], partition_epoch: int) -> bool:

@@ -11,6 +11,7 @@ and dropped so the topic runs with the default instead of failing its partitions
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from storage.config import TOPIC_CONFIGS, LogConfig, parse_topic_config
 
@@ -74,18 +75,12 @@ class TopicConfigs:
 
     def min_insync_replicas(self, topic: str) -> int:
         """`min.insync.replicas`: the topic's override, else the broker's."""
-        value = self._overrides.get(topic, {}).get("min.insync.replicas")
-        return (
-            self.default_min_insync_replicas
-            if value is None
-            else TOPIC_CONFIGS["min.insync.replicas"].parse("min.insync.replicas", value)
-        )
+        return self._override(topic, "min.insync.replicas", self.default_min_insync_replicas)
 
     def unclean_leader_election_enable(self, topic: str) -> bool:
         """`unclean.leader.election.enable`: the topic's override, else the broker's."""
-        value = self._overrides.get(topic, {}).get("unclean.leader.election.enable")
-        return (
-            self.default_unclean_leader_election_enable
-            if value is None
-            else TOPIC_CONFIGS["unclean.leader.election.enable"].parse("unclean.leader.election.enable", value)
-        )
+        return self._override(topic, "unclean.leader.election.enable", self.default_unclean_leader_election_enable)
+
+    def _override(self, topic: str, key: str, default: Any) -> Any:
+        value = self._overrides.get(topic, {}).get(key)
+        return default if value is None else TOPIC_CONFIGS[key].parse(key, value)

@@ -1,8 +1,14 @@
 """Socket-free fixtures for the broker core: real decoded requests and a replica manager over
 real logs in a temp dir."""
 
+import contextlib
+
+from broker.config import build_config
+from broker.metadata_cache import MetadataCache
+from broker.replica_manager import ReplicaManager
 from protocol.api import decode_request, encode_request
 from protocol.framing import FrameDecoder
+from storage.log_manager import LogManager
 
 
 def decoded(api_key: int, version: int, body: dict):
@@ -32,3 +38,17 @@ def leader_and_isr(partitions, *, controller_epoch=1, leader_epoch=0, version=7,
     else:
         body["topic_states"] = [{"topic_name": t, "partition_states": ps} for t, ps in topics.items()]
     return decoded(4, version, body)
+
+
+@contextlib.contextmanager
+def replica_manager(tmp_path, **config):
+    """A replica manager of broker 1 (min.insync.replicas 2 unless given) over real logs in
+    `tmp_path`, with no ZooKeeper; the logs are shut down afterwards."""
+    props = {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(tmp_path), "min.insync.replicas": "2"}
+    broker_config = build_config(props | {k.replace("_", "."): str(v) for k, v in config.items()})
+    manager = LogManager(broker_config.log_dirs, broker_config.log_config())
+    manager.startup()
+    try:
+        yield ReplicaManager(broker_config, manager, MetadataCache(), broker_config.topic_configs())
+    finally:
+        manager.shutdown()

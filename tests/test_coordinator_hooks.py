@@ -5,19 +5,15 @@ manager over real logs in a temp dir, requests decoded as the broker receives th
 
 import pytest
 import trio
-from broker_helpers import decoded, leader_and_isr
+from broker_helpers import decoded, leader_and_isr, replica_manager
 
-from broker.config import build_config
 from broker.context import BrokerContext
 from broker.errors import NotEnoughReplicas, NotEnoughReplicasAfterAppend, NotLeaderOrFollower, RequestTimedOut
 from broker.handlers import HANDLERS
-from broker.metadata_cache import MetadataCache
-from broker.replica_manager import ReplicaManager
 from protocol import record_batch as rb
 from protocol.api import Request
 from protocol.api_keys import ApiKey
 from protocol.types import FieldDict
-from storage.log_manager import LogManager
 
 
 class Recorder:
@@ -33,22 +29,10 @@ class Recorder:
 
 @pytest.fixture
 def ctx(tmp_path):
-    config = build_config(
-        {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(tmp_path), "min.insync.replicas": "2"}
-    )
-    manager = LogManager(config.log_dirs, config.log_config())
-    manager.startup()
-    topic_configs = config.topic_configs()
-    replica_manager = ReplicaManager(config, manager, MetadataCache(), topic_configs)
-    yield BrokerContext(
-        config,
-        "cluster",
-        replica_manager.metadata_cache,
-        replica_manager,
-        topic_configs,
-        leadership_listeners=(Recorder(), Recorder()),
-    )
-    manager.shutdown()
+    with replica_manager(tmp_path) as rm:
+        yield BrokerContext(
+            rm.config, "cluster", rm.metadata_cache, rm, rm.topic_configs, leadership_listeners=(Recorder(), Recorder())
+        )
 
 
 async def serve(ctx, api_key, version, body):

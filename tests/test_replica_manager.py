@@ -4,25 +4,16 @@ ListOffsets, StopReplica (real logs in a temp dir; timeouts on trio's autojump c
 import pytest
 import trio
 import trio.testing
-from broker_helpers import decoded, leader_and_isr
+from broker_helpers import decoded, leader_and_isr, replica_manager
 
-from broker.config import build_config
-from broker.metadata_cache import MetadataCache
-from broker.replica_manager import ReplicaManager
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from storage.log_manager import LogManager
 
 
 @pytest.fixture
 def rm(tmp_path):
-    config = build_config(
-        {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(tmp_path), "min.insync.replicas": "2"}
-    )
-    manager = LogManager(config.log_dirs, config.log_config())
-    manager.startup()
-    yield ReplicaManager(config, manager, MetadataCache(), config.topic_configs())
-    manager.shutdown()
+    with replica_manager(tmp_path) as manager:
+        yield manager
 
 
 def produce(topic, index, values, acks):
