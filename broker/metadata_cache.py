@@ -8,11 +8,15 @@ version 0-8). A partition whose leader is -2 (LeaderDuringDelete) is removed.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
+from protocol.topic_names import is_valid_topic_name
 from protocol.types import ZERO_UUID
+
+log = logging.getLogger(__name__)
 
 LEADER_DURING_DELETE = -2
 NO_LEADER = -1
@@ -61,7 +65,8 @@ class MetadataCache:
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
 
     def update(self, body) -> list[tuple[str, int]]:
-        """Apply an UpdateMetadata body; returns the partitions it deleted."""
+        """Apply an UpdateMetadata body; returns the partitions it deleted. Topics whose names
+        break Kafka's rule are left out."""
         self.controller_id = body.controller_id
         brokers = {}
         for b in body.live_brokers:
@@ -74,6 +79,9 @@ class MetadataCache:
         deleted = []
         for p in partition_states(body):
             topic, index = p["topic_name"], p["partition_index"]
+            if not is_valid_topic_name(topic):
+                log.error("UpdateMetadata names an illegal topic %r: left out of the metadata cache", topic)
+                continue
             if p["leader"] == LEADER_DURING_DELETE:
                 self.partitions.get(topic, {}).pop(index, None)
                 if not self.partitions.get(topic):

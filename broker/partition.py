@@ -38,6 +38,7 @@ from broker.errors import (
     OffsetNotAvailable,
     UnknownLeaderEpoch,
 )
+from storage.errors import OffsetOutOfRange
 from storage.log import Log, LogAppendInfo, LogReadInfo
 
 NO_EPOCH = -1
@@ -257,6 +258,17 @@ class Partition:
         if self.high_watermark < self.epoch_start_offset:
             raise OffsetNotAvailable(
                 f"{self.tp}: HW {self.high_watermark} is below the epoch start {self.epoch_start_offset}"
+            )
+
+    def check_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
+        """A follower Fetch is believed only from an assigned replica other than this one
+        (NotLeaderOrFollower otherwise, as Kafka's followerReplicaOrThrow) and only at an offset
+        this leader has (OffsetOutOfRange above its LEO, so a forged offset never moves the HW)."""
+        if replica_id == self.local_broker_id or replica_id not in self.replicas:
+            raise NotLeaderOrFollower(f"fetch for {self.tp} from broker {replica_id}, which is not a follower replica")
+        if fetch_offset > self.log.log_end_offset:
+            raise OffsetOutOfRange(
+                f"follower {replica_id} fetched {self.tp} at {fetch_offset}, above the leader's LEO {self.log.log_end_offset}"
             )
 
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now: int | None = None) -> bool:

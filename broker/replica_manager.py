@@ -1,10 +1,14 @@
 """All partition replicas of this broker (Kafka `ReplicaManager`).
 
 Controller side: `become_leader_or_follower` (LeaderAndIsr), `update_metadata`, `stop_replicas`,
-each fenced by controller epoch (older -> STALE_CONTROLLER_EPOCH for the whole request) and broker
-epoch (a request for an earlier registration of this broker -> STALE_BROKER_EPOCH); per partition
-a state whose leader epoch is not newer than the one held is ignored with STALE_CONTROLLER_EPOCH,
-as Kafka's becomeLeaderOrFollower does.
+each fenced by controller epoch (older -> STALE_CONTROLLER_EPOCH for the whole request) and, in the
+versions that carry it (LeaderAndIsr v2+, UpdateMetadata v5+, StopReplica v1+), the broker epoch:
+anything but this broker's current epoch (the czxid of its /brokers/ids registration) is
+STALE_BROKER_EPOCH, so a request forged from a client without the epoch changes nothing, not even
+the controller epoch this broker remembers. Per partition, a state whose leader epoch is not newer
+than the one held is ignored with STALE_CONTROLLER_EPOCH, as Kafka's becomeLeaderOrFollower does,
+and a topic name that breaks Kafka's rule is INVALID_TOPIC_EXCEPTION (nothing is created or
+deleted for it).
 
 Client side: `append_records` (Produce, acks 0/1/-1 with waiting for the HW), `fetch` (consumers up
 to the HW with min_bytes/max_wait long polling; followers to the LEO), `list_offsets`.
@@ -45,6 +49,7 @@ from broker.metadata_cache import MetadataCache, partition_states
 from broker.partition import Partition
 from broker.replica_fetcher import ReplicaFetcher
 from protocol.errors import ErrorCode
+from protocol.topic_names import is_valid_topic_name
 from protocol.types import ZERO_UUID
 from storage.log import LogAppendInfo
 from storage.log_manager import LogManager
@@ -128,12 +133,13 @@ class ReplicaManager:
         self.watchers.notify(tp)
 
     # ---- controller requests -------------------------------------------------------------------
-    def _check_controller(self, body) -> None:
+    def _check_controller(self, body, carries_broker_epoch: bool) -> None:
+        """Fence a controller request: raises StaleControllerEpoch / StaleBrokerEpoch, then
+        remembers its controller epoch. A broker not yet registered (epoch -1) checks no broker epoch."""
+        if carries_broker_epoch and self.broker_epoch != -1 and body.broker_epoch != self.broker_epoch:
+            raise StaleBrokerEpoch(f"broker epoch {body.broker_epoch} is not this broker's {self.broker_epoch}")
         if body.controller_epoch < self.controller_epoch:
             raise StaleControllerEpoch(f"controller epoch {body.controller_epoch} < {self.controller_epoch}")
-        broker_epoch = body.get("broker_epoch", -1)
-        if broker_epoch != -1 and self.broker_epoch != -1 and broker_epoch < self.broker_epoch:
-            raise StaleBrokerEpoch(f"broker epoch {broker_epoch} < {self.broker_epoch}")
         self.controller_epoch = body.controller_epoch
 
     def become_leader_or_follower(
@@ -142,7 +148,7 @@ class ReplicaManager:
         """LeaderAndIsr v0-7 -> response body for that version. `on_leadership_change(leaders,
         followers)` gets the partitions whose new state was applied, by role."""
         try:
-            self._check_controller(body)
+            self._check_controller(body, carries_broker_epoch=version >= 2)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             log.warning("rejected LeaderAndIsr: %s", e)
             return self._leader_and_isr_response(version, error_code_for(e), [])
@@ -157,6 +163,9 @@ class ReplicaManager:
         return self._leader_and_isr_response(version, ErrorCode.NONE, results)
 
     def _apply_partition_state(self, tp: TopicPartition, state, leaders: dict[int, tuple[str, int]]) -> ErrorCode:
+        if not is_valid_topic_name(tp[0]) or tp[1] < 0:
+            log.error("refusing LeaderAndIsr for partition %r: not a legal topic partition", tp)
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
         if self.broker_id not in state["replicas"]:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         partition = self.partitions.get(tp)
@@ -217,10 +226,11 @@ class ReplicaManager:
             "topics": [{"topic_id": tid, "partition_errors": errs} for (_, tid), errs in topics.items()],
         }
 
-    def update_metadata(self, body) -> dict:
-        """UpdateMetadata v0-8 -> response body."""
+    def update_metadata(self, body, version: int) -> dict:
+        """UpdateMetadata v0-8 -> response body. Partition states of topics whose names break
+        Kafka's rule are left out of the metadata cache (and logged)."""
         try:
-            self._check_controller(body)
+            self._check_controller(body, carries_broker_epoch=version >= 5)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             log.warning("rejected UpdateMetadata: %s", e)
             return {"error_code": error_code_for(e)}
@@ -233,7 +243,7 @@ class ReplicaManager:
         """StopReplica v0-4: stop hosting the partitions, deleting their logs when asked.
         `on_stopped` gets the partitions that were hosted here and are not any more."""
         try:
-            self._check_controller(body)
+            self._check_controller(body, carries_broker_epoch=version >= 1)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             return {"error_code": error_code_for(e), "partition_errors": []}
         requests = []  # (topic, partition, delete, leader epoch)
@@ -257,6 +267,9 @@ class ReplicaManager:
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     def _stop_replica(self, tp: TopicPartition, delete: bool, leader_epoch: int) -> ErrorCode:
+        if not is_valid_topic_name(tp[0]):
+            log.error("refusing StopReplica for partition %r: not a legal topic name", tp)
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
         partition = self.partitions.get(tp)
         # -1: no epoch given; -2: the sentinel a controller sends while deleting a topic.
         if partition is not None and leader_epoch >= 0 and leader_epoch < partition.leader_epoch:
@@ -295,6 +308,8 @@ class ReplicaManager:
         failed = {"base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1}
         if acks not in (-1, 0, 1):
             return {**failed, "error_code": ErrorCode.INVALID_REQUIRED_ACKS}
+        if not is_valid_topic_name(tp[0]):
+            return {**failed, "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "error_message": "illegal topic name"}
         try:
             partition = self.get_partition(*tp)
             if records is None:
@@ -446,6 +461,7 @@ class ReplicaManager:
             partition = self.get_partition(topic, p.partition)
             if follower:
                 partition.require_leader(p.current_leader_epoch)
+                partition.check_follower_fetch(replica_id, p.fetch_offset)
             if record_fetch:
                 if partition.update_follower_fetch(replica_id, p.fetch_offset):
                     self._changed(partition.tp)

@@ -485,12 +485,16 @@ class KafkaController:
             log.info("controller: rebalancing leadership of %d partitions to their preferred replicas", len(todo))
             await self._preferred_election(todo)
 
-    async def _controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[ErrorCode, list[TopicPartition]]:
+    async def _controlled_shutdown(
+        self, broker_id: int, broker_epoch: int | None
+    ) -> tuple[ErrorCode, list[TopicPartition]]:
         """Move leadership away from a broker that is shutting down and take it out of the ISRs;
-        returns the partitions it still leads (those with no other ISR member)."""
+        returns the partitions it still leads (those with no other ISR member). A request (v2+)
+        whose broker epoch is not that broker's registration czxid is STALE_BROKER_EPOCH and moves
+        nothing."""
         if broker_id not in self.ctx.live_brokers:
             return ErrorCode.BROKER_NOT_AVAILABLE, []
-        if broker_epoch != -1 and broker_epoch < self.ctx.broker_epochs.get(broker_id, -1):
+        if broker_epoch is not None and broker_epoch != self.ctx.broker_epochs.get(broker_id):
             return ErrorCode.STALE_BROKER_EPOCH, []
         self.ctx.shutting_down.add(broker_id)
         live = self.ctx.live_ids

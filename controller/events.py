@@ -107,10 +107,11 @@ class DeleteTopics(ControllerEvent):
 
 @dataclass(frozen=True)
 class ControlledShutdown(ControllerEvent):
-    """ControlledShutdown (key 7): replies with (error code, partitions the broker still leads)."""
+    """ControlledShutdown (key 7): replies with (error code, partitions the broker still leads).
+    `broker_epoch` is None for v0-1, which do not carry it."""
 
     broker_id: int
-    broker_epoch: int
+    broker_epoch: int | None
     reply: Reply = field(compare=False)
 
 

@@ -6,17 +6,14 @@ id). The controller's watch on /brokers/topics then creates the partitions.
 
 from __future__ import annotations
 
-import re
 import uuid
 
 from controller.assignment import InvalidReplicationFactor, assign_replicas
 from protocol.errors import ErrorCode
+from protocol.topic_names import InvalidTopic, validate_topic_name
 from storage.config import validate_topic_config
 from zk import znodes
 from zk.client import NodeExistsError, ZkClient
-
-LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_NAME_LENGTH = 249
 
 
 class TopicError(Exception):
@@ -26,11 +23,11 @@ class TopicError(Exception):
 
 
 def validate_name(name: str) -> None:
-    if not name or name in (".", "..") or len(name) > MAX_NAME_LENGTH or not LEGAL_TOPIC.match(name):
-        raise TopicError(
-            ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"topic name {name!r} is illegal: it must be 1-249 of [a-zA-Z0-9._-], not '.' or '..'",
-        )
+    """Kafka's topic name rule (`protocol.topic_names`): INVALID_TOPIC_EXCEPTION."""
+    try:
+        validate_topic_name(name)
+    except InvalidTopic as e:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
 
 
 def validate_configs(configs: dict[str, str]) -> None:

@@ -33,6 +33,13 @@ class InvalidAppendOffset(StorageError):
     error_code = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
+class UnsafeLogPath(StorageError):
+    """A partition directory that would not be a direct child of its log dir (never created,
+    renamed or deleted)."""
+
+    error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
 class CorruptCheckpoint(StorageError):
     """A checkpoint file that does not parse (garbage, wrong version, wrong count)."""
 

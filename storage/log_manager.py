@@ -29,9 +29,10 @@ from pathlib import Path
 
 import trio
 
+from protocol.topic_names import validate_topic_name
 from storage import checkpoint
 from storage.config import LogConfig
-from storage.errors import CorruptCheckpoint, LogDirInUse
+from storage.errors import CorruptCheckpoint, LogDirInUse, UnsafeLogPath
 from storage.log import Log, fsync_fds
 from storage.log_loader import load_log
 
@@ -40,6 +41,17 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 TopicPartition = tuple[str, int]
+
+
+def partition_dir(log_dir: Path, tp: TopicPartition) -> Path:
+    """`<log_dir>/<topic>-<partition>`, Kafka's partition directory. Raises InvalidTopic for a topic
+    name that breaks Kafka's rule and UnsafeLogPath for a partition index below 0 or any path that
+    would not be a direct child of `log_dir` (belt and braces: a legal name never is)."""
+    validate_topic_name(tp[0])
+    path = log_dir / f"{tp[0]}-{tp[1]}"
+    if not isinstance(tp[1], int) or tp[1] < 0 or path.resolve().parent != log_dir.resolve():
+        raise UnsafeLogPath(f"refusing partition directory {path} for {tp!r}: it is not inside {log_dir}")
+    return path
 
 
 def parse_partition_dir(name: str) -> TopicPartition | None:
@@ -155,22 +167,30 @@ class LogManager:
         return self.logs.get(tp)
 
     def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
-        """The log of `tp`, created in the log dir holding the fewest partitions if new."""
+        """The log of `tp`, created in the log dir holding the fewest partitions if new. Raises
+        InvalidTopic / UnsafeLogPath (`partition_dir`) and creates nothing for a bad name."""
         if tp in self.logs:
             return self.logs[tp]
         counts = {d: 0 for d in self.log_dirs}
         for d in self._dir_of.values():
             counts[d] += 1
         d = min(self.log_dirs, key=lambda x: counts[x])
-        lg = Log.create(d / f"{tp[0]}-{tp[1]}", config or self.topic_config(tp[0]))
+        lg = Log.create(partition_dir(d, tp), config or self.topic_config(tp[0]))
         self.logs[tp], self._dir_of[tp] = lg, d
         return lg
 
     def delete_log(self, tp: TopicPartition) -> None:
-        lg = self.logs.pop(tp, None)
-        self._dir_of.pop(tp, None)
-        if lg is not None:
-            lg.delete()
+        """Close and remove the log of `tp` with its directory; a directory that is not the
+        partition's own inside its log dir is refused (logged, UnsafeLogPath) and kept."""
+        lg = self.logs.get(tp)
+        if lg is None:
+            return
+        expected = partition_dir(self._dir_of[tp], tp)
+        if lg.dir.resolve() != expected.resolve():
+            log.error("refusing to delete %s: %s-%d lives in %s", lg.dir, *tp, expected)
+            raise UnsafeLogPath(f"refusing to delete {lg.dir}: not the partition directory {expected}")
+        del self.logs[tp], self._dir_of[tp]
+        lg.delete()
 
     # ---- checkpoints ---------------------------------------------------------------------------
     def _per_dir(self, value: Callable[[TopicPartition, Log], int]) -> dict[Path, dict[TopicPartition, int]]:

@@ -1,11 +1,26 @@
-"""The tests play the controller (until the controller issue lands): they send LeaderAndIsr and
-UpdateMetadata over the wire, as a Kafka ZooKeeper-mode controller does, using our client."""
+"""The tests play the controller: they send LeaderAndIsr and UpdateMetadata over the wire, as a
+Kafka ZooKeeper-mode controller does, using our client, with each broker's current broker epoch
+(the czxid of its /brokers/ids registration, read from ZooKeeper as a controller does)."""
 
 from __future__ import annotations
 
 import uuid
 
+import trio
+from kazoo.client import KazooClient
+
 from client.connection import Connection
+
+
+def _broker_epochs(brokers) -> dict[int, int]:
+    """{broker id: czxid of /brokers/ids/<id>} (blocking; run in a thread)."""
+    client = KazooClient(hosts=brokers[0].properties["zookeeper.connect"])
+    client.start(10)
+    try:
+        return {b.broker_id: client.get(f"/brokers/ids/{b.broker_id}")[1].czxid for b in brokers}
+    finally:
+        client.stop()
+        client.close()
 
 
 def _states(assignment, leader_epoch, controller_epoch, isr=None):
@@ -55,6 +70,7 @@ async def assign(
         for b in brokers
     ]
     controller_id = brokers[0].broker_id if controller_id is None else controller_id
+    epochs = await trio.to_thread.run_sync(_broker_epochs, brokers)
     responses = {}
     for broker in brokers:
         async with Connection.open(broker.host, broker.port) as conn:
@@ -73,7 +89,7 @@ async def assign(
                     {
                         "controller_id": controller_id,
                         "controller_epoch": controller_epoch,
-                        "broker_epoch": -1,
+                        "broker_epoch": epochs[broker.broker_id],
                         "topic_states": mine,
                         "live_leaders": [
                             {"broker_id": b.broker_id, "host_name": b.host, "port": b.port} for b in brokers
@@ -85,7 +101,7 @@ async def assign(
                 {
                     "controller_id": controller_id,
                     "controller_epoch": controller_epoch,
-                    "broker_epoch": -1,
+                    "broker_epoch": epochs[broker.broker_id],
                     "topic_states": [
                         {"topic_name": t, "topic_id": topic_ids[t], "partition_states": ss} for t, ss in states
                     ],

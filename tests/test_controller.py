@@ -222,7 +222,7 @@ async def test_zombie_controller_cannot_act(three, zk):
             {
                 "controller_id": old,
                 "controller_epoch": epoch,
-                "broker_epoch": -1,
+                "broker_epoch": zk.get(f"/brokers/ids/{new}")[1].czxid,
                 "topic_states": [],
                 "live_brokers": [],
             },

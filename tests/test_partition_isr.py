@@ -4,10 +4,11 @@ failed write leaves. Pure: a real log in a temp dir, no sockets."""
 
 import pytest
 
-from broker.errors import NotEnoughReplicas
+from broker.errors import NotEnoughReplicas, NotLeaderOrFollower
 from broker.partition import CommittedIsr, Partition, PendingExpandIsr, PendingShrinkIsr
 from protocol import record_batch as rb
 from storage.config import LogConfig
+from storage.errors import OffsetOutOfRange
 from storage.log import Log
 
 
@@ -84,3 +85,12 @@ def test_follower_appends_take_the_leaders_hw_and_log_start(tmp_path):
     follower.truncate_fully_and_start_at(40)
     assert (follower.log_end_offset, follower.high_watermark) == (40, 40)
     follower.log.close()
+
+
+def test_follower_fetches_are_believed_only_from_replicas_at_offsets_the_leader_has(leader):
+    for stranger in (7, 1):  # not a replica; the leader itself
+        with pytest.raises(NotLeaderOrFollower):
+            leader.check_follower_fetch(stranger, 0)
+    with pytest.raises(OffsetOutOfRange):
+        leader.check_follower_fetch(2, leader.log_end_offset + 1)
+    leader.check_follower_fetch(2, leader.log_end_offset)

@@ -2,7 +2,8 @@
 ZooKeeper mode does): CreateTopics (key 19) v2-7, DeleteTopics (key 20) v1-6,
 ControlledShutdown (key 7) v0-3, ElectLeaders (key 43) v0-2 (preferred elections only: an unclean
 one answers INVALID_REQUEST per partition; `topic_partitions` null means every partition). With
-`delete.topic.enable=false` DeleteTopics answers TOPIC_DELETION_DISABLED, as Kafka does."""
+`delete.topic.enable=false` DeleteTopics answers TOPIC_DELETION_DISABLED, as Kafka does.
+ControlledShutdown v2+ must carry the broker's current epoch (STALE_BROKER_EPOCH otherwise)."""
 
 from broker.server import Handler
 from controller import events
@@ -51,7 +52,9 @@ async def controlled_shutdown(ctx, request):
     if _not_controller(ctx):
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
     code, remaining = await ctx.controller.request(
-        lambda reply: events.ControlledShutdown(body.broker_id, body.broker_epoch, reply)
+        lambda reply: events.ControlledShutdown(
+            body.broker_id, body.broker_epoch if request.api_version >= 2 else None, reply
+        )
     )
     return {"error_code": code, "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining]}
 

@@ -1,7 +1,9 @@
 """The controller-to-broker requests (Kafka ZooKeeper mode):
 LeaderAndIsr (key 4) v0-7, StopReplica (key 5) v0-4, UpdateMetadata (key 6) v0-8.
-Each is fenced by controller epoch and broker epoch in the replica manager. Partitions that change
-role are reported to the context's leadership listeners (the coordinators), as Kafka's
+Each is fenced by controller epoch and broker epoch in the replica manager. A request carrying a
+broker epoch above the one this broker knows makes it re-read its own registration first (the
+controller can see a new registration before the broker has read back its czxid). Partitions that
+change role are reported to the context's leadership listeners (the coordinators), as Kafka's
 `onLeadershipChange` does.
 """
 
@@ -13,12 +15,30 @@ from broker.partition import Partition
 from broker.server import Handler
 from protocol.api import Request
 from protocol.api_keys import ApiKey
+from protocol.topic_names import is_valid_topic_name
 from zk import znodes
 
 TopicPartition = tuple[str, int]
 
 
+#: the first version of each request that carries the broker epoch (KIP-380)
+BROKER_EPOCH_FROM = {ApiKey.LEADER_AND_ISR: 2, ApiKey.UPDATE_METADATA: 5, ApiKey.STOP_REPLICA: 1}
+
+
+async def _refresh_broker_epoch(ctx: BrokerContext, request: Request) -> None:
+    """Re-read this broker's registration when a request names a newer broker epoch than it knows."""
+    rm = ctx.replica_manager
+    if ctx.zk is None or request.api_version < BROKER_EPOCH_FROM[ApiKey(request.api_key)]:
+        return
+    if request.body.broker_epoch <= rm.broker_epoch:
+        return
+    found = await ctx.zk.get_or_none(znodes.broker_path(ctx.broker_id))
+    if found is not None and found[1].ephemeral_owner == ctx.zk.session_id:
+        rm.broker_epoch = found[1].czxid
+
+
 async def leader_and_isr(ctx: BrokerContext, request: Request) -> dict:
+    await _refresh_broker_epoch(ctx, request)
     await _load_topic_configs(ctx, {p["topic_name"] for p in partition_states(request.body)})
 
     def on_leadership_change(leaders: list[Partition], followers: list[Partition]) -> None:
@@ -37,12 +57,14 @@ async def _load_topic_configs(ctx: BrokerContext, topics: set[str]) -> None:
     if ctx.zk is None:
         return
     for topic in topics:
-        if topic not in ctx.topic_configs:
+        if is_valid_topic_name(topic) and topic not in ctx.topic_configs:
             found = await ctx.zk.get_or_none(f"{znodes.CONFIG_TOPICS}/{topic}")
             ctx.topic_configs.set(topic, znodes.decode_topic_config(found[0]) if found else {})
 
 
 async def stop_replica(ctx: BrokerContext, request: Request) -> dict:
+    await _refresh_broker_epoch(ctx, request)
+
     def on_stopped(stopped: list[TopicPartition]) -> None:
         for listener in ctx.leadership_listeners:
             for tp in stopped:
@@ -52,7 +74,8 @@ async def stop_replica(ctx: BrokerContext, request: Request) -> dict:
 
 
 async def update_metadata(ctx: BrokerContext, request: Request) -> dict:
-    return ctx.replica_manager.update_metadata(request.body)
+    await _refresh_broker_epoch(ctx, request)
+    return ctx.replica_manager.update_metadata(request.body, request.api_version)
 
 
 HANDLERS: dict[int, Handler] = {

@@ -3,10 +3,12 @@ leader, leader epoch, replicas, ISR and offline replicas, all from the metadata 
 controller last sent in UpdateMetadata). `topics` null asks for every topic; a topic may be named
 or, from v10, given by id. An unknown topic is created when `auto.create.topics.enable` and the
 request allow it (answering LEADER_NOT_AVAILABLE until its leaders exist), else it answers
-UNKNOWN_TOPIC_OR_PARTITION."""
+UNKNOWN_TOPIC_OR_PARTITION. A name that breaks Kafka's topic rule answers INVALID_TOPIC_EXCEPTION
+and is never created."""
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.topic_names import is_valid_topic_name
 
 API_KEY = ApiKey.METADATA
 
@@ -48,6 +50,9 @@ async def handle(ctx, request):
     for name in names:
         if not isinstance(name, str):  # an unknown topic id
             topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": name, "partitions": []})
+            continue
+        if not is_valid_topic_name(name):
+            topics.append({"error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": []})
             continue
         topic = cache.topic_metadata(name)
         if topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and auto_create:

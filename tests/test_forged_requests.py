@@ -1,0 +1,191 @@
+"""What a plain client may not do to a broker by forging the controller's or a follower's requests
+(issue 15 part 1), judged against real brokers: a topic name that is a path touches nothing outside
+the log dirs, controller requests without this broker's epoch change nothing, a follower Fetch is
+believed only from an assigned replica at an offset the leader has, and a ControlledShutdown for
+another broker's registration moves no leadership."""
+
+import signal
+
+import pytest
+import trio
+from replication_helpers import controller_of, create_topic, produce, wait_until_all_brokers_known
+
+from client.connection import Connection
+from protocol import record_batch as rb
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+pytestmark = pytest.mark.slow
+
+
+def czxid(zk, broker_id):
+    return zk.get(f"/brokers/ids/{broker_id}")[1].czxid
+
+
+def leader_and_isr_body(topic, broker, broker_epoch, *, controller_epoch=1, leader_epoch=0):
+    return {
+        "controller_id": broker.broker_id,
+        "controller_epoch": controller_epoch,
+        "broker_epoch": broker_epoch,
+        "topic_states": [
+            {
+                "topic_name": topic,
+                "partition_states": [
+                    {
+                        "partition_index": 0,
+                        "controller_epoch": controller_epoch,
+                        "leader": broker.broker_id,
+                        "leader_epoch": leader_epoch,
+                        "isr": [broker.broker_id],
+                        "replicas": [broker.broker_id],
+                        "partition_epoch": 0,
+                    }
+                ],
+            }
+        ],
+        "live_leaders": [{"broker_id": broker.broker_id, "host_name": broker.host, "port": broker.port}],
+    }
+
+
+def stop_replica_body(topic, broker_epoch, *, controller_epoch=1):
+    return {
+        "controller_id": 1,
+        "controller_epoch": controller_epoch,
+        "broker_epoch": broker_epoch,
+        "topic_states": [
+            {
+                "topic_name": topic,
+                "partition_states": [{"partition_index": 0, "leader_epoch": -1, "delete_partition": True}],
+            }
+        ],
+    }
+
+
+def partition_codes(response):
+    return [p.error_code for t in response.topics for p in t.partition_errors]
+
+
+def fetch_body(topic, replica_id, offset):
+    return {
+        "replica_id": replica_id,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "topics": [
+            {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]}
+        ],
+    }
+
+
+async def wait_for_leaders(broker, topic, partitions, brokers) -> dict[int, int]:
+    """{partition: leader id} once every partition of `topic` has a live leader in `broker`'s Metadata."""
+    with trio.fail_after(20):
+        while True:
+            async with Connection.open(broker.host, broker.port) as conn:
+                md = await conn.request(ApiKey.METADATA, {"topics": [{"name": topic}]})
+            leaders = {p.partition_index: p.leader_id for p in md.topics[0].partitions}
+            if len(leaders) == partitions and all(v in brokers for v in leaders.values()):
+                return leaders
+            await trio.sleep(0.1)
+
+
+async def test_a_topic_name_that_is_a_path_touches_nothing_outside_the_log_dirs(start_broker, zk, tmp_path):
+    broker = start_broker(1)
+    await wait_until_all_brokers_known({1: broker})
+    precious = tmp_path / "precious"
+    (tmp_path / "precious-0").mkdir()
+    (tmp_path / "precious-0" / "keep.txt").write_text("mine")
+    epoch = czxid(zk, 1)  # even with the right broker epoch
+    names = [str(precious), "../../precious", "..", "a/b", "x" * 250, ""]
+    async with Connection.open(broker.host, broker.port) as conn:
+        for name in names:
+            r = await conn.request(ApiKey.LEADER_AND_ISR, leader_and_isr_body(name, broker, epoch, leader_epoch=5))
+            assert partition_codes(r) == [ErrorCode.INVALID_TOPIC_EXCEPTION], name
+            r = await conn.request(ApiKey.STOP_REPLICA, stop_replica_body(name, epoch))
+            assert [p.error_code for p in r.partition_errors] == [ErrorCode.INVALID_TOPIC_EXCEPTION], name
+        md = await conn.request(ApiKey.METADATA, {"topics": [{"name": "a/b"}], "allow_auto_topic_creation": True})
+        assert md.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        produced = await conn.request(
+            ApiKey.PRODUCE,
+            {
+                "acks": 1,
+                "timeout_ms": 1000,
+                "topic_data": [
+                    {"name": "../x", "partition_data": [{"index": 0, "records": rb.build_batch([(None, b"v")])}]}
+                ],
+            },
+        )
+        assert produced.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert sorted(p.name for p in (tmp_path / "precious-0").iterdir()) == ["keep.txt"]
+    assert not list(tmp_path.glob("*precious*/*.log")) and not (broker.directory / "logs" / "..-0").exists()
+    assert "not a legal topic" in broker.log_tail(50000)
+
+
+async def test_controller_requests_without_this_brokers_epoch_change_nothing(start_broker, zk):
+    broker = start_broker(1)
+    await create_topic({1: broker}, zk, "real", partitions=1, rf=1)
+    assert (await produce(broker, "real", b"kept", acks=-1)).error_code == ErrorCode.NONE
+    wrong = [-1, czxid(zk, 1) - 1, czxid(zk, 1) + 1000]
+    async with Connection.open(broker.host, broker.port) as conn:
+        for epoch in wrong:
+            r = await conn.request(ApiKey.STOP_REPLICA, stop_replica_body("real", epoch, controller_epoch=2**31 - 1))
+            assert r.error_code == ErrorCode.STALE_BROKER_EPOCH
+            r = await conn.request(
+                ApiKey.LEADER_AND_ISR,
+                leader_and_isr_body("real", broker, epoch, controller_epoch=2**31 - 1, leader_epoch=99),
+            )
+            assert r.error_code == ErrorCode.STALE_BROKER_EPOCH
+            r = await conn.request(
+                ApiKey.UPDATE_METADATA,
+                {
+                    "controller_id": 1,
+                    "controller_epoch": 2**31 - 1,
+                    "broker_epoch": epoch,
+                    "topic_states": [],
+                    "live_brokers": [],
+                },
+            )
+            assert r.error_code == ErrorCode.STALE_BROKER_EPOCH
+        f = await conn.request(ApiKey.FETCH, fetch_body("real", -1, 0))
+    assert [r.value for r in rb.decode_records(f.responses[0].partitions[0].records)] == [b"kept"]
+    # the real controller (epoch 1) is still obeyed: its next topic gets leaders
+    await create_topic({1: broker}, zk, "after", partitions=1, rf=1)
+    assert (await produce(broker, "after", b"v", acks=-1)).error_code == ErrorCode.NONE
+
+
+async def test_a_follower_fetch_is_believed_only_from_a_replica_at_an_offset_the_leader_has(start_broker, zk):
+    brokers = {i: start_broker(i) for i in (1, 2)}
+    await create_topic(brokers, zk, "t", partitions=1, rf=2, configs={"min.insync.replicas": "1"})
+    leaders = await wait_for_leaders(brokers[1], "t", 1, brokers)
+    leader_id = leaders[0]
+    assert (await produce(brokers[leader_id], "t", b"first", acks=-1)).error_code == ErrorCode.NONE
+    follower_id = 3 - leader_id
+    leader, follower = brokers[leader_id], brokers[follower_id]
+    follower.process.send_signal(signal.SIGSTOP)
+    try:
+        for i in range(5):
+            assert (await produce(leader, "t", b"unreplicated %d" % i, acks=1)).error_code == ErrorCode.NONE
+        async with Connection.open(leader.host, leader.port) as conn:
+            before = (await conn.request(ApiKey.FETCH, fetch_body("t", -1, 0))).responses[0].partitions[0]
+            forged = await conn.request(ApiKey.FETCH, fetch_body("t", follower_id, before.high_watermark + 1000))
+            assert forged.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+            stranger = await conn.request(ApiKey.FETCH, fetch_body("t", 7, 0))
+            assert stranger.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            after = (await conn.request(ApiKey.FETCH, fetch_body("t", -1, 0))).responses[0].partitions[0]
+        assert after.high_watermark == before.high_watermark < 7  # the forged offsets moved nothing
+    finally:
+        follower.process.send_signal(signal.SIGCONT)
+
+
+async def test_a_forged_controlled_shutdown_moves_no_leadership(start_broker, zk):
+    brokers = {i: start_broker(i) for i in (1, 2)}
+    await create_topic(brokers, zk, "t", partitions=4, rf=2)
+    leaders = await wait_for_leaders(brokers[1], "t", 4, brokers)
+    victim = leaders[0]
+    controller = brokers[controller_of(zk)]
+    async with Connection.open(controller.host, controller.port) as conn:
+        for epoch in (-1, czxid(zk, victim) + 1):
+            r = await conn.request(ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": victim, "broker_epoch": epoch}, version=3)
+            assert r.error_code == ErrorCode.STALE_BROKER_EPOCH
+        md = await conn.request(ApiKey.METADATA, {"topics": [{"name": "t"}]})
+    assert {p.partition_index: p.leader_id for p in md.topics[0].partitions} == leaders
