@@ -96,6 +96,7 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "broker.id": (_int_at_least(0), None),
     "listeners": (_listeners, "PLAINTEXT://:9092"),
     "advertised.listeners": (_listeners, ""),
+    "control.plane.listener.name": (lambda v: v.strip().upper(), ""),
     "zookeeper.connect": (_zk_connect, None),
     "zookeeper.session.timeout.ms": (_int_at_least(1), 18000),
     "zookeeper.connection.timeout.ms": (_int_at_least(1), 18000),
@@ -187,6 +188,17 @@ class BrokerConfig:
         return self.values["advertised.listeners"] or self.listeners
 
     @property
+    def control_plane_listener_name(self) -> str | None:
+        """`control.plane.listener.name`: the listener reserved for the controller's requests
+        (LeaderAndIsr, StopReplica, UpdateMetadata are refused on the others), or None."""
+        return self.values["control.plane.listener.name"] or None
+
+    @property
+    def inter_broker_listener(self) -> Listener:
+        """The listener clients and followers use: the first that is not the control plane's."""
+        return next(lst for lst in self.listeners if lst.name != self.control_plane_listener_name)
+
+    @property
     def log_dirs(self) -> list[Path]:
         return [Path(d) for d in (self.values["log.dirs"] or self.values["log.dir"])]
 
@@ -205,6 +217,8 @@ class BrokerConfig:
             default_replication_factor=self["default.replication.factor"],
             auto_leader_rebalance_enable=self["auto.leader.rebalance.enable"],
             leader_imbalance_check_interval_seconds=self["leader.imbalance.check.interval.seconds"],
+            control_plane_listener_name=self.control_plane_listener_name,
+            inter_broker_listener_name=self.inter_broker_listener.name,
         )
 
     def topic_configs(self) -> TopicConfigs:
@@ -256,6 +270,13 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
             raise ConfigError(f"{key} is required")
         else:
             values[key] = parse(default) if isinstance(default, str) and default and parse is not str else default
+    control_plane = values["control.plane.listener.name"]
+    if control_plane:
+        names = [lst.name for lst in values["listeners"]]
+        if control_plane not in names:
+            raise ConfigError(f"control.plane.listener.name {control_plane} is not one of the listeners {names}")
+        if len(names) < 2:
+            raise ConfigError("control.plane.listener.name needs another listener for clients and replication")
     if values["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
         raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
     config = BrokerConfig(values, dict(props))

@@ -60,7 +60,7 @@ class Broker:
             checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
             retention_check_interval_ms=config["log.retention.check.interval.ms"],
         )
-        self.metadata_cache = MetadataCache(listener=config.listeners[0].name)
+        self.metadata_cache = MetadataCache(listener=config.inter_broker_listener.name)
         self.replica_manager = ReplicaManager(
             config, self.log_manager, self.metadata_cache, self.topic_configs, self.zk
         )
@@ -219,7 +219,9 @@ class Broker:
                         reg = await self.zk.get_or_none(znodes.broker_path(controller_id))
                         if reg is None:
                             raise ConnectionClosed("no controller")
-                        _, host, port = znodes.BrokerRegistration.decode(controller_id, reg[0]).endpoints[0]
+                        host, port = znodes.BrokerRegistration.decode(controller_id, reg[0]).endpoint_for(
+                            self.config.inter_broker_listener.name
+                        )
                         async with Connection.open(host, port) as conn:
                             response = await conn.request(ApiKey.CONTROLLED_SHUTDOWN, body, timeout_s=10)
                         code, remaining = response.error_code, response.remaining_partitions

@@ -151,7 +151,7 @@ class ReplicaManager:
             self._check_controller(body, carries_broker_epoch=version >= 2)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             log.warning("rejected LeaderAndIsr: %s", e)
-            return self._leader_and_isr_response(version, error_code_for(e), [])
+            return self.leader_and_isr_response(version, error_code_for(e), [])
         leaders = {lead.broker_id: (lead.host_name, lead.port) for lead in body.live_leaders}
         results = []
         for state in partition_states(body):
@@ -160,7 +160,7 @@ class ReplicaManager:
         if on_leadership_change is not None:
             changed = [self.partitions[tp] for tp, _, code in results if code == ErrorCode.NONE]
             on_leadership_change([p for p in changed if p.is_leader], [p for p in changed if not p.is_leader])
-        return self._leader_and_isr_response(version, ErrorCode.NONE, results)
+        return self.leader_and_isr_response(version, ErrorCode.NONE, results)
 
     def _apply_partition_state(self, tp: TopicPartition, state, leaders: dict[int, tuple[str, int]]) -> ErrorCode:
         if not is_valid_topic_name(tp[0]) or tp[1] < 0:
@@ -210,7 +210,9 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     @staticmethod
-    def _leader_and_isr_response(version: int, error: ErrorCode, results: list) -> dict:
+    def leader_and_isr_response(version: int, error: ErrorCode, results: list) -> dict:
+        """A LeaderAndIsr response body of `version`: the top-level `error` and (topic partition,
+        topic id, error code) per partition, grouped by topic from v5."""
         if version < 5:
             return {
                 "error_code": error,

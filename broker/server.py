@@ -78,8 +78,9 @@ class KafkaServer:
                         port = sockets[0].socket.getsockname()[1]
                         self.bound.append((listener, port))
                         log.info("listening on %s://%s:%d", listener.name, listener.host or "0.0.0.0", port)
+                        serve = functools.partial(self._serve, listener.name)
                         accept.start_soon(
-                            functools.partial(trio.serve_listeners, self._serve, sockets, handler_nursery=connections)
+                            functools.partial(trio.serve_listeners, serve, sockets, handler_nursery=connections)
                         )
                     task_status.started(list(self.bound))
 
@@ -95,7 +96,7 @@ class KafkaServer:
         if self._connections is not None:
             self._connections.cancel_scope.cancel()
 
-    async def _serve(self, stream: trio.SocketStream) -> None:
+    async def _serve(self, listener: str, stream: trio.SocketStream) -> None:
         self.active_connections += 1
         peer = _peer(stream)
         try:
@@ -104,12 +105,17 @@ class KafkaServer:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._write_responses, stream, slots_out, peer, nursery.cancel_scope)
                     async with slots_in:
-                        await self._read_requests(stream, slots_in, nursery, peer)
+                        await self._read_requests(stream, slots_in, nursery, peer, listener)
         finally:
             self.active_connections -= 1
 
     async def _read_requests(
-        self, stream: trio.SocketStream, slots: trio.MemorySendChannel, nursery: trio.Nursery, peer: str
+        self,
+        stream: trio.SocketStream,
+        slots: trio.MemorySendChannel,
+        nursery: trio.Nursery,
+        peer: str,
+        listener: str,
     ) -> None:
         """Read frames and start each request once the previous one has released (its ordered
         work is done); stop at EOF, an idle timeout, an oversize frame, a request that closes the
@@ -141,7 +147,7 @@ class KafkaServer:
             for frame in frames:
                 slot = _Slot()
                 await slots.send(slot)  # waits while MAX_PIPELINED are in progress
-                nursery.start_soon(self._handle, frame, peer, slot)
+                nursery.start_soon(self._handle, frame, peer, listener, slot)
                 await slot.released.wait()
                 if slot.response is _CLOSE:
                     return
@@ -163,14 +169,14 @@ class KafkaServer:
             log.debug("connection %s ended: %s", peer, e)
         connection.cancel()
 
-    async def _handle(self, frame: bytes | bytearray, peer: str, slot: _Slot) -> None:
+    async def _handle(self, frame: bytes | bytearray, peer: str, listener: str, slot: _Slot) -> None:
         try:
-            slot.response = await self._respond(frame, peer, slot.release)
+            slot.response = await self._respond(frame, peer, listener, slot.release)
         finally:
             slot.release()
             slot.done.set()
 
-    async def _respond(self, frame: bytes | bytearray, peer: str, release: Callable[[], None]):
+    async def _respond(self, frame: bytes | bytearray, peer: str, listener: str, release: Callable[[], None]):
         try:
             request = decode_request(frame)
         except UnsupportedVersion as e:
@@ -191,6 +197,7 @@ class KafkaServer:
             log.warning("closing %s: API %d is not served (ApiVersions does not advertise it)", peer, request.api_key)
             return _CLOSE
         request.release = release
+        request.listener = listener
         try:
             body = await handler(self.context, request)
             if body is None:

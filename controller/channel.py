@@ -151,10 +151,15 @@ class RequestBatch:
         broker_epochs: dict[int, int],
         topic_ids: dict,
         on_response: Callable | None = None,
+        inter_broker_listener: str | None = None,
     ) -> None:
         """Send everything collected, then clear the batch. LeaderAndIsr goes first (so replicas
-        know their role before Metadata points clients at them)."""
-        leaders = [{"broker_id": b, "host_name": r.endpoints[0][1], "port": r.endpoints[0][2]} for b, r in live.items()]
+        know their role before Metadata points clients at them); its live leaders are given by
+        their `inter_broker_listener` endpoints (the followers fetch there)."""
+        leaders = []
+        for b, r in live.items():
+            host, port = r.endpoint_for(inter_broker_listener)
+            leaders.append({"broker_id": b, "host_name": host, "port": port})
         for broker, states in self.leader_and_isr.items():
             if broker not in live:
                 continue

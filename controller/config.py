@@ -13,3 +13,13 @@ class ControllerConfig:
     default_replication_factor: int = 1  # default.replication.factor (CreateTopics with -1)
     auto_leader_rebalance_enable: bool = True  # auto.leader.rebalance.enable
     leader_imbalance_check_interval_seconds: int = 300  # leader.imbalance.check.interval.seconds
+    #: control.plane.listener.name: the brokers' listener the controller sends its requests to
+    #: (None: the inter-broker listener)
+    control_plane_listener_name: str | None = None
+    #: the listener brokers replicate over (the first listener that is not the control plane's)
+    inter_broker_listener_name: str | None = None
+
+    @property
+    def controller_listener(self) -> str | None:
+        """The listener whose endpoint the controller's request channels connect to."""
+        return self.control_plane_listener_name or self.inter_broker_listener_name

@@ -263,7 +263,7 @@ class KafkaController:
         for topic in await self.zk.get_children(znodes.TOPICS):
             await self._load_topic(topic)
         for broker_id, reg in self.ctx.live_brokers.items():
-            self._active_channels().add_broker(broker_id, reg.endpoints[0][1], reg.endpoints[0][2])
+            self._active_channels().add_broker(broker_id, *reg.endpoint_for(self.config.controller_listener))
 
     async def _load_broker(self, broker_id: int) -> bool:
         found = await self.zk.get_or_none(znodes.broker_path(broker_id))
@@ -297,7 +297,12 @@ class KafkaController:
     def _send_batch(self) -> None:
         if self.channels is not None:
             self.batch.send(
-                self.channels, self.ctx.epoch, self.ctx.live_brokers, self.ctx.broker_epochs, self.ctx.topic_ids
+                self.channels,
+                self.ctx.epoch,
+                self.ctx.live_brokers,
+                self.ctx.broker_epochs,
+                self.ctx.topic_ids,
+                inter_broker_listener=self.config.inter_broker_listener_name,
             )
 
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
@@ -362,7 +367,7 @@ class KafkaController:
         for b in new:
             if await self._load_broker(b):
                 reg = self.ctx.live_brokers[b]
-                self._active_channels().add_broker(b, reg.endpoints[0][1], reg.endpoints[0][2])
+                self._active_channels().add_broker(b, *reg.endpoint_for(self.config.controller_listener))
         live = self.ctx.live_ids
         log.info("controller: brokers %s started (live %s)", sorted(new & live), sorted(live))
         for tp in self.ctx.all_partitions():

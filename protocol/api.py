@@ -102,6 +102,7 @@ class Request:
     header: FieldDict
     body: FieldDict
     release: Callable[[], None] = _no_op
+    listener: str = ""  # the name of the listener it arrived on (set by the server)
 
     @property
     def api_key(self) -> int:

@@ -189,3 +189,31 @@ async def test_a_forged_controlled_shutdown_moves_no_leadership(start_broker, zk
             assert r.error_code == ErrorCode.STALE_BROKER_EPOCH
         md = await conn.request(ApiKey.METADATA, {"topics": [{"name": "t"}]})
     assert {p.partition_index: p.leader_id for p in md.topics[0].partitions} == leaders
+
+
+async def test_with_a_control_plane_listener_controller_requests_are_refused_elsewhere(start_broker, zk):
+    listeners = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+        "control_plane_listener_name": "CONTROLLER",
+    }
+    brokers = {i: start_broker(i, **listeners) for i in (1, 2)}
+    await create_topic(brokers, zk, "t", partitions=2, rf=2)  # the controller reaches them on CONTROLLER
+    leaders = await wait_for_leaders(brokers[1], "t", 2, brokers)
+    # replication (acks=-1 over an RF-2 ISR) runs on the client listener
+    assert (await produce(brokers[leaders[0]], "t", b"replicated", acks=-1)).error_code == ErrorCode.NONE
+    broker = brokers[1]
+    epoch = czxid(zk, 1)  # even with the right broker epoch
+    async with Connection.open(broker.host, broker.port) as conn:  # the client listener
+        r = await conn.request(ApiKey.STOP_REPLICA, stop_replica_body("t", epoch, controller_epoch=2**31 - 1))
+        assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        r = await conn.request(ApiKey.LEADER_AND_ISR, leader_and_isr_body("t", broker, epoch, leader_epoch=99))
+        assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        r = await conn.request(
+            ApiKey.UPDATE_METADATA,
+            {"controller_id": 1, "controller_epoch": 1, "broker_epoch": epoch, "topic_states": [], "live_brokers": []},
+        )
+        assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        md = await conn.request(ApiKey.METADATA, {"topics": [{"name": "t"}]})
+    assert {(b.node_id, b.port) for b in md.brokers} == {(i, b.port) for i, b in brokers.items()}  # client ports only
+    assert len(md.topics[0].partitions) == 2 and all(p.leader_id in brokers for p in md.topics[0].partitions)
+    assert "CONTROLLER://127.0.0.1:" in broker.stdout_lines[-1]

@@ -75,6 +75,14 @@ class BrokerRegistration:
             body["rack"] = self.rack
         return _dumps(body)
 
+    def endpoint_for(self, listener: str | None) -> tuple[str, int]:
+        """(host, port) of the named listener; the first endpoint when `listener` is None or this
+        broker does not have it."""
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return host, port
+        return self.endpoints[0][1], self.endpoints[0][2]
+
     @classmethod
     def decode(cls, broker_id: int, data: bytes) -> BrokerRegistration:
         body = json.loads(data)

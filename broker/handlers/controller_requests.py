@@ -4,7 +4,9 @@ Each is fenced by controller epoch and broker epoch in the replica manager. A re
 broker epoch above the one this broker knows makes it re-read its own registration first (the
 controller can see a new registration before the broker has read back its czxid). Partitions that
 change role are reported to the context's leadership listeners (the coordinators), as Kafka's
-`onLeadershipChange` does.
+`onLeadershipChange` does. With `control.plane.listener.name` set, these requests are served only
+on that listener; elsewhere they answer CLUSTER_AUTHORIZATION_FAILED and change nothing (until
+authorization exists, the listener is what keeps plain clients from them).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 from broker.context import BrokerContext
 from broker.metadata_cache import partition_states
 from broker.partition import Partition
+from broker.replica_manager import ReplicaManager
 from broker.server import Handler
 from protocol.api import Request
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from protocol.topic_names import is_valid_topic_name
 from zk import znodes
 
@@ -37,7 +41,14 @@ async def _refresh_broker_epoch(ctx: BrokerContext, request: Request) -> None:
         rm.broker_epoch = found[1].czxid
 
 
+def _off_the_control_plane(ctx: BrokerContext, request: Request) -> bool:
+    control_plane = ctx.config.control_plane_listener_name
+    return control_plane is not None and request.listener != control_plane
+
+
 async def leader_and_isr(ctx: BrokerContext, request: Request) -> dict:
+    if _off_the_control_plane(ctx, request):
+        return ReplicaManager.leader_and_isr_response(request.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
     await _refresh_broker_epoch(ctx, request)
     await _load_topic_configs(ctx, {p["topic_name"] for p in partition_states(request.body)})
 
@@ -63,6 +74,8 @@ async def _load_topic_configs(ctx: BrokerContext, topics: set[str]) -> None:
 
 
 async def stop_replica(ctx: BrokerContext, request: Request) -> dict:
+    if _off_the_control_plane(ctx, request):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "partition_errors": []}
     await _refresh_broker_epoch(ctx, request)
 
     def on_stopped(stopped: list[TopicPartition]) -> None:
@@ -74,6 +87,8 @@ async def stop_replica(ctx: BrokerContext, request: Request) -> dict:
 
 
 async def update_metadata(ctx: BrokerContext, request: Request) -> dict:
+    if _off_the_control_plane(ctx, request):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
     await _refresh_broker_epoch(ctx, request)
     return ctx.replica_manager.update_metadata(request.body, request.api_version)
 
