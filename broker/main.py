@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import logging.handlers
 import os
 import signal
 import sys
+from pathlib import Path
 
 import trio
 
@@ -264,6 +266,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also read KAFKA_* environment variables (KAFKA_BROKER_ID -> broker.id), as in containers",
     )
+    parser.add_argument(
+        "--log-file", type=Path, help="write the log to this file, rotated by size (default: standard error)"
+    )
+    parser.add_argument(
+        "--log-file-max-bytes",
+        type=_positive,
+        default=100 * 1024 * 1024,
+        metavar="BYTES",
+        help="rotate the log file when it would grow past this size (default 100 MiB)",
+    )
+    parser.add_argument(
+        "--log-file-backups",
+        type=_positive,
+        default=10,
+        metavar="N",
+        help="rotated log files kept, FILE.1 (newest) to FILE.N (default 10)",
+    )
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def configure_logging(broker_id: int, log_file: Path | None, max_bytes: int, backups: int) -> None:
+    """The broker's log: INFO and above, to `log_file` rotated by size (the standard library's
+    RotatingFileHandler: at `max_bytes` the file becomes FILE.1 and `backups` of them are kept), or
+    to standard error without a file."""
+    handler: logging.Handler
+    if log_file is None:
+        handler = logging.StreamHandler(sys.stderr)
+    else:
+        handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=max_bytes, backupCount=backups)
+    handler.setFormatter(logging.Formatter(f"%(asctime)s %(levelname)s [broker {broker_id}] %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -273,12 +315,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"minikafka broker: configuration error: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format=f"%(asctime)s %(levelname)s [broker {config.broker_id}] %(name)s: %(message)s",
-    )
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    configure_logging(config.broker_id, args.log_file, args.log_file_max_bytes, args.log_file_backups)
     failure = None
     try:
         trio.run(Broker(config).run)

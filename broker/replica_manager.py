@@ -53,6 +53,7 @@ from protocol.topic_names import is_valid_topic_name
 from protocol.types import ZERO_UUID
 from storage.log import LogAppendInfo
 from storage.log_manager import LogManager
+from storage.scheduler import run_periodically
 from storage.topic_configs import TopicConfigs
 from zk import znodes
 from zk.client import ZkClient
@@ -482,7 +483,7 @@ class ReplicaManager:
                 entry["records"] = info.records
         except Exception as e:
             entry["error_code"] = error_code_for(e)
-            entry["records"] = None if entry["error_code"] != ErrorCode.OFFSET_OUT_OF_RANGE else b""
+            entry["records"] = b""  # Kafka's MemoryRecords.EMPTY: librdkafka cannot parse null records here
             if entry["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.exception("fetch from %s-%d failed", topic, p.partition)
         hosted = self.partitions.get((topic, p.partition))
@@ -538,18 +539,25 @@ class ReplicaManager:
         expansion) until cancelled."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._checkpoint_high_watermarks)
+            nursery.start_soon(
+                run_periodically,
+                "high watermark checkpoint",
+                self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000,
+                self._checkpoint_high_watermarks,
+            )
             if self.zk is not None:
-                nursery.start_soon(self._shrink_isr_periodically)
+                nursery.start_soon(
+                    run_periodically,
+                    "ISR shrink",
+                    self.config["replica.lag.time.max.ms"] / 2000,
+                    self._maybe_shrink_isrs,
+                )
                 nursery.start_soon(self._expand_isr_on_request)
             task_status.started()
 
     async def _checkpoint_high_watermarks(self) -> None:
-        interval = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000
-        while True:
-            await trio.sleep(interval)
-            snapshot = self.log_manager.high_watermark_snapshot(self.high_watermarks())
-            await trio.to_thread.run_sync(self.log_manager.write_checkpoints, snapshot)
+        snapshot = self.log_manager.high_watermark_snapshot(self.high_watermarks())
+        await trio.to_thread.run_sync(self.log_manager.write_checkpoints, snapshot)
 
     # ---- replica fetchers (follower side) -----------------------------------------------------
     def _start_fetching(self, partition: Partition, host: str, port: int) -> None:
@@ -569,21 +577,20 @@ class ReplicaManager:
             fetcher.remove(tp)
 
     # ---- ISR maintenance (leader side) --------------------------------------------------------
-    async def _shrink_isr_periodically(self) -> None:
+    async def _maybe_shrink_isrs(self) -> None:
+        """Kafka's isr-expiration task: every replica.lag.time.max.ms / 2."""
         max_lag = self.config["replica.lag.time.max.ms"]
-        while True:
-            await trio.sleep(max_lag / 2000)
-            for partition in [p for p in self.partitions.values() if p.can_change_isr]:
-                lagging = partition.out_of_sync_replicas(max_lag)
-                if lagging and partition.can_change_isr:
-                    log.info(
-                        "shrinking ISR of %s from %s: %s not caught up within %d ms",
-                        partition.tp,
-                        partition.isr,
-                        lagging,
-                        max_lag,
-                    )
-                    await self._write_isr(partition, partition.prepare_isr_shrink(lagging))
+        for partition in [p for p in self.partitions.values() if p.can_change_isr]:
+            lagging = partition.out_of_sync_replicas(max_lag)
+            if lagging and partition.can_change_isr:
+                log.info(
+                    "shrinking ISR of %s from %s: %s not caught up within %d ms",
+                    partition.tp,
+                    partition.isr,
+                    lagging,
+                    max_lag,
+                )
+                await self._write_isr(partition, partition.prepare_isr_shrink(lagging))
 
     async def _expand_isr_on_request(self) -> None:
         async for tp in self._expand_receive:

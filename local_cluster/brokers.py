@@ -2,7 +2,8 @@
 
 `BrokerProcess.start(...)` runs `python -m minikafka_cli.main broker` with a generated
 `server.properties` and waits for its readiness line, which carries the bound port (listeners may
-use port 0). Logs go to `<directory>/broker.log`.
+use port 0). Logs go to `<directory>/broker.log` (rotated by the broker) and standard error to
+`<directory>/broker.stderr.log`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+LOG = "broker.log"  # the broker's own log, rotated by size by the broker
+STDERR_LOG = "broker.stderr.log"  # what it writes to standard error (start-up failures, crashes)
 READY = re.compile(r"minikafka broker (\d+) started, listening on [A-Z_]+://([^:]+):(\d+)")
 
 
@@ -59,9 +62,10 @@ class BrokerProcess:
         session, stdout to `<directory>/stdout.log`), as `minikafka cluster up` needs."""
         config = self.directory / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
-        log_file = open(self.directory / "broker.log", "ab")
+        log_file = open(self.directory / STDERR_LOG, "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        command = [sys.executable, "-m", "minikafka_cli.main", "broker", "--config", str(config)]
+        command = [sys.executable, "-m", "minikafka_cli.main", "broker", "--config", str(config),
+                   "--log-file", str(self.directory / LOG)]
         if detached:
             stdout_path = self.directory / "stdout.log"
             stdout_path.write_text("")
@@ -127,8 +131,14 @@ class BrokerProcess:
         raise BrokerStartError(f"broker {self.broker_id} did not start in {timeout_s} s:\n{self.log_tail()}")
 
     def log_tail(self, chars: int = 3000) -> str:
-        path = self.directory / "broker.log"
-        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+        """The end of what the broker wrote to standard error (start-up failures, crashes) and
+        of its log (`broker.log`, rotated by the broker itself)."""
+        out = ""
+        for name in (STDERR_LOG, LOG):
+            path = self.directory / name
+            if path.exists():
+                out += path.read_text(errors="replace")[-chars:]
+        return out[-chars:]
 
     def stop(self, timeout_s: float = 30.0) -> int:
         """SIGTERM and wait; returns the exit status."""

@@ -35,6 +35,7 @@ from storage.config import LogConfig
 from storage.errors import CorruptCheckpoint, LogDirInUse, UnsafeLogPath
 from storage.log import Log, fsync_fds
 from storage.log_loader import load_log
+from storage.scheduler import run_periodically
 
 log = logging.getLogger(__name__)
 
@@ -270,20 +271,20 @@ class LogManager:
         """Run the periodic tasks (flush, checkpoints, retention) until cancelled; retention keeps
         what is at or above `high_watermark(tp)` (the replica manager's HW of each partition)."""
 
-        async def every(interval_ms: int, job) -> None:
-            while True:
-                await trio.sleep(interval_ms / 1000)
-                await job()
-
         async def write_checkpoints() -> None:
             await trio.to_thread.run_sync(self.write_checkpoints, self.checkpoint_snapshot())
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(every, self.flush_check_interval_ms, self.flush_dirty_logs)
-            nursery.start_soon(every, self.checkpoint_interval_ms, write_checkpoints)
             nursery.start_soon(
-                every,
-                self.retention_check_interval_ms,
+                run_periodically, "log flush", self.flush_check_interval_ms / 1000, self.flush_dirty_logs
+            )
+            nursery.start_soon(
+                run_periodically, "log checkpoints", self.checkpoint_interval_ms / 1000, write_checkpoints
+            )
+            nursery.start_soon(
+                run_periodically,
+                "log retention",
+                self.retention_check_interval_ms / 1000,
                 functools.partial(self.apply_retention, high_watermark=high_watermark),
             )
             task_status.started()

@@ -171,6 +171,7 @@ async def test_a_follower_fetch_is_believed_only_from_a_replica_at_an_offset_the
             assert forged.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
             stranger = await conn.request(ApiKey.FETCH, fetch_body("t", 7, 0))
             assert stranger.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            assert stranger.responses[0].partitions[0].records == b""  # empty, never null (librdkafka)
             after = (await conn.request(ApiKey.FETCH, fetch_body("t", -1, 0))).responses[0].partitions[0]
         assert after.high_watermark == before.high_watermark < 7  # the forged offsets moved nothing
     finally:
