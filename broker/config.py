@@ -81,6 +81,17 @@ def _zk_connect(value: str) -> str:
     return value.strip()
 
 
+def _ip_overrides(value: str) -> dict[str, int]:
+    """`max.connections.per.ip.overrides`: `host:count,host:count` (Kafka's format)."""
+    out = {}
+    for item in _list(value):
+        host, sep, count = item.rpartition(":")
+        if not sep or not host or not count.strip().isdigit():
+            raise ValueError(f"{item!r} is not host:count")
+        out[host.strip()] = int(count)
+    return out
+
+
 def _int_at_least(lo: int) -> Callable[[str], int]:
     def parse(value: str) -> int:
         n = int(value)
@@ -108,6 +119,9 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "message.max.bytes": (_int_at_least(0), 1048588),
     "socket.request.max.bytes": (_int_at_least(1), 104857600),
     "connections.max.idle.ms": (_int_at_least(1), 600000),
+    "max.connections": (_int_at_least(0), (1 << 31) - 1),
+    "max.connections.per.ip": (_int_at_least(0), (1 << 31) - 1),
+    "max.connections.per.ip.overrides": (_ip_overrides, ""),
     "replica.lag.time.max.ms": (_int_at_least(1), 30000),
     "replica.fetch.max.bytes": (_int_at_least(0), 1048576),
     "replica.fetch.wait.max.ms": (_int_at_least(0), 500),

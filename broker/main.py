@@ -16,6 +16,7 @@ import argparse
 import logging
 import logging.handlers
 import os
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -141,6 +142,9 @@ class Broker:
                 advertised_api_versions,
                 max_request_bytes=self.config["socket.request.max.bytes"],
                 idle_timeout_ms=self.config["connections.max.idle.ms"],
+                max_connections=self.config["max.connections"],
+                max_connections_per_ip=self.config["max.connections.per.ip"],
+                max_connections_per_ip_overrides=self.config["max.connections.per.ip.overrides"],
             )
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:
@@ -285,6 +289,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def raise_open_files_limit() -> None:
+    """Raise the soft limit on open files to the hard one, as Kafka's start scripts advise: every
+    connection and segment file is a descriptor."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            log.info("open files limit raised from %d to %d", soft, hard)
+        except (ValueError, OSError) as e:
+            log.warning("could not raise the open files limit from %d: %s", soft, e)
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -316,6 +332,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"minikafka broker: configuration error: {e}", file=sys.stderr)
         return 2
     configure_logging(config.broker_id, args.log_file, args.log_file_max_bytes, args.log_file_backups)
+    raise_open_files_limit()
     failure = None
     try:
         trio.run(Broker(config).run)

@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 #: Requests in progress per connection (started, not yet answered); Kafka allows one.
 MAX_PIPELINED = 16
+#: A connection whose computed responses not yet written to its socket exceed this many bytes is
+#: not read from until they are (Kafka mutes a connection while its response is being sent).
+MAX_UNSENT_RESPONSE_BYTES = 1 << 20
 
 Handler = Callable[[Any, Request], Awaitable[dict | None]]
 
@@ -52,7 +55,12 @@ class KafkaServer:
         *,
         max_request_bytes: int = 104857600,
         idle_timeout_ms: int = 600000,
+        max_connections: int = (1 << 31) - 1,
+        max_connections_per_ip: int = (1 << 31) - 1,
+        max_connections_per_ip_overrides: Mapping[str, int] | None = None,
     ):
+        """`max_connections` (broker-wide), `max_connections_per_ip` and its per-host overrides are
+        Kafka's `max.connections*` keys: a connection beyond them is closed at once (and logged)."""
         self.listeners = listeners
         self.handlers = handlers
         self.context = context
@@ -65,6 +73,10 @@ class KafkaServer:
         self._closing = False
         self._connections: trio.Nursery | None = None
         self.active_connections = 0
+        self.max_connections = max_connections
+        self.max_connections_per_ip = max_connections_per_ip
+        self.max_connections_per_ip_overrides = dict(max_connections_per_ip_overrides or {})
+        self._per_ip: dict[str, int] = {}
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Bind every listener and serve until cancelled. `task_status.started()` gets the
@@ -96,18 +108,38 @@ class KafkaServer:
         if self._connections is not None:
             self._connections.cancel_scope.cancel()
 
+    def _over_connection_limits(self, ip: str) -> str | None:
+        """Why a new connection from `ip` must be closed, or None."""
+        if self.active_connections >= self.max_connections:
+            return f"max.connections {self.max_connections} reached"
+        limit = self.max_connections_per_ip_overrides.get(ip, self.max_connections_per_ip)
+        if self._per_ip.get(ip, 0) >= limit:
+            return f"max.connections.per.ip {limit} reached for {ip}"
+        return None
+
     async def _serve(self, listener: str, stream: trio.SocketStream) -> None:
-        self.active_connections += 1
         peer = _peer(stream)
+        ip = peer.rsplit(":", 1)[0]
+        refused = self._over_connection_limits(ip)
+        if refused is not None:
+            log.warning("closing %s at once: %s", peer, refused)
+            await trio.aclose_forcefully(stream)
+            return
+        self.active_connections += 1
+        self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
+        backlog = _Backlog()
         try:
             async with stream:
                 slots_in, slots_out = trio.open_memory_channel(MAX_PIPELINED - 1)
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._write_responses, stream, slots_out, peer, nursery.cancel_scope)
+                    nursery.start_soon(self._write_responses, stream, slots_out, peer, nursery.cancel_scope, backlog)
                     async with slots_in:
-                        await self._read_requests(stream, slots_in, nursery, peer, listener)
+                        await self._read_requests(stream, slots_in, nursery, peer, listener, backlog)
         finally:
             self.active_connections -= 1
+            self._per_ip[ip] -= 1
+            if not self._per_ip[ip]:
+                del self._per_ip[ip]
 
     async def _read_requests(
         self,
@@ -116,12 +148,15 @@ class KafkaServer:
         nursery: trio.Nursery,
         peer: str,
         listener: str,
+        backlog: _Backlog,
     ) -> None:
         """Read frames and start each request once the previous one has released (its ordered
-        work is done); stop at EOF, an idle timeout, an oversize frame, a request that closes the
-        connection, or shutdown."""
+        work is done) and while the connection's unsent responses stay under
+        MAX_UNSENT_RESPONSE_BYTES; stop at EOF, an idle timeout, an oversize frame, a request that
+        closes the connection, or shutdown."""
         decoder = FrameDecoder(self.max_request_bytes)
         while not self._closing:
+            await backlog.wait_below(MAX_UNSENT_RESPONSE_BYTES)
             reading = trio.CancelScope(deadline=trio.current_time() + self.idle_timeout_s)
             self._reading.add(reading)
             try:
@@ -145,18 +180,25 @@ class KafkaServer:
                 log.warning("closing %s: %s (socket.request.max.bytes)", peer, e)
                 return
             for frame in frames:
+                await backlog.wait_below(MAX_UNSENT_RESPONSE_BYTES)
                 slot = _Slot()
                 await slots.send(slot)  # waits while MAX_PIPELINED are in progress
-                nursery.start_soon(self._handle, frame, peer, listener, slot)
+                nursery.start_soon(self._handle, frame, peer, listener, slot, backlog)
                 await slot.released.wait()
                 if slot.response is _CLOSE:
                     return
 
     async def _write_responses(
-        self, stream: trio.SocketStream, slots: trio.MemoryReceiveChannel, peer: str, connection: trio.CancelScope
+        self,
+        stream: trio.SocketStream,
+        slots: trio.MemoryReceiveChannel,
+        peer: str,
+        connection: trio.CancelScope,
+        backlog: _Backlog,
     ) -> None:
         """Send responses in request order; a request that closes the connection ends it after
-        the responses before it are sent."""
+        the responses before it are sent, and so does a response its client does not read within
+        connections.max.idle.ms."""
         try:
             async with slots:
                 async for slot in slots:
@@ -164,14 +206,21 @@ class KafkaServer:
                     if slot.response is _CLOSE:
                         break
                     if slot.response is not None:
-                        await _send_parts(stream, slot.response)
+                        with trio.move_on_after(self.idle_timeout_s) as sending:
+                            await _send_parts(stream, slot.response)
+                        if sending.cancelled_caught:
+                            log.info("closing %s: a response was not read for %.0f s", peer, self.idle_timeout_s)
+                            break
+                        backlog.remove(_size(slot.response))
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
             log.debug("connection %s ended: %s", peer, e)
         connection.cancel()
 
-    async def _handle(self, frame: bytes | bytearray, peer: str, listener: str, slot: _Slot) -> None:
+    async def _handle(self, frame: bytes | bytearray, peer: str, listener: str, slot: _Slot, backlog: _Backlog) -> None:
         try:
             slot.response = await self._respond(frame, peer, listener, slot.release)
+            if slot.response is not None and slot.response is not _CLOSE:
+                backlog.add(_size(slot.response))
         finally:
             slot.release()
             slot.done.set()
@@ -244,6 +293,32 @@ class _Slot:
 
 
 _CLOSE = object()
+
+
+def _size(parts: list) -> int:
+    return sum(len(p) for p in parts)
+
+
+class _Backlog:
+    """Bytes of a connection's responses computed but not yet written to its socket."""
+
+    __slots__ = ("unsent", "_drained")
+
+    def __init__(self) -> None:
+        self.unsent = 0
+        self._drained = trio.Event()
+
+    def add(self, n: int) -> None:
+        self.unsent += n
+
+    def remove(self, n: int) -> None:
+        self.unsent -= n
+        self._drained.set()
+
+    async def wait_below(self, limit: int) -> None:
+        while self.unsent > limit:
+            self._drained = trio.Event()
+            await self._drained.wait()
 
 
 def _peer(stream: trio.SocketStream) -> str:

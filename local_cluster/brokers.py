@@ -64,8 +64,16 @@ class BrokerProcess:
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
         log_file = open(self.directory / STDERR_LOG, "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        command = [sys.executable, "-m", "minikafka_cli.main", "broker", "--config", str(config),
-                   "--log-file", str(self.directory / LOG)]
+        command = [
+            sys.executable,
+            "-m",
+            "minikafka_cli.main",
+            "broker",
+            "--config",
+            str(config),
+            "--log-file",
+            str(self.directory / LOG),
+        ]
         if detached:
             stdout_path = self.directory / "stdout.log"
             stdout_path.write_text("")
