@@ -20,10 +20,13 @@ apt:
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# native/ (the compiled record validator, Rust + PyO3, built by maturin through pip) needs cargo:
+# rustup's toolchain lives in ~/.cargo/bin.
+$(STAMP): pyproject.toml native/pyproject.toml native/Cargo.toml native/src/lib.rs
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,spark,run,bench]'
+	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./native
 	touch $(STAMP)
 
 test: setup

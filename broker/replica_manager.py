@@ -322,7 +322,11 @@ class ReplicaManager:
             code = error_code_for(e)
             if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.exception("append to %s failed", tp)
-            return {**failed, "error_code": code, "error_message": str(e)[:200]}
+            record_errors = [  # KIP-467 (Produce v8+)
+                {"batch_index": index, "batch_index_error_message": message[:200]}
+                for index, message in getattr(e, "record_errors", ())
+            ]
+            return {**failed, "error_code": code, "error_message": str(e)[:200], "record_errors": record_errors}
         self._changed(tp)
         if acks == -1:
             waiting[tp] = info.last_offset + 1

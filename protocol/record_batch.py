@@ -24,7 +24,7 @@ varint key length (-1 = null) + key, varint value length + value, varint header 
 header varint key length + UTF-8 key, varint value length (-1 = null) + value. Varints are zig-zag.
 
 The broker's hot path uses only `iter_batches` (header fields without decoding records),
-`validate_batch` (CRC, and optionally the record framing: one length varint read per record) and `stamp_batch` / `set_log_append_time`
+`validate_batch` (CRC) and `stamp_batch` / `set_log_append_time`
 (rewrite base offset, partition leader epoch, max timestamp in place). Every failure raises a
 `CorruptRecordBatch` subclass.
 """
@@ -177,48 +177,12 @@ def compute_crc(buf, pos: int, header_size: int) -> int:
     return crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + header_size])
 
 
-def validate_batch(buf, pos: int, header: BatchHeader, *, check_records: bool = True) -> None:
-    """Check the CRC and, with check_records, the record framing (`check_record_framing`).
-    Raises CorruptRecordBatch (or UnsupportedCompression)."""
+def validate_batch(buf, pos: int, header: BatchHeader) -> None:
+    """Check the batch's CRC-32C; raises CorruptRecordBatch. (What a leader checks of a client's
+    records on top of that is `protocol.record_validation.validate_client_batch`.)"""
     actual = compute_crc(buf, pos, header.size)
     if actual != header.crc:
         raise CorruptRecordBatch(f"CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}")
-    if check_records:
-        check_record_framing(buf, pos, header)
-
-
-def check_record_framing(buf, pos: int, header: BatchHeader) -> None:
-    """What a leader checks of a client's records without decoding them (Kafka's LogValidator
-    for magic 2): last_offset_delta + 1 equals records_count, and the payload (decompressed when
-    the batch is compressed) is exactly records_count length-prefixed records, each non-empty.
-    One varint read per record, no per-field decoding: about 0.25 us a record. Raises
-    CorruptRecordBatch (or UnsupportedCompression)."""
-    count = header.records_count
-    if header.last_offset_delta + 1 != count:
-        raise CorruptRecordBatch(f"last_offset_delta {header.last_offset_delta} disagrees with records_count {count}")
-    payload: memoryview | bytes = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
-    if header.compression != NONE:
-        payload = decompress(header.compression, payload)
-    p, end, n = 0, len(payload), 0
-    while p < end:
-        b = payload[p]
-        if b < 0x80:  # 1-byte zig-zag varint
-            length = (b >> 1) ^ -(b & 1)
-            p += 1
-        elif p + 1 < end and payload[p + 1] < 0x80:  # 2-byte (records of 64..8191 bytes)
-            raw = (b & 0x7F) | (payload[p + 1] << 7)
-            length = (raw >> 1) ^ -(raw & 1)
-            p += 2
-        else:
-            length, p = read_varint(payload, p, end, 5)
-        if length <= 0:
-            raise CorruptRecordBatch(f"record length {length} in a batch")
-        p += length
-        n += 1
-    if p != end:
-        raise CorruptRecordBatch(f"record length overruns the batch by {p - end} bytes")
-    if n != count:
-        raise CorruptRecordBatch(f"header says {count} records, payload holds {n}")
 
 
 def stamp_batch(buf, pos: int, base_offset: int, partition_leader_epoch: int) -> None:

@@ -36,6 +36,7 @@ import crc32c
 
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch
+from protocol.record_validation import validate_client_batch
 from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
 from storage.config import LONG_MAX, LogConfig
 from storage.epoch_cache import LeaderEpochCache
@@ -151,7 +152,9 @@ class Log:
                 raise RecordTooLarge(
                     f"batch of {header.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
                 )
-            rb.validate_batch(view, position, header, check_records=validate_records)
+            rb.validate_batch(view, position, header)
+            if validate_records:
+                validate_client_batch(view, position, header)
             batches.append((position, header))
             count += header.records_count
         if not batches:
@@ -162,8 +165,10 @@ class Log:
         self, records, leader_epoch: int, *, validate_records: bool = True, now_ms: int | None = None
     ) -> LogAppendInfo:
         """Append batches as the leader: assign offsets from LEO, stamp `leader_epoch`, apply
-        LogAppendTime if configured. Raises CorruptRecordBatch (CRC, count, magic),
-        RecordTooLarge. `records` is not modified or copied."""
+        LogAppendTime if configured. Raises CorruptRecordBatch (CRC, count, magic), InvalidRecord
+        (a client batch Kafka's LogValidator refuses, `protocol.record_validation`; skipped with
+        `validate_records=False`), RecordTooLarge; nothing of a refused append is written.
+        `records` is not modified or copied."""
         parsed = self._parse(records, validate_records)
         duplicate = self._check_producers(parsed)
         if duplicate is not None:
@@ -402,7 +407,7 @@ class Log:
                         )
                 else:
                     check_contiguous(header, expected, segment.log_path, position + pos)
-                rb.validate_batch(data, pos, header, check_records=False)
+                rb.validate_batch(data, pos, header)
                 expected = header.next_offset
         except CorruptRecordBatch as e:
             raise StorageError(f"{segment.log_path} near position {position}: {e}") from None

@@ -195,7 +195,7 @@ class LogSegment:
                 check_contiguous(header, expected, self.log_path, position)
                 if not self.offset_index.can_append_offset(header.last_offset):
                     raise CorruptRecordBatch(f"{self.log_path}: offset {header.last_offset} overflows the index")
-                rb.validate_batch(self.pread(header.size, position), 0, header, check_records=False)
+                rb.validate_batch(self.pread(header.size, position), 0, header)
                 expected = header.next_offset
                 if header.max_timestamp > self._max_ts[0]:
                     self._max_ts = (header.max_timestamp, header.last_offset)

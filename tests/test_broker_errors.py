@@ -180,3 +180,21 @@ async def test_acks_all_waits_and_pipelined_requests_answer_in_order(start_broke
             async with Connection.open(broker.host, broker.port) as other:
                 await other.request(0, produce_body("t", 0, rb.build_batch([(None, b"late")])))
         assert rb.decode_records(got[0])[0].value == b"late"
+
+
+async def test_a_batch_with_a_damaged_record_is_refused_with_kafkas_record_errors(start_broker):
+    from test_record_validation import DAMAGE, batch, good
+
+    broker = start_broker(1)
+    await assign([broker], {"t": [[1]]})
+    async with Connection.open(broker.host, broker.port) as conn:
+        damaged = batch([good(0), DAMAGE["negative value length"][0](1), good(2)], rb.LZ4)
+        r = await conn.request(0, produce_body("t", 0, damaged))
+        part = r.responses[0].partition_responses[0]
+        assert part.error_code == ErrorCode.INVALID_RECORD
+        assert [(e.batch_index, e.batch_index_error_message) for e in part.record_errors] == [
+            (1, "invalid value length -5")
+        ]
+        f = await conn.request(1, fetch_body("t", 0, 0))
+        assert f.responses[0].partitions[0].high_watermark == 0  # nothing was appended
+    await still_serving(broker)

@@ -12,6 +12,7 @@ from capture_broker import API_VERSIONS, capture_broker
 from protocol import record_batch as rb
 from protocol.api import decode_request, peek_header
 from protocol.errors import UnsupportedVersion
+from protocol.record_validation import validate_client_batch
 
 pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
@@ -28,6 +29,7 @@ def assert_batches_hold(capture, messages=MESSAGES, codec="none"):
         for pos, header in rb.iter_batches(blob):
             assert rb.CODEC_NAMES[header.compression] == codec
             rb.validate_batch(blob, pos, header)
+            validate_client_batch(blob, pos, header)
             got += [(r.key, r.value) for r in rb.decode_records(blob, pos, header)]
     assert got == messages
 

@@ -10,6 +10,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch, UnsupportedCompression, UnsupportedMagic
+from protocol.record_validation import validate_client_batch
 
 CODECS = [rb.NONE, rb.GZIP, rb.SNAPPY, rb.LZ4, rb.ZSTD]
 RECORDS = [
@@ -121,14 +122,14 @@ def test_record_count_disagreeing_with_payload_is_corrupt():
         data = bytearray(rb.build_batch(RECORDS))
         struct.pack_into(">i", data, 57, count)
         with pytest.raises(CorruptRecordBatch, match="records"):
-            rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+            validate_client_batch(_recrc(data), 0, rb.read_header(data))
 
 
 def test_garbage_records_are_corrupt_not_crashes():
     data = bytearray(rb.build_batch(RECORDS))
     data[rb.HEADER_SIZE :] = b"\xff" * (len(data) - rb.HEADER_SIZE)
     with pytest.raises(CorruptRecordBatch):
-        rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+        validate_client_batch(_recrc(data), 0, rb.read_header(data))
 
 
 @pytest.mark.parametrize("magic", [0, 1, 3])
@@ -214,7 +215,7 @@ def test_control_and_transactional_bits():
     assert rb.decode_records(data)[0].key == b"\x00\x00\x00\x01"
 
 
-# ---- the leader's framing check (check_record_framing): one length varint per record ----------
+# ---- what a leader checks of a client batch (protocol.record_validation) -------------------------
 
 
 @settings(max_examples=60, deadline=None)
@@ -226,7 +227,7 @@ def test_control_and_transactional_bits():
 )
 def test_framing_check_accepts_every_well_formed_batch(records, codec):
     data = kafka_python_batch(codec, [(k, v, [], 1700000000000) for k, v in records])
-    rb.validate_batch(data, 0, rb.read_header(data))  # kafka-python built it: it must pass
+    validate_client_batch(data, 0, rb.read_header(data))  # kafka-python built it: it must pass
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -235,7 +236,7 @@ def test_framing_check_counts_records_inside_compressed_payloads(codec):
     struct.pack_into(">i", data, 23, 3)  # last_offset_delta 3 ...
     struct.pack_into(">i", data, 57, 4)  # ... and records_count 4: consistent, but 3 are there
     with pytest.raises(CorruptRecordBatch, match="holds 3"):
-        rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+        validate_client_batch(_recrc(data), 0, rb.read_header(data))
 
 
 @pytest.mark.parametrize("delta", [-1, +1])
@@ -243,7 +244,7 @@ def test_framing_check_refuses_a_record_length_off_by_one(delta):
     data = bytearray(rb.build_batch([(None, b"a" * 10), (None, b"b" * 10)]))
     data[rb.HEADER_SIZE] += 2 * delta  # zig-zag: the first record's length +-1
     with pytest.raises(CorruptRecordBatch):
-        rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+        validate_client_batch(_recrc(data), 0, rb.read_header(data))
 
 
 def test_framing_check_refuses_inconsistent_offset_range_and_count():
@@ -251,7 +252,7 @@ def test_framing_check_refuses_inconsistent_offset_range_and_count():
     data = bytearray(rb.build_batch(RECORDS))
     struct.pack_into(">i", data, 23, 5)
     with pytest.raises(CorruptRecordBatch, match="last_offset_delta"):
-        rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+        validate_client_batch(_recrc(data), 0, rb.read_header(data))
 
 
 def test_framing_check_refuses_zero_and_negative_record_lengths():
@@ -259,4 +260,4 @@ def test_framing_check_refuses_zero_and_negative_record_lengths():
         data = bytearray(rb.build_batch([(None, b"a")]))
         data[rb.HEADER_SIZE] = length_byte
         with pytest.raises(CorruptRecordBatch, match="record length"):
-            rb.validate_batch(_recrc(data), 0, rb.read_header(data))
+            validate_client_batch(_recrc(data), 0, rb.read_header(data))
