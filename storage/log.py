@@ -26,6 +26,7 @@ Not thread-safe: one owner at a time.
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import shutil
 import time
@@ -43,6 +44,8 @@ from storage.epoch_cache import LeaderEpochCache
 from storage.errors import InvalidAppendOffset, InvalidTimestamp, OffsetOutOfRange, RecordTooLarge, StorageError
 from storage.producer_state import ProducerStateManager
 from storage.segment import LogSegment, check_contiguous
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -331,6 +334,18 @@ class Log:
         self._bases.append(segment.base_offset)
 
     def _write(
+        self, buffers: list, parsed: _Batches, first_offset: int, last_offset: int, max_ts: int, max_ts_offset: int
+    ) -> None:
+        """Write an append to the active segment (rolling first when due). An I/O error (a full
+        disk, EMFILE, EIO) raises StorageError, answered KAFKA_STORAGE_ERROR as Kafka does; the
+        segment keeps only whole appends."""
+        try:
+            self._write_segment(buffers, parsed, first_offset, last_offset, max_ts, max_ts_offset)
+        except OSError as e:
+            log.error("%s: write of offsets %d-%d failed: %s", self.dir, first_offset, last_offset, e)
+            raise StorageError(f"{self.dir.name}: write failed: {e}") from e
+
+    def _write_segment(
         self, buffers: list, parsed: _Batches, first_offset: int, last_offset: int, max_ts: int, max_ts_offset: int
     ) -> None:
         if self.active_segment.should_roll(parsed.size, max_ts, last_offset) or (

@@ -3,7 +3,8 @@
 Outcomes, each logged and each tested:
 - `*.deleted`, `*.tmp` and orphan index files are removed;
 - after a clean shutdown, segment indexes are sanity-checked; a missing or corrupt one is rebuilt
-  from its `.log` (a lost index never loses data);
+  from its `.log` (a lost index never loses data); the active segment's tail (the batches after
+  its last index entry) is checked too, and recovered like an unclean shutdown's if damaged;
 - after an unclean shutdown, every segment from the one holding the recovery point onwards is
   recovered: each batch's size and CRC checked, the file cut at the first invalid batch, indexes
   rebuilt; segments after a cut are deleted (their data would not be contiguous); the recovered
@@ -89,6 +90,12 @@ def load_log(
             log.warning("%s; rebuilding the indexes of %s", e, segment.log_path)
             segment.recover()
 
+    if clean_shutdown and not segments[-1].tail_is_valid():
+        log.warning(
+            "%s: the active segment's tail is damaged although the shutdown was clean; recovering it",
+            segments[-1].log_path,
+        )
+        first_unflushed = len(segments) - 1
     recovered = segments[first_unflushed:]
     for i, segment in enumerate(recovered):
         truncated = segment.recover()

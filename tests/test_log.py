@@ -206,3 +206,26 @@ def test_read_reports_the_next_offset(log):
     assert info.next_offset == 6 and [o for o, _ in values(info.records)][-1] == 5
     assert log.read(15, 100).next_offset == 15
     assert log.read(0, 10**6, max_offset=7).next_offset == 6
+
+
+def test_a_full_disk_is_a_storage_error_and_the_log_keeps_only_whole_appends(log, monkeypatch):
+    import errno
+    import os
+
+    import storage.segment
+
+    log.append_as_leader(batch(2), leader_epoch=0)
+    size, leo = log.size, log.log_end_offset
+
+    def full(fd, buffers, position):
+        os.pwrite(fd, bytes(buffers[0])[:10], position)  # a torn write, then ENOSPC
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(storage.segment.os, "pwritev", full)
+    with pytest.raises(StorageError, match="No space left") as failed:
+        log.append_as_leader(batch(3), leader_epoch=0)
+    assert failed.value.error_code == 56  # KAFKA_STORAGE_ERROR
+    monkeypatch.undo()
+    assert (log.log_end_offset, read_all(log)[-1][0]) == (leo, leo - 1)
+    log.append_as_leader(batch(1), leader_epoch=0)  # space again: appends go on after the last whole one
+    assert log.log_end_offset == leo + 1 and log.size > size

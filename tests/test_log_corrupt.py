@@ -126,3 +126,26 @@ def test_garbage_recovery_checkpoint_means_full_recovery(tmp_path, caplog):
         again.shutdown()
 
     trio.run(scenario)
+
+
+def test_a_tail_cut_mid_batch_after_a_clean_shutdown_is_cut_at_start(tmp_path, caplog):
+    records, leo, _ = make_log(tmp_path / "t-0")
+    last = sorted((tmp_path / "t-0").glob("*.log"))[-1]
+    data = last.read_bytes()
+    last.write_bytes(data[:-40])  # the last batch loses its end
+    with caplog.at_level(logging.WARNING):
+        log = load_log(tmp_path / "t-0", CONFIG, clean_shutdown=True, recovery_point=leo)
+    assert "tail is damaged although the shutdown was clean" in caplog.text
+    assert read_all(log) == records[:-3] and log.log_end_offset == leo - 3
+    log.append_as_leader(batch(1), leader_epoch=9)  # and it takes appends again
+    assert log.log_end_offset == leo - 2
+
+
+def test_flipped_bytes_in_the_active_segments_tail_after_a_clean_shutdown_are_cut_at_start(tmp_path):
+    records, leo, _ = make_log(tmp_path / "t-0")
+    last = sorted((tmp_path / "t-0").glob("*.log"))[-1]
+    size = last.stat().st_size
+    for offset in range(16):  # 16 bytes inside the last batch's records
+        flip_byte(last, size - 30 + offset)
+    log = load_log(tmp_path / "t-0", CONFIG, clean_shutdown=True, recovery_point=leo)
+    assert read_all(log) == records[:-3]  # the damaged batch is gone; what was before it is served
