@@ -51,6 +51,7 @@ from broker.replica_fetcher import ReplicaFetcher
 from protocol.errors import ErrorCode
 from protocol.topic_names import is_valid_topic_name
 from protocol.types import ZERO_UUID
+from storage.errors import KafkaStorageError
 from storage.log import LogAppendInfo
 from storage.log_manager import LogManager
 from storage.scheduler import run_periodically
@@ -117,6 +118,8 @@ class ReplicaManager:
         self._nursery: trio.Nursery | None = None
         self._expand_send, self._expand_receive = trio.open_memory_channel(math.inf)
         self._expand_pending: set[TopicPartition] = set()
+        self.offline_partitions: set[TopicPartition] = set()  # their log dir failed (until restart)
+        self._log_dir_events_send, self._log_dir_events = trio.open_memory_channel(math.inf)
         self._isr_lock = trio.Lock()
 
     def min_insync_replicas(self, topic: str) -> int:
@@ -125,7 +128,11 @@ class ReplicaManager:
 
     # ---- lookups ---------------------------------------------------------------------------------
     def get_partition(self, topic: str, index: int) -> Partition:
+        """The hosted partition; raises KafkaStorageError for one whose log dir went offline and
+        UnknownTopicOrPartition for one not hosted here."""
         partition = self.partitions.get((topic, index))
+        if partition is None and (topic, index) in self.offline_partitions:
+            raise KafkaStorageError(f"{topic}-{index} is in an offline log dir on broker {self.broker_id}")
         if partition is None:
             raise UnknownTopicOrPartition(f"{topic}-{index} is not hosted on broker {self.broker_id}")
         return partition
@@ -169,6 +176,8 @@ class ReplicaManager:
             return ErrorCode.INVALID_TOPIC_EXCEPTION
         if self.broker_id not in state["replicas"]:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if tp in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         partition = self.partitions.get(tp)
         if partition is not None and state["leader_epoch"] <= partition.leader_epoch:
             log.info(
@@ -179,7 +188,11 @@ class ReplicaManager:
             )
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if partition is None:
-            topic_log = self.log_manager.get_or_create_log(tp)
+            try:
+                topic_log = self.log_manager.get_or_create_log(tp)
+            except KafkaStorageError as e:
+                log.error("cannot host %s: %s", tp, e)
+                return ErrorCode.KAFKA_STORAGE_ERROR
             topic_id = state.get("topic_id", ZERO_UUID)
             partition = Partition(
                 tp[0],
@@ -322,6 +335,8 @@ class ReplicaManager:
             code = error_code_for(e)
             if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.exception("append to %s failed", tp)
+            if isinstance(e, KafkaStorageError):
+                self.handle_log_dir_failure(e.log_dir)
             record_errors = [  # KIP-467 (Produce v8+)
                 {"batch_index": index, "batch_index_error_message": message[:200]}
                 for index, message in getattr(e, "record_errors", ())
@@ -487,6 +502,8 @@ class ReplicaManager:
                 entry["records"] = info.records
         except Exception as e:
             entry["error_code"] = error_code_for(e)
+            if isinstance(e, KafkaStorageError):
+                self.handle_log_dir_failure(e.log_dir)
             entry["records"] = b""  # Kafka's MemoryRecords.EMPTY: librdkafka cannot parse null records here
             if entry["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.exception("fetch from %s-%d failed", topic, p.partition)
@@ -495,6 +512,43 @@ class ReplicaManager:
             entry["high_watermark"] = entry["last_stable_offset"] = hosted.high_watermark
             entry["log_start_offset"] = hosted.log.log_start_offset
         return entry
+
+    # ---- log dir failures (Kafka's LogDirFailureChannel / handleLogDirFailure) ---------------------
+    def handle_log_dir_failure(self, log_dir) -> None:
+        """Take a failed log dir offline: its partitions stop being served (KAFKA_STORAGE_ERROR
+        to every request for them), their fetchers stop, and the controller is told through
+        /log_dir_event_notification so it moves their leadership to other in-sync replicas. The
+        dir stays offline until the broker restarts."""
+        if log_dir is None:
+            return
+        lost = self.log_manager.mark_offline(log_dir)
+        if not lost:
+            return
+        for tp in lost:
+            self.partitions.pop(tp, None)
+            self._stop_fetching(tp)
+            self.offline_partitions.add(tp)
+            self._changed(tp)
+        self._log_dir_events_send.send_nowait(log_dir)
+
+    async def _notify_log_dir_events(self) -> None:
+        """Write Kafka's log dir event for each failed dir: the controller sends this broker
+        LeaderAndIsr for all its replicas and learns the offline ones from the answers."""
+        assert self.zk is not None, "started only with ZooKeeper"
+        async for log_dir in self._log_dir_events:
+            while True:
+                try:
+                    await self.zk.create(
+                        f"{znodes.LOG_DIR_EVENT_NOTIFICATION}/log_dir_event_",
+                        znodes.encode_log_dir_event(self.broker_id),
+                        sequence=True,
+                        makepath=True,
+                    )
+                    log.info("told the controller that log dir %s failed", log_dir)
+                    break
+                except Exception as e:
+                    log.warning("log dir event for %s not written (%s); retrying", log_dir, e)
+                    await trio.sleep(1)
 
     # ---- list offsets --------------------------------------------------------------------------
     def list_offsets(self, body, version: int) -> list[dict]:
@@ -557,6 +611,7 @@ class ReplicaManager:
                     self._maybe_shrink_isrs,
                 )
                 nursery.start_soon(self._expand_isr_on_request)
+                nursery.start_soon(self._notify_log_dir_events)
             task_status.started()
 
     async def _checkpoint_high_watermarks(self) -> None:

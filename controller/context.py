@@ -24,6 +24,12 @@ class ControllerContext:
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     leadership: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
     partition_states: dict[TopicPartition, str] = field(default_factory=dict)
+    #: broker -> its replicas in a failed log dir (Kafka's OfflineReplica), until it re-registers
+    offline_replicas: dict[int, set[TopicPartition]] = field(default_factory=dict)
+
+    def offline_on(self, tp: TopicPartition) -> set[int]:
+        """The brokers whose replica of `tp` is offline (its log dir failed)."""
+        return {b for b, tps in self.offline_replicas.items() if tp in tps}
 
     @property
     def live_ids(self) -> set[int]:

@@ -74,6 +74,8 @@ class KafkaController:
             ev.TopicChange: lambda e: self._on_topic_change(list(e.children)),
             ev.TopicDeletion: lambda e: self.topic_deletion.on_notification(list(e.children)),
             ev.IsrChangeNotification: lambda e: self._on_isr_change(list(e.children)),
+            ev.LogDirEventNotification: lambda e: self._on_log_dir_events(list(e.children)),
+            ev.LeaderAndIsrResponseReceived: lambda e: self._on_leader_and_isr_response(e.broker_id, e.response),
             ev.ReplicaLeaderElection: lambda e: self._on_preferred_election_notification(e.partitions),
             ev.AutoPreferredReplicaLeaderElection: lambda e: self._auto_rebalance(),
             ev.CreateTopics: lambda e: self._create_topics(e.body),
@@ -201,6 +203,7 @@ class KafkaController:
             (znodes.TOPICS, ev.TopicChange),
             (znodes.DELETE_TOPICS, ev.TopicDeletion),
             (znodes.ISR_CHANGE_NOTIFICATION, ev.IsrChangeNotification),
+            (znodes.LOG_DIR_EVENT_NOTIFICATION, ev.LogDirEventNotification),
         ):
             self._watches.append(await self.zk.watch_children(path, functools.partial(self._post_children, event)))
         self._watches.append(
@@ -302,8 +305,15 @@ class KafkaController:
                 self.ctx.live_brokers,
                 self.ctx.broker_epochs,
                 self.ctx.topic_ids,
+                on_response=self._leader_and_isr_answered,
                 inter_broker_listener=self.config.inter_broker_listener_name,
             )
+
+    def _leader_and_isr_answered(self, broker_id: int, response: Any) -> None:
+        """A LeaderAndIsr answer (on the trio thread, from a channel's sender): looked at in the
+        event loop, where offline replicas are handled."""
+        if self.active:
+            self.post(ev.LeaderAndIsrResponseReceived(broker_id, response))
 
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
         """New/Offline partitions -> Online (`PartitionStateMachine.elect_leaders`), then send."""
@@ -343,6 +353,7 @@ class KafkaController:
         for b in dead:
             self.ctx.live_brokers.pop(b, None)
             self.ctx.broker_epochs.pop(b, None)
+            self.ctx.offline_replicas.pop(b, None)
             self.ctx.shutting_down.discard(b)
             self._active_channels().remove_broker(b)
         live = self.ctx.live_ids
@@ -365,6 +376,7 @@ class KafkaController:
 
     async def _on_broker_startup(self, new: set[int]) -> None:
         for b in new:
+            self.ctx.offline_replicas.pop(b, None)  # a restarted broker has its log dirs back
             if await self._load_broker(b):
                 reg = self.ctx.live_brokers[b]
                 self._active_channels().add_broker(b, *reg.endpoint_for(self.config.controller_listener))
@@ -440,6 +452,52 @@ class KafkaController:
                 refreshed.append(tp)
         if changed:
             self._update_metadata_everywhere(refreshed)
+
+    # ---- log dir failures (Kafka's LogDirEventNotification and OfflineReplica) ---------------------
+    async def _on_log_dir_events(self, children: list[str]) -> None:
+        """A broker's log dir failed: send it LeaderAndIsr for every replica it has; the
+        partitions it answers with KAFKA_STORAGE_ERROR are its offline replicas
+        (`_on_leader_and_isr_response`)."""
+        brokers = set()
+        for child in children:
+            path = f"{znodes.LOG_DIR_EVENT_NOTIFICATION}/{child}"
+            found = await self.zk.get_or_none(path)
+            if found is not None:
+                brokers.add(znodes.decode_log_dir_event(found[0]))
+                await self.zk.delete(path)
+        for broker in brokers & self.ctx.live_ids:
+            log.info("controller: a log dir of broker %d failed; asking for its offline replicas", broker)
+            for tp in self.ctx.partitions_on(broker):
+                state = self.ctx.leadership.get(tp)
+                if state is not None:
+                    self.batch.add_leader_and_isr([broker], tp, state, self.ctx.replicas(tp))
+        self._send_batch()
+
+    async def _on_leader_and_isr_response(self, broker_id: int, response: Any) -> None:
+        names = {tid: name for name, tid in self.ctx.topic_ids.items()}
+        offline = set()
+        for topic in response.get("topics", ()):
+            for p in topic.partition_errors:
+                if p.error_code == ErrorCode.KAFKA_STORAGE_ERROR and topic.topic_id in names:
+                    offline.add((names[topic.topic_id], p.partition_index))
+        for p in response.get("partition_errors", ()):
+            if p.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+                offline.add((p.topic_name, p.partition_index))
+        known = self.ctx.offline_replicas.setdefault(broker_id, set())
+        new = {tp for tp in offline - known if tp in self.ctx.leadership}
+        if not new or broker_id not in self.ctx.live_ids:
+            return
+        known.update(new)
+        log.warning("controller: broker %d has offline replicas %s; moving their leadership", broker_id, sorted(new))
+        led = [tp for tp in new if self.ctx.leadership[tp].leader == broker_id]
+        for tp in led:
+            set_state(self.ctx, tp, OFFLINE)
+        await self._elect_leaders(led)
+        followed = [tp for tp in new if tp not in led and broker_id in self.ctx.leadership[tp].isr]
+        await self.partition_state_machine.change_leaderships(
+            [(tp, _out_of_isr(broker_id, self.ctx.live_ids)) for tp in followed]
+        )
+        self._update_metadata_everywhere(sorted(new))
 
     async def _on_preferred_election_notification(self, partitions) -> None:
         """/admin/preferred_replica_election (written by admin tools): elect, then remove it."""

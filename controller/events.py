@@ -77,6 +77,22 @@ class IsrChangeNotification(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class LogDirEventNotification(ControllerEvent):
+    """/log_dir_event_notification children (a broker's log dir failed)."""
+
+    children: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResponseReceived(ControllerEvent):
+    """A broker's answer to a LeaderAndIsr: partitions answered KAFKA_STORAGE_ERROR are offline
+    replicas (their log dir failed), whose leadership moves."""
+
+    broker_id: int
+    response: Any
+
+
+@dataclass(frozen=True)
 class ReplicaLeaderElection(ControllerEvent):
     """/admin/preferred_replica_election: the partitions listed there, None when it is absent."""
 

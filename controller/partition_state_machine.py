@@ -195,12 +195,13 @@ class PartitionStateMachine:
         def chooser(tp: TopicPartition) -> Chooser:
             replicas = self.ctx.replicas(tp)
             unclean = self.topic_configs.unclean_leader_election_enable(tp[0])
+            usable = live - self.ctx.offline_on(tp)  # a replica in a failed log dir cannot lead
 
             def choose(current):
                 if current is None:  # a new partition: all live replicas start in sync
-                    live_replicas = [r for r in replicas if r in live]
+                    live_replicas = [r for r in replicas if r in usable]
                     return (live_replicas[0], live_replicas) if live_replicas else None
-                chosen = election.offline_partition_leader(replicas, list(current.isr), live, unclean)
+                chosen = election.offline_partition_leader(replicas, list(current.isr), usable, unclean)
                 if chosen is not None and chosen[0] not in current.isr:
                     log.warning(
                         "UNCLEAN leader election for %s-%d: broker %d leads without being in the ISR %s; "
@@ -217,6 +218,6 @@ class PartitionStateMachine:
         for tp in partitions:
             if done[tp]:
                 set_state(self.ctx, tp, ONLINE)
-            elif tp in self.ctx.leadership and self.ctx.leadership[tp].leader not in live:
+            elif tp in self.ctx.leadership and self.ctx.leadership[tp].leader not in live - self.ctx.offline_on(tp):
                 set_state(self.ctx, tp, OFFLINE)
                 log.warning("%s-%d has no live in-sync replica: offline", *tp)

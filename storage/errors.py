@@ -7,6 +7,15 @@ class StorageError(Exception):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
+class KafkaStorageError(StorageError):
+    """An I/O error or corrupt data in a log dir (Kafka's KafkaStorageException): the broker takes
+    that log dir offline (`log_dir`, when known) and the controller moves its leaderships."""
+
+    def __init__(self, message: str, log_dir=None):
+        super().__init__(message)
+        self.log_dir = log_dir
+
+
 class OffsetOutOfRange(StorageError):
     """A read at an offset below the log start offset or above the log end offset."""
 

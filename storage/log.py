@@ -41,7 +41,13 @@ from protocol.record_validation import validate_client_batch
 from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
 from storage.config import LONG_MAX, LogConfig
 from storage.epoch_cache import LeaderEpochCache
-from storage.errors import InvalidAppendOffset, InvalidTimestamp, OffsetOutOfRange, RecordTooLarge, StorageError
+from storage.errors import (
+    InvalidAppendOffset,
+    InvalidTimestamp,
+    KafkaStorageError,
+    OffsetOutOfRange,
+    RecordTooLarge,
+)
 from storage.producer_state import ProducerStateManager
 from storage.segment import LogSegment, check_contiguous
 
@@ -343,7 +349,7 @@ class Log:
             self._write_segment(buffers, parsed, first_offset, last_offset, max_ts, max_ts_offset)
         except OSError as e:
             log.error("%s: write of offsets %d-%d failed: %s", self.dir, first_offset, last_offset, e)
-            raise StorageError(f"{self.dir.name}: write failed: {e}") from e
+            raise KafkaStorageError(f"{self.dir.name}: write failed: {e}", self.dir.parent) from e
 
     def _write_segment(
         self, buffers: list, parsed: _Batches, first_offset: int, last_offset: int, max_ts: int, max_ts_offset: int
@@ -398,7 +404,7 @@ class Log:
                 try:
                     found = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)
                 except CorruptRecordBatch as e:
-                    raise StorageError(f"{segment.log_path}: {e}") from None
+                    raise KafkaStorageError(f"{segment.log_path}: {e}", self.dir.parent) from None
                 if found is not None:
                     data, next_offset = found[1], found[2]
                     if verify_crc:
@@ -425,7 +431,9 @@ class Log:
                 rb.validate_batch(data, pos, header)
                 expected = header.next_offset
         except CorruptRecordBatch as e:
-            raise StorageError(f"{segment.log_path} near position {position}: {e}") from None
+            raise KafkaStorageError(
+                f"{segment.log_path} near position {position}: {e}", segment.log_path.parent.parent
+            ) from None
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp`, or None."""

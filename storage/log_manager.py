@@ -32,7 +32,7 @@ import trio
 from protocol.topic_names import validate_topic_name
 from storage import checkpoint
 from storage.config import LogConfig
-from storage.errors import CorruptCheckpoint, LogDirInUse, UnsafeLogPath
+from storage.errors import CorruptCheckpoint, KafkaStorageError, LogDirInUse, UnsafeLogPath
 from storage.log import Log, fsync_fds
 from storage.log_loader import load_log
 from storage.scheduler import run_periodically
@@ -86,6 +86,7 @@ class LogManager:
         self._dir_of: dict[TopicPartition, Path] = {}
         self._locks: list[int] = []
         self.loaded_high_watermarks: dict[TopicPartition, int] = {}
+        self.offline_dirs: set[Path] = set()  # log dirs taken offline by an I/O error (until restart)
 
     # ---- startup and shutdown ----------------------------------------------------------------
     def startup(self) -> None:
@@ -153,6 +154,8 @@ class LogManager:
         for lg in self.logs.values():
             lg.close()
         for d in self.log_dirs:
+            if d in self.offline_dirs:  # not clean: the next start recovers what it can there
+                continue
             (d / CLEAN_SHUTDOWN_FILE).touch()
             checkpoint.fsync_dir(d)
         self.logs.clear()
@@ -172,13 +175,39 @@ class LogManager:
         InvalidTopic / UnsafeLogPath (`partition_dir`) and creates nothing for a bad name."""
         if tp in self.logs:
             return self.logs[tp]
-        counts = {d: 0 for d in self.log_dirs}
+        online = [d for d in self.log_dirs if d not in self.offline_dirs]
+        if not online:
+            raise KafkaStorageError(
+                f"no online log dir for {tp[0]}-{tp[1]}: {sorted(map(str, self.offline_dirs))} failed"
+            )
+        counts = {d: 0 for d in online}
         for d in self._dir_of.values():
-            counts[d] += 1
-        d = min(self.log_dirs, key=lambda x: counts[x])
+            if d in counts:
+                counts[d] += 1
+        d = min(online, key=lambda x: counts[x])
         lg = Log.create(partition_dir(d, tp), config or self.topic_config(tp[0]))
         self.logs[tp], self._dir_of[tp] = lg, d
         return lg
+
+    def mark_offline(self, log_dir: Path) -> list[TopicPartition]:
+        """Take `log_dir` offline (Kafka's LogDirFailureChannel): its logs are closed (as far as
+        the failing disk allows) and dropped, no new log goes there, and its checkpoints are no
+        longer written. Returns the partitions it held; none when it was offline already."""
+        failed = next((d for d in self.log_dirs if d.resolve() == Path(log_dir).resolve()), None)
+        if failed is None or failed in self.offline_dirs:
+            return []
+        self.offline_dirs.add(failed)
+        log_dir = failed
+        lost = [tp for tp, d in self._dir_of.items() if d == log_dir]
+        for tp in lost:
+            lg = self.logs.pop(tp)
+            del self._dir_of[tp]
+            try:
+                lg.close()
+            except OSError as e:
+                log.warning("closing %s-%d in the failed dir %s: %s", *tp, log_dir, e)
+        log.error("log dir %s is offline (%d partitions): %s", log_dir, len(lost), sorted(lost))
+        return lost
 
     def delete_log(self, tp: TopicPartition) -> None:
         """Close and remove the log of `tp` with its directory; a directory that is not the
@@ -195,7 +224,7 @@ class LogManager:
 
     # ---- checkpoints ---------------------------------------------------------------------------
     def _per_dir(self, value: Callable[[TopicPartition, Log], int]) -> dict[Path, dict[TopicPartition, int]]:
-        out: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        out: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs if d not in self.offline_dirs}
         for tp, lg in self.logs.items():
             out[self._dir_of[tp]][tp] = value(tp, lg)
         return out
@@ -229,6 +258,7 @@ class LogManager:
                 {tp: hw for tp, hw in high_watermarks.items() if self._dir_of.get(tp) == d},
             )
             for d in self.log_dirs
+            if d not in self.offline_dirs
         ]
 
     def write_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None:

@@ -3,7 +3,8 @@
 Paths: /brokers/ids/<id> (ephemeral broker registration), /brokers/topics/<topic> (assignment),
 /brokers/topics/<topic>/partitions/<p>/state (leader and ISR), /controller, /controller_epoch,
 /cluster/id, /config/topics/<topic>, /admin/delete_topics/<topic>,
-/isr_change_notification/isr_change_<seq>, /latest_producer_id_block.
+/isr_change_notification/isr_change_<seq>, /log_dir_event_notification/log_dir_event_<seq>,
+/latest_producer_id_block.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ CONFIG_TOPICS = "/config/topics"
 DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_FAILURE_EVENT = 1  # Kafka's LogDirEventNotificationHandler.LogDirFailureEvent
 PERSISTENT_PATHS = [
     "/brokers/ids",
     "/brokers/topics",
@@ -31,6 +34,7 @@ PERSISTENT_PATHS = [
     "/config/changes",
     "/admin/delete_topics",
     "/isr_change_notification",
+    "/log_dir_event_notification",
     "/latest_producer_id_block",
 ]
 
@@ -183,6 +187,16 @@ def decode_topic_config(data: bytes) -> dict[str, str]:
 def encode_partitions(partitions: list[tuple[str, int]]) -> bytes:
     """The body of isr_change notifications and /admin/preferred_replica_election."""
     return _dumps({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """/log_dir_event_notification/log_dir_event_<seq> (Kafka's LogDirEventNotificationZNode)."""
+    return _dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(data: bytes) -> int:
+    """The broker id of a log dir failure event."""
+    return int(json.loads(data)["broker"])
 
 
 def decode_partitions(data: bytes) -> list[tuple[str, int]]:
