@@ -24,7 +24,7 @@ from client.connection import Connection, ConnectionClosed
 from client.fetch_session import FINAL_EPOCH, FetchSessionHandler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, ProtocolError
-from storage.errors import StorageError
+from storage.errors import KafkaStorageError, StorageError
 
 if TYPE_CHECKING:
     from broker.partition import Partition
@@ -41,11 +41,12 @@ class FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, broker_id: int, leader_id: int, host: str, port: int, config, on_change):
+    def __init__(self, broker_id: int, leader_id: int, host: str, port: int, config, on_change, on_storage_error):
         self.broker_id, self.leader_id = broker_id, leader_id
         self.host, self.port = host, port
         self.config = config
         self.on_change = on_change  # called with a tp after its log or HW changed
+        self.on_storage_error = on_storage_error  # called with the log dir of a failed follower append
         self.partitions: dict[tuple[str, int], FetchState] = {}
         self._wakeup = trio.Event()
         self.scope = trio.CancelScope()
@@ -212,6 +213,10 @@ class ReplicaFetcher:
             return
         try:
             partition.append_records_as_follower(p.records, p.high_watermark, p.log_start_offset)
+        except KafkaStorageError as e:  # the log dir failed: it goes offline (and this partition with it)
+            log.error("follower append to %s-%d failed: %s", *partition.tp, e)
+            self.on_storage_error(e.log_dir)
+            return
         except (StorageError, ProtocolError) as e:
             log.warning("follower append to %s-%d failed (%s); truncating again before fetching", *partition.tp, e)
             state.truncated = False

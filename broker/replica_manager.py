@@ -625,7 +625,15 @@ class ReplicaManager:
             fetcher.scope.cancel()
             fetcher = None
         if fetcher is None:
-            fetcher = ReplicaFetcher(self.broker_id, partition.leader_id, host, port, self.config, self._changed)
+            fetcher = ReplicaFetcher(
+                self.broker_id,
+                partition.leader_id,
+                host,
+                port,
+                self.config,
+                self._changed,
+                self.handle_log_dir_failure,
+            )
             self.fetchers[partition.leader_id] = fetcher
             if self._nursery is not None:
                 self._nursery.start_soon(fetcher.run)

@@ -311,6 +311,58 @@ async def unclean(env: Env) -> str:
     return f"paused {lagging} out of the ISR, killed the others: unclean election"
 
 
+#: the broker whose log dir is a small tmpfs in the disk-full scenario, and its size
+DISK_FULL_BROKER, DISK_FULL_SIZE = 1, "64m"
+
+
+def tmpfs_works(directory: Path) -> bool:
+    """Whether a tmpfs can be mounted here (root, and mount allowed): what disk-full needs."""
+    import subprocess
+
+    probe = directory / "tmpfs-probe"
+    probe.mkdir(parents=True, exist_ok=True)
+    try:
+        if (
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(probe)], capture_output=True, timeout=10
+            ).returncode
+            != 0
+        ):
+            return False
+        subprocess.run(["umount", "-l", str(probe)], capture_output=True, timeout=10)
+        return True
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    finally:
+        probe.rmdir()
+
+
+def _fill(path: Path) -> int:
+    """Write `path` until the file system is full; returns the bytes written."""
+    written = 0
+    chunk = b"\0" * (1 << 20)
+    with open(path, "wb", buffering=0) as f:
+        while True:
+            try:
+                written += f.write(chunk)
+            except OSError:
+                return written
+
+
+async def disk_full(env: Env) -> str:
+    """Fill the log dir of one broker (a small tmpfs) while it leads: its appends fail, it takes
+    the dir offline, and the controller moves its leaderships; after the disk is freed and the
+    broker restarted, it catches up. Nothing acknowledged may be lost."""
+    victim = env.brokers[DISK_FULL_BROKER]
+    filler = victim.directory / "logs" / "filler"
+    written = await trio.to_thread.run_sync(_fill, filler)
+    await trio.sleep(env.rng.uniform(5, 7))
+    filler.unlink()
+    victim.kill()
+    await env.restart(DISK_FULL_BROKER)
+    return f"filled broker {DISK_FULL_BROKER}'s log dir ({written >> 20} MiB of filler), freed it, restarted the broker"
+
+
 SCENARIOS = {
     "kill-leader": (kill_leader, {}),
     "kill-controller": (kill_controller, {}),
@@ -321,6 +373,7 @@ SCENARIOS = {
     "kill-two-brokers": (kill_two, {}),
     "partition-broker": (partition, {}),
     "unclean-election": (unclean, {"unclean.leader.election.enable": "true"}),
+    "disk-full": (disk_full, {}),
 }
 
 
@@ -359,6 +412,13 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
     directory.mkdir(parents=True)
     zk = ZooKeeperProcess.start(directory / "zk")
     brokers = {}
+    mounted = None
+    if name == "disk-full":  # broker 1's log dir is a small tmpfs the nemesis fills
+        import subprocess
+
+        mounted = directory / f"b{DISK_FULL_BROKER}" / "logs"
+        mounted.mkdir(parents=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_FULL_SIZE}", "tmpfs", str(mounted)], check=True)
     for i in (1, 2, 3):
         brokers[i] = BrokerProcess.create(
             i,
@@ -439,6 +499,10 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
         for b in env.brokers.values():
             b.kill()
         env.zk.kill()
+        if mounted is not None:
+            import subprocess
+
+            subprocess.run(["umount", "-l", str(mounted)], capture_output=True)
 
 
 def format_row(name: str, report: Report, what: str) -> str:
@@ -465,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only or list(SCENARIOS):
         if name == "partition-broker" and not iptables_works():
             print(f"{name:20} skipped: iptables does not work on this machine (needs root and CAP_NET_ADMIN)")
+            continue
+        if name == "disk-full" and not tmpfs_works(root):
+            print(f"{name:20} skipped: a tmpfs cannot be mounted on this machine (needs root)")
             continue
         report, what = trio.run(run_scenario, name, seed, root)
         print(format_row(name, report, what), flush=True)

@@ -8,7 +8,7 @@ import random
 import pytest
 import trio
 
-from chaos.runner import SCENARIOS, iptables_works, run_scenario
+from chaos.runner import SCENARIOS, iptables_works, run_scenario, tmpfs_works
 
 pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
@@ -19,6 +19,8 @@ SEED = int(os.environ.get("CHAOS_SEED", random.randrange(1 << 30)))
 def test_scenario(name, tmp_path):
     if name == "partition-broker" and not iptables_works():
         pytest.skip("iptables does not work here (needs root and CAP_NET_ADMIN)")
+    if name == "disk-full" and not tmpfs_works(tmp_path):
+        pytest.skip("a tmpfs cannot be mounted here (needs root)")
     print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
     report, what = trio.run(run_scenario, name, SEED, tmp_path)
     print(
