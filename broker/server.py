@@ -14,6 +14,11 @@ Rules (Kafka's `SocketServer` semantics, with one relaxation):
   ApiVersions at an unknown version, which gets a v0 response with UNSUPPORTED_VERSION and the
   served versions (KIP-511) so newer clients downgrade;
 - a handler that fails unexpectedly closes that connection only; other clients are unaffected.
+- bounds (Kafka's): a connection whose computed responses are not being read (more than
+  `MAX_UNSENT_RESPONSE_BYTES` unsent) is not read from, and one whose response stays unread for
+  `connections.max.idle.ms` is closed; at most `queued.max.requests` requests do their ordered
+  work at once across all connections; connections past `max.connections` /
+  `max.connections.per.ip` (and its overrides) are closed at once.
 
 Shutdown (`stop()`): listeners close at once; each connection finishes the request it is handling,
 sends the response, and closes; connections still busy after the grace period are cancelled.
@@ -58,9 +63,13 @@ class KafkaServer:
         max_connections: int = (1 << 31) - 1,
         max_connections_per_ip: int = (1 << 31) - 1,
         max_connections_per_ip_overrides: Mapping[str, int] | None = None,
+        queued_max_requests: int = 500,
     ):
         """`max_connections` (broker-wide), `max_connections_per_ip` and its per-host overrides are
-        Kafka's `max.connections*` keys: a connection beyond them is closed at once (and logged)."""
+        Kafka's `max.connections*` keys: a connection beyond them is closed at once (and logged).
+        `queued_max_requests` (Kafka's `queued.max.requests`) bounds the requests doing their
+        ordered work at once across all connections (a Produce holds its place only while it
+        appends, not while it waits for replication, as in Kafka's purgatory)."""
         self.listeners = listeners
         self.handlers = handlers
         self.context = context
@@ -77,6 +86,7 @@ class KafkaServer:
         self.max_connections_per_ip = max_connections_per_ip
         self.max_connections_per_ip_overrides = dict(max_connections_per_ip_overrides or {})
         self._per_ip: dict[str, int] = {}
+        self._queued = trio.Semaphore(queued_max_requests)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Bind every listener and serve until cancelled. `task_status.started()` gets the
@@ -183,8 +193,12 @@ class KafkaServer:
                 await backlog.wait_below(MAX_UNSENT_RESPONSE_BYTES)
                 slot = _Slot()
                 await slots.send(slot)  # waits while MAX_PIPELINED are in progress
-                nursery.start_soon(self._handle, frame, peer, listener, slot, backlog)
-                await slot.released.wait()
+                await self._queued.acquire()  # queued.max.requests across all connections
+                try:
+                    nursery.start_soon(self._handle, frame, peer, listener, slot, backlog)
+                    await slot.released.wait()
+                finally:
+                    self._queued.release()
                 if slot.response is _CLOSE:
                     return
 

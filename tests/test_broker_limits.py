@@ -88,3 +88,46 @@ async def test_connections_past_max_connections_are_closed_and_existing_clients_
             for stream in streams:
                 await stream.aclose()
     assert "max.connections 20 reached" in broker.log_tail(100000)
+
+
+async def test_queued_max_requests_bounds_work_without_stalling_pipelined_clients(start_broker, zk):
+    broker = start_broker(1, queued_max_requests="2")
+    await create_topic({1: broker}, zk, "q", partitions=1, rf=1)
+
+    async def client(tag: int, results: list) -> None:
+        async with Connection.open(broker.host, broker.port) as conn:
+            pending = [
+                await conn.send(
+                    ApiKey.PRODUCE,
+                    {
+                        "acks": -1,
+                        "timeout_ms": 5000,
+                        "topic_data": [
+                            {
+                                "name": "q",
+                                "partition_data": [
+                                    {"index": 0, "records": rb.build_batch([(None, b"%d-%d" % (tag, i))])}
+                                ],
+                            }
+                        ],
+                    },
+                )
+                for i in range(10)
+            ]
+            for p in pending:
+                r = await conn.wait(p)
+                results.append(r.responses[0].partition_responses[0])
+
+    results: list = []
+    with trio.fail_after(30):
+        while True:  # the topic's leader is ready once a first produce succeeds
+            probe: list = []
+            await client(99, probe)
+            if all(r.error_code == ErrorCode.NONE for r in probe):
+                break
+            await trio.sleep(0.1)
+        async with trio.open_nursery() as nursery:
+            for tag in range(3):
+                nursery.start_soon(client, tag, results)
+    assert len(results) == 30 and all(r.error_code == ErrorCode.NONE for r in results)
+    assert len({r.base_offset for r in results}) == 30  # every batch appended once
