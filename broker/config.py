@@ -121,6 +121,7 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "connections.max.idle.ms": (_int_at_least(1), 600000),
     "max.connections": (_int_at_least(0), (1 << 31) - 1),
     "queued.max.requests": (_int_at_least(1), 500),
+    "queued.max.request.bytes": (int, -1),
     "max.connections.per.ip": (_int_at_least(0), (1 << 31) - 1),
     "max.connections.per.ip.overrides": (_ip_overrides, ""),
     "replica.lag.time.max.ms": (_int_at_least(1), 30000),

@@ -146,6 +146,7 @@ class Broker:
                 max_connections_per_ip=self.config["max.connections.per.ip"],
                 max_connections_per_ip_overrides=self.config["max.connections.per.ip.overrides"],
                 queued_max_requests=self.config["queued.max.requests"],
+                queued_max_request_bytes=self.config["queued.max.request.bytes"],
             )
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:

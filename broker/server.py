@@ -64,12 +64,16 @@ class KafkaServer:
         max_connections_per_ip: int = (1 << 31) - 1,
         max_connections_per_ip_overrides: Mapping[str, int] | None = None,
         queued_max_requests: int = 500,
+        queued_max_request_bytes: int = -1,
     ):
         """`max_connections` (broker-wide), `max_connections_per_ip` and its per-host overrides are
         Kafka's `max.connections*` keys: a connection beyond them is closed at once (and logged).
         `queued_max_requests` (Kafka's `queued.max.requests`) bounds the requests doing their
         ordered work at once across all connections (a Produce holds its place only while it
-        appends, not while it waits for replication, as in Kafka's purgatory)."""
+        appends, not while it waits for replication, as in Kafka's purgatory);
+        `queued_max_request_bytes` (Kafka's `queued.max.request.bytes`, -1 unbounded) bounds the
+        bytes of the requests in progress across all connections: a connection waits to start its
+        next request until enough of the others are done (one request is always let through)."""
         self.listeners = listeners
         self.handlers = handlers
         self.context = context
@@ -87,6 +91,7 @@ class KafkaServer:
         self.max_connections_per_ip_overrides = dict(max_connections_per_ip_overrides or {})
         self._per_ip: dict[str, int] = {}
         self._queued = trio.Semaphore(queued_max_requests)
+        self._request_bytes = _ByteBudget(queued_max_request_bytes)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Bind every listener and serve until cancelled. `task_status.started()` gets the
@@ -195,6 +200,7 @@ class KafkaServer:
                 await slots.send(slot)  # waits while MAX_PIPELINED are in progress
                 await self._queued.acquire()  # queued.max.requests across all connections
                 try:
+                    await self._request_bytes.acquire(len(frame))  # queued.max.request.bytes
                     nursery.start_soon(self._handle, frame, peer, listener, slot, backlog)
                     await slot.released.wait()
                 finally:
@@ -231,11 +237,13 @@ class KafkaServer:
         connection.cancel()
 
     async def _handle(self, frame: bytes | bytearray, peer: str, listener: str, slot: _Slot, backlog: _Backlog) -> None:
+        size = len(frame)
         try:
             slot.response = await self._respond(frame, peer, listener, slot.release)
             if slot.response is not None and slot.response is not _CLOSE:
                 backlog.add(_size(slot.response))
         finally:
+            self._request_bytes.release(size)
             slot.release()
             slot.done.set()
 
@@ -311,6 +319,35 @@ _CLOSE = object()
 
 def _size(parts: list) -> int:
     return sum(len(p) for p in parts)
+
+
+class _ByteBudget:
+    """Bytes of requests in progress across all connections, at most `limit` (<= 0: unbounded)
+    once anything is held."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._waiters: set[trio.Event] = set()
+
+    async def acquire(self, n: int) -> None:
+        if self.limit <= 0:
+            return
+        while self.used and self.used + n > self.limit:
+            freed = trio.Event()
+            self._waiters.add(freed)
+            try:
+                await freed.wait()
+            finally:
+                self._waiters.discard(freed)
+        self.used += n
+
+    def release(self, n: int) -> None:
+        if self.limit <= 0:
+            return
+        self.used -= n
+        for freed in self._waiters:
+            freed.set()
 
 
 class _Backlog:

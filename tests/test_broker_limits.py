@@ -90,8 +90,9 @@ async def test_connections_past_max_connections_are_closed_and_existing_clients_
     assert "max.connections 20 reached" in broker.log_tail(100000)
 
 
-async def test_queued_max_requests_bounds_work_without_stalling_pipelined_clients(start_broker, zk):
-    broker = start_broker(1, queued_max_requests="2")
+@pytest.mark.parametrize("limit", [{"queued_max_requests": "2"}, {"queued_max_request_bytes": "300"}])
+async def test_queued_limits_bound_work_without_stalling_pipelined_clients(start_broker, zk, limit):
+    broker = start_broker(1, **limit)
     await create_topic({1: broker}, zk, "q", partitions=1, rf=1)
 
     async def client(tag: int, results: list) -> None:
