@@ -436,14 +436,22 @@ class KafkaController:
         return results
 
     # ---- ISR changes, preferred leaders, controlled shutdown ----------------------------------------
-    async def _on_isr_change(self, children: list[str]) -> None:
-        changed = set()
+    async def _take_notifications(self, parent: str, children: list[str]) -> list[bytes]:
+        """Read and delete the sequential notification znodes `children` of `parent` (ISR
+        changes, log dir events); returns their data, skipping any already gone."""
+        taken = []
         for child in children:
-            path = f"{znodes.ISR_CHANGE_NOTIFICATION}/{child}"
+            path = f"{parent}/{child}"
             found = await self.zk.get_or_none(path)
             if found is not None:
-                changed.update(znodes.decode_partitions(found[0]))
+                taken.append(found[0])
                 await self.zk.delete(path)
+        return taken
+
+    async def _on_isr_change(self, children: list[str]) -> None:
+        changed = set()
+        for data in await self._take_notifications(znodes.ISR_CHANGE_NOTIFICATION, children):
+            changed.update(znodes.decode_partitions(data))
         refreshed = []
         for tp in changed:
             found = await self.zk.get_or_none(znodes.partition_state_path(*tp))
@@ -458,13 +466,8 @@ class KafkaController:
         """A broker's log dir failed: send it LeaderAndIsr for every replica it has; the
         partitions it answers with KAFKA_STORAGE_ERROR are its offline replicas
         (`_on_leader_and_isr_response`)."""
-        brokers = set()
-        for child in children:
-            path = f"{znodes.LOG_DIR_EVENT_NOTIFICATION}/{child}"
-            found = await self.zk.get_or_none(path)
-            if found is not None:
-                brokers.add(znodes.decode_log_dir_event(found[0]))
-                await self.zk.delete(path)
+        taken = await self._take_notifications(znodes.LOG_DIR_EVENT_NOTIFICATION, children)
+        brokers = {znodes.decode_log_dir_event(data) for data in taken}
         for broker in brokers & self.ctx.live_ids:
             log.info("controller: a log dir of broker %d failed; asking for its offline replicas", broker)
             for tp in self.ctx.partitions_on(broker):

@@ -145,7 +145,7 @@ async def test_a_broker_out_of_file_descriptors_survives_a_connection_flood(star
         try:
             for _ in range(500):
                 streams.append(await trio.open_tcp_stream(broker.host, broker.port))
-            await trio.sleep(6)   # past a high watermark checkpoint (every 5 s), which needs a descriptor
+            await trio.sleep(6)  # past a high watermark checkpoint (every 5 s), which needs a descriptor
             assert broker.alive
             md = await existing.request(ApiKey.METADATA, {"topics": [{"name": "fd"}]})
             assert md.topics[0].error_code == ErrorCode.NONE
