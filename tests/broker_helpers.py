@@ -17,6 +17,28 @@ def decoded(api_key: int, version: int, body: dict):
     return decode_request(frame).body
 
 
+def follower_fetch(topic: str, partition: int, fetch_offset: int, replica_id: int = 2, max_bytes: int = 1000):
+    """A follower's Fetch v12 (no wait) for one partition, decoded as the broker receives it."""
+    return decoded(
+        1,
+        12,
+        {
+            "replica_id": replica_id,
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "max_bytes": max_bytes,
+            "topics": [
+                {
+                    "topic": topic,
+                    "partitions": [
+                        {"partition": partition, "fetch_offset": fetch_offset, "partition_max_bytes": max_bytes}
+                    ],
+                }
+            ],
+        },
+    )
+
+
 def leader_and_isr(partitions, *, controller_epoch=1, leader_epoch=0, version=7, broker_epoch=-1):
     """partitions: {(topic, index): (leader, isr, replicas)}"""
     topics = {}

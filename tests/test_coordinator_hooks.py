@@ -5,7 +5,7 @@ manager over real logs in a temp dir, requests decoded as the broker receives th
 
 import pytest
 import trio
-from broker_helpers import decoded, leader_and_isr, replica_manager
+from broker_helpers import decoded, follower_fetch, leader_and_isr, replica_manager
 
 from broker.context import BrokerContext
 from broker.errors import NotEnoughReplicas, NotEnoughReplicasAfterAppend, NotLeaderOrFollower, RequestTimedOut
@@ -91,22 +91,7 @@ async def test_append_internal_returns_once_replicated(ctx, autojump_clock):
     rm = ctx.replica_manager
     rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 0): (1, [1, 2], [1, 2])}), 7)
     rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 1): (2, [2, 1], [2, 1])}), 7)
-    follower_fetch = decoded(
-        ApiKey.FETCH,
-        12,
-        {
-            "replica_id": 2,
-            "max_wait_ms": 0,
-            "min_bytes": 1,
-            "max_bytes": 1000,
-            "topics": [
-                {
-                    "topic": "__consumer_offsets",
-                    "partitions": [{"partition": 0, "fetch_offset": 2, "partition_max_bytes": 1000}],
-                }
-            ],
-        },
-    )
+    fetch_request = follower_fetch("__consumer_offsets", 0, 2)
     result = {}
 
     async def append():
@@ -116,7 +101,7 @@ async def test_append_internal_returns_once_replicated(ctx, autojump_clock):
         nursery.start_soon(append)
         await trio.sleep(1)
         assert "info" not in result  # waits for the follower
-        await rm.fetch(follower_fetch)
+        await rm.fetch(fetch_request)
     assert (result["info"].first_offset, result["info"].last_offset) == (0, 1)
     with pytest.raises(NotLeaderOrFollower):
         await rm.append_internal(("__consumer_offsets", 1), rb.build_batch([(b"k", b"v")]), 5000)

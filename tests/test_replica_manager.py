@@ -4,7 +4,7 @@ ListOffsets, StopReplica (real logs in a temp dir; timeouts on trio's autojump c
 import pytest
 import trio
 import trio.testing
-from broker_helpers import decoded, leader_and_isr, replica_manager
+from broker_helpers import decoded, follower_fetch, leader_and_isr, replica_manager
 
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
@@ -84,20 +84,8 @@ async def test_acks_all_waits_for_the_isr_then_times_out_or_succeeds(rm, autojum
 
         nursery.start_soon(produce_all)
         await trio.sleep(0.5)
-        follower_fetch = decoded(
-            1,
-            12,
-            {
-                "replica_id": 2,
-                "max_wait_ms": 0,
-                "min_bytes": 1,
-                "max_bytes": 1000,
-                "topics": [
-                    {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 3, "partition_max_bytes": 1000}]}
-                ],
-            },
-        )
-        await rm.fetch(follower_fetch)
+        fetch_request = follower_fetch("t", 0, 3)
+        await rm.fetch(fetch_request)
     assert result[0][0]["partition_responses"][0]["error_code"] == ErrorCode.NONE
     assert partition.high_watermark == 3
     # acks=1 does not wait; an ISR below min.insync.replicas refuses acks=-1 up front
