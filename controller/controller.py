@@ -310,9 +310,11 @@ class KafkaController:
             )
 
     def _leader_and_isr_answered(self, broker_id: int, response: Any) -> None:
-        """A LeaderAndIsr answer (on the trio thread, from a channel's sender): looked at in the
-        event loop, where offline replicas are handled."""
-        if self.active:
+        """A LeaderAndIsr answer (on the trio thread, from a channel's sender): one naming a
+        KAFKA_STORAGE_ERROR goes to the event loop, where offline replicas are handled."""
+        errors = [p for t in response.get("topics", ()) for p in t.partition_errors]
+        errors += response.get("partition_errors", [])
+        if self.active and any(p.error_code == ErrorCode.KAFKA_STORAGE_ERROR for p in errors):
             self.post(ev.LeaderAndIsrResponseReceived(broker_id, response))
 
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 import trio
-from replication_helpers import wait_until_all_brokers_known
+from replication_helpers import controller_of, wait_until_all_brokers_known
 
 from client.connection import Connection
 from protocol import record_batch as rb
@@ -42,7 +42,7 @@ async def metadata_of(broker, topic):
 async def test_a_full_log_dir_moves_leadership_and_loses_nothing_acknowledged(start_broker, zk, small_disk):
     brokers = {1: start_broker(1, log_dirs=str(small_disk / "logs")), 2: start_broker(2)}
     await wait_until_all_brokers_known(brokers)
-    controller = brokers[int(zk.get("/controller")[0].decode().split('"brokerid":')[1].split(",")[0])]
+    controller = brokers[controller_of(zk)]
     async with Connection.open(controller.host, controller.port) as conn:
         r = await conn.request(
             ApiKey.CREATE_TOPICS,
