@@ -168,6 +168,20 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "compression.gzip.level": (int, -1),
     "compression.lz4.level": (int, 9),
     "compression.zstd.level": (int, 3),
+    # the group coordinator (Kafka's GroupCoordinatorConfig / OffsetConfig)
+    "offsets.topic.num.partitions": (_int_at_least(1), 50),
+    "offsets.topic.replication.factor": (_int_at_least(1), 3),
+    "offsets.topic.segment.bytes": (_int_at_least(1), 104857600),
+    "offsets.topic.compression.codec": (_int_at_least(0), 0),
+    "offsets.load.buffer.size": (_int_at_least(1), 5242880),
+    "offsets.commit.timeout.ms": (_int_at_least(1), 5000),
+    "offsets.retention.minutes": (_int_at_least(1), 10080),
+    "offsets.retention.check.interval.ms": (_int_at_least(1), 600000),
+    "offset.metadata.max.bytes": (_int_at_least(0), 4096),
+    "group.initial.rebalance.delay.ms": (_int_at_least(0), 3000),
+    "group.min.session.timeout.ms": (_int_at_least(0), 6000),
+    "group.max.session.timeout.ms": (_int_at_least(0), 1800000),
+    "group.max.size": (_int_at_least(1), (1 << 31) - 1),
 }
 
 #: Kafka keys that size thread pools: trio needs none, so they are accepted and have no effect

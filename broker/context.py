@@ -1,7 +1,7 @@
 """What request handlers may use: the broker's state holders (no sockets, no bytes).
 
 Built once by the broker process (`broker.main.Broker`) and never changed after. `zk`,
-`controller` and `producer_ids` are None only in tests that serve a subset of the APIs.
+`controller`, `producer_ids` and `group_coordinator` are None only in tests that serve a subset of the APIs.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import LeadershipListener, ReplicaManager
 from controller.controller import KafkaController
+from coordinator.group.coordinator import GroupCoordinator
 from storage.topic_configs import TopicConfigs
 from zk.client import ZkClient
 
@@ -27,6 +28,7 @@ class BrokerContext:
     zk: ZkClient | None = None  # auto topic creation, topic configs on LeaderAndIsr
     controller: KafkaController | None = None  # CreateTopics, DeleteTopics, ... (when active)
     producer_ids: ProducerIdManager | None = None  # InitProducerId
+    group_coordinator: GroupCoordinator | None = None  # the group APIs
     leadership_listeners: tuple[LeadershipListener, ...] = ()  # coordinators: on_election / on_resignation
 
     @property

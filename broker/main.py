@@ -33,6 +33,8 @@ from broker.server import KafkaServer
 from client.connection import Connection, ConnectionClosed
 from controller import events as controller_events
 from controller.controller import KafkaController
+from coordinator.group.config import GroupCoordinatorConfig
+from coordinator.group.coordinator import GroupCoordinator
 from protocol.api_keys import ApiKey
 from storage.errors import StorageError
 from storage.log_manager import LogManager
@@ -125,6 +127,9 @@ class Broker:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:
                 raise BrokerStartupError(str(e)) from None
+            group_coordinator = GroupCoordinator(
+                self.replica_manager, self.metadata_cache, GroupCoordinatorConfig.from_broker_config(self.config)
+            )
             context = BrokerContext(
                 self.config,
                 cluster_id,
@@ -134,6 +139,8 @@ class Broker:
                 controller=self.controller,
                 topic_configs=self.topic_configs,
                 producer_ids=ProducerIdManager(self.zk, self.config.broker_id),
+                group_coordinator=group_coordinator,
+                leadership_listeners=(group_coordinator,),
             )
             self.server = KafkaServer(
                 self.config.listeners,
@@ -153,6 +160,7 @@ class Broker:
                     bound = await nursery.start(self.server.run)
                     await nursery.start(self.log_manager.run, self.replica_manager.high_watermark_of)
                     await nursery.start(self.replica_manager.run)
+                    await nursery.start(group_coordinator.run)
                     await nursery.start(self.controller.run)
                     nursery.start_soon(self._watch_session)
                     registration = await self._register(bound)

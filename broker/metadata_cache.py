@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
-from protocol.topic_names import is_valid_topic_name
+from protocol.topic_names import INTERNAL_TOPICS, is_valid_topic_name
 from protocol.types import ZERO_UUID
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ class MetadataCache:
             "error_code": ErrorCode.NONE,
             "name": topic,
             "topic_id": self.topic_ids.get(topic, ZERO_UUID),
-            "is_internal": topic.startswith("__"),
+            "is_internal": topic in INTERNAL_TOPICS,
             "partitions": out,
             "topic_authorized_operations": -2147483648,
         }

@@ -269,6 +269,7 @@ class KafkaServer:
             return _CLOSE
         request.release = release
         request.listener = listener
+        request.peer = peer
         try:
             body = await handler(self.context, request)
             if body is None:

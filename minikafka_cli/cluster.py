@@ -138,6 +138,10 @@ def up(args) -> int:
         if not sep:
             raise ClusterError(f"--override {item!r} is not KEY=VALUE")
         overrides[key.replace(".", "_")] = value
+    # as Kafka's quickstart server.properties: groups work on a cluster smaller than 3 brokers and
+    # the first rebalance does not wait
+    overrides.setdefault("offsets_topic_replication_factor", str(min(3, args.brokers)))
+    overrides.setdefault("group_initial_rebalance_delay_ms", "0")
     started = time.monotonic()
     try:
         zk = ZooKeeperProcess.start(directory / "zookeeper", port=args.zookeeper_port)

@@ -103,6 +103,12 @@ class Request:
     body: FieldDict
     release: Callable[[], None] = _no_op
     listener: str = ""  # the name of the listener it arrived on (set by the server)
+    peer: str = ""  # the client's "host:port" (set by the server)
+
+    @property
+    def client_host(self) -> str:
+        """The client's address as Kafka reports it in group descriptions: `/<ip>`."""
+        return "/" + self.peer.rsplit(":", 1)[0].strip("[]") if self.peer else ""
 
     @property
     def api_key(self) -> int:

@@ -11,6 +11,11 @@ import re
 from protocol.errors import ErrorCode
 
 MAX_NAME_LENGTH = 249
+#: Kafka's internal topics (`Topic.INTERNAL_TOPICS`): marked internal in Metadata; their
+#: coordinators write them, with cleanup.policy=compact
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC})
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 

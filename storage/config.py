@@ -198,9 +198,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
 }
 
 
-def parse_topic_config(configs: dict[str, str]) -> dict[str, Any]:
+def parse_topic_config(configs: dict[str, str], *, internal: bool = False) -> dict[str, Any]:
     """Parse a topic's `{key: value}` overrides to typed values; raises ValueError naming the key
-    for an unknown key, a bad value, or a value this broker does not implement."""
+    for an unknown key, a bad value, or a value this broker does not implement. `internal`: the
+    topic is one of Kafka's internal topics, which may be `cleanup.policy=compact` already (their
+    records are keyed and retention must not delete them; the cleaner itself comes later)."""
     parsed = {}
     for key, value in configs.items():
         definition = TOPIC_CONFIGS.get(key)
@@ -210,7 +212,7 @@ def parse_topic_config(configs: dict[str, str]) -> dict[str, Any]:
             raise ValueError(f"{key} needs a value")
         parsed[key] = definition.parse(key, value)
         why = definition.unsupported(parsed[key])
-        if why is not None:
+        if why is not None and not (internal and key == "cleanup.policy"):
             raise ValueError(why)
     lag = (parsed.get("min.compaction.lag.ms", 0), parsed.get("max.compaction.lag.ms", LONG_MAX))
     if lag[0] > lag[1]:
@@ -248,6 +250,7 @@ class LogConfig:
     compression_zstd_level: int = 3  # compression.zstd.level
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms
     producer_id_expiration_ms: int = 86400000  # broker-level producer.id.expiration.ms (not a topic key)
+    cleanup_policy: tuple[str, ...] = ("delete",)  # cleanup.policy: time and size retention only with delete
 
     def __post_init__(self):
         for key, lo in (
@@ -277,13 +280,17 @@ class LogConfig:
             )
 
     @classmethod
-    def from_topic_config(cls, config: dict[str, str], base: LogConfig | None = None) -> LogConfig:
+    def from_topic_config(
+        cls, config: dict[str, str], base: LogConfig | None = None, *, internal: bool = False
+    ) -> LogConfig:
         """Overlay a topic's overrides on `base` (default: Kafka's defaults). Validates every key
         (`parse_topic_config`); keys that are not log settings (min.insync.replicas,
         unclean.leader.election.enable, the compaction keys) are checked and left to their users."""
-        parsed = parse_topic_config(config)
+        parsed = parse_topic_config(config, internal=internal)
         names = {f.name for f in fields(cls)}
         changes = {key.replace(".", "_"): value for key, value in parsed.items() if key.replace(".", "_") in names}
+        if "cleanup_policy" in changes:
+            changes["cleanup_policy"] = tuple(changes["cleanup_policy"])
         # Kafka 3.6+: before/after default to message.timestamp.difference.max.ms when not set
         difference = parsed.get("message.timestamp.difference.max.ms")
         if difference is not None:

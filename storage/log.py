@@ -500,8 +500,8 @@ class Log:
         return True
 
     def deletable_segments(self, high_watermark: int, now_ms: int | None = None) -> list[LogSegment]:
-        """Segments retention would delete now: by log start offset, `retention.ms`, and
-        `retention.bytes`, oldest first, never the active one nor any not wholly below the HW."""
+        """Segments retention would delete now: by log start offset, and with `cleanup.policy`
+        delete by `retention.ms` and `retention.bytes`, oldest first, never the active one nor any not wholly below the HW."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
         candidates = []
         for segment, next_base in zip(self._segments, self._bases[1:]):
@@ -509,10 +509,15 @@ class Log:
                 break
             candidates.append((segment, next_base))
         doomed = []
-        excess = self.size - self.config.retention_bytes if self.config.retention_bytes >= 0 else -1
+        delete = "delete" in self.config.cleanup_policy  # compact-only logs keep every segment
+        excess = self.size - self.config.retention_bytes if delete and self.config.retention_bytes >= 0 else -1
         for segment, next_base in candidates:
             by_start = next_base <= self.log_start_offset
-            by_time = self.config.retention_ms >= 0 and now - segment.largest_timestamp() > self.config.retention_ms
+            by_time = (
+                delete
+                and self.config.retention_ms >= 0
+                and now - segment.largest_timestamp() > self.config.retention_ms
+            )
             by_size = excess >= segment.size
             if not (by_start or by_time or by_size):
                 break

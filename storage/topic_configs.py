@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from protocol.topic_names import INTERNAL_TOPICS
 from storage.config import TOPIC_CONFIGS, LogConfig, parse_topic_config
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,9 @@ class TopicConfigs:
         """Record a topic's overrides (as read from `/config/topics/<topic>`)."""
         usable = {key: value for key, value in overrides.items() if self._usable(topic, key, value)}
         try:
-            parse_topic_config(usable)  # the one check that spans keys: compaction lag min <= max
+            parse_topic_config(
+                usable, internal=topic in INTERNAL_TOPICS
+            )  # the one check that spans keys: compaction lag min <= max
         except ValueError as e:
             log.warning("topic %s: ignoring its compaction lag configs: %s", topic, e)
             usable = {k: v for k, v in usable.items() if k not in ("min.compaction.lag.ms", "max.compaction.lag.ms")}
@@ -51,7 +54,7 @@ class TopicConfigs:
     @staticmethod
     def _usable(topic: str, key: str, value: str) -> bool:
         try:
-            parse_topic_config({key: value})
+            parse_topic_config({key: value}, internal=topic in INTERNAL_TOPICS)
             return True
         except ValueError as e:
             log.warning("topic %s: ignoring its config %s=%r: %s", topic, key, value, e)
@@ -69,7 +72,9 @@ class TopicConfigs:
         """The configuration the topic's partition logs run with."""
         config = self._log_configs.get(topic)
         if config is None:
-            config = LogConfig.from_topic_config(self._overrides.get(topic, {}), base=self.defaults)
+            config = LogConfig.from_topic_config(
+                self._overrides.get(topic, {}), base=self.defaults, internal=topic in INTERNAL_TOPICS
+            )
             self._log_configs[topic] = config
         return config
 

@@ -3,8 +3,10 @@
 Usage: `python -m tools.gen_schemas [--specs DIR] [--out DIR] [--check]`
 
 Input: Kafka 3.8's `*Request.json` / `*Response.json` (by default `../shared/kafka-message-specs`,
-or `$MINIKAFKA_SPECS`). Output: one readable module per served API holding a `KStruct` per distinct
-shape of each version, plus `headers.py` and the registry `__init__.py`. `--check` writes nothing
+or `$MINIKAFKA_SPECS`), and the record specs of the coordinators' internal topics (`../shared/
+kafka-record-specs`). Output: one readable module per served API holding a `KStruct` per distinct
+shape of each version, `headers.py`, `coordinator_records.py` (the keys and values written to
+`__consumer_offsets` and `__transaction_state`) and the registry `__init__.py`. `--check` writes nothing
 and exits 1 if the checked-in modules differ from what would be generated.
 
 The generator is strict: a spec key, field key, type or version string it does not understand is
@@ -23,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SPECS = ROOT.parent / "shared" / "kafka-message-specs"
+DEFAULT_RECORD_SPECS = ROOT.parent / "shared" / "kafka-record-specs"
 DEFAULT_OUT = ROOT / "protocol" / "schemas"
 
 #: API name -> (min, max) versions served; the broker advertises exactly these in ApiVersions.
@@ -35,15 +38,15 @@ SERVED: dict[str, tuple[int, int]] = {
     "StopReplica": (0, 4),
     "UpdateMetadata": (0, 8),
     "ControlledShutdown": (0, 3),
-    "OffsetCommit": (2, 8),
-    "OffsetFetch": (1, 7),
-    "FindCoordinator": (0, 4),
-    "JoinGroup": (0, 7),
+    "OffsetCommit": (0, 9),
+    "OffsetFetch": (0, 9),
+    "FindCoordinator": (0, 5),
+    "JoinGroup": (0, 9),
     "Heartbeat": (0, 4),
-    "LeaveGroup": (0, 4),
+    "LeaveGroup": (0, 5),
     "SyncGroup": (0, 5),
     "DescribeGroups": (0, 5),
-    "ListGroups": (0, 4),
+    "ListGroups": (0, 5),
     "ApiVersions": (0, 3),
     "CreateTopics": (2, 7),
     "DeleteTopics": (1, 6),
@@ -51,8 +54,19 @@ SERVED: dict[str, tuple[int, int]] = {
     "OffsetForLeaderEpoch": (0, 4),
     "DescribeConfigs": (0, 4),
     "ElectLeaders": (0, 2),
+    "DeleteGroups": (0, 2),
+    "OffsetDelete": (0, 0),
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
+#: record spec name -> versions generated (all Kafka 3.8 writes or may have written)
+RECORDS: dict[str, tuple[int, int]] = {
+    "OffsetCommitKey": (0, 1),
+    "OffsetCommitValue": (0, 4),
+    "GroupMetadataKey": (2, 2),
+    "GroupMetadataValue": (0, 4),
+    "TransactionLogKey": (0, 0),
+    "TransactionLogValue": (0, 1),
+}
 
 SPEC_KEYS = {
     "apiKey",
@@ -139,8 +153,9 @@ class Ctx:
 
 
 class Generator:
-    def __init__(self, specs_dir: Path):
+    def __init__(self, specs_dir: Path, record_specs_dir: Path = DEFAULT_RECORD_SPECS):
         self.specs_dir = specs_dir
+        self.record_specs_dir = record_specs_dir
 
     # ---- rendering one struct at one version -------------------------------------------------
     def struct_var(self, ctx: Ctx, type_name: str, fields: list, v: int) -> str:
@@ -335,6 +350,24 @@ class Generator:
             maps,
         )
 
+    def records_module(self) -> str:
+        defs: list = []
+        maps = {}
+        for spec_name, served in RECORDS.items():
+            spec = load_spec(self.record_specs_dir / f"{spec_name}.json")
+            if spec["type"] != "data":
+                raise SpecError(f"{spec_name}: type {spec['type']!r}")
+            spec["apiKey"] = -1
+            top = snake(spec_name).upper()
+            maps[top] = self.message(spec, spec_name, top, served, defs)
+        return self.render(
+            "Records of the coordinators' internal topics: keys and values by version.",
+            " and ".join(f"{n}.json" for n in RECORDS) + " (record specs)",
+            [],
+            defs,
+            maps,
+        )
+
     @staticmethod
     def render(title: str, source: str, consts: list[str], defs: list, maps: dict) -> str:
         rename = {name: final for name, final, _ in defs}
@@ -372,6 +405,7 @@ class Generator:
     def all_files(self) -> dict[str, str]:
         files = {f"{snake(api)}.py": self.module(api, served) for api, served in SERVED.items()}
         files["headers.py"] = self.headers_module()
+        files["coordinator_records.py"] = self.records_module()
         files["__init__.py"] = self.registry()
         return files
 

@@ -13,10 +13,14 @@ from broker.handlers import (
     api_versions,
     controller_requests,
     fetch,
+    find_coordinator,
+    group_admin,
+    group_membership,
     init_producer_id,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
+    offsets,
     produce,
 )
 from broker.server import Handler
@@ -30,6 +34,10 @@ HANDLERS: dict[int, Handler] = {
     list_offsets.API_KEY: list_offsets.handle,
     offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.handle,
     init_producer_id.API_KEY: init_producer_id.handle,
+    find_coordinator.API_KEY: find_coordinator.handle,
+    **group_membership.HANDLERS,
+    **offsets.HANDLERS,
+    **group_admin.HANDLERS,
     **controller_requests.HANDLERS,
     **admin.HANDLERS,
 }

@@ -6,6 +6,7 @@ from protocol.schemas import headers  # noqa: F401
 from protocol.schemas import api_versions
 from protocol.schemas import controlled_shutdown
 from protocol.schemas import create_topics
+from protocol.schemas import delete_groups
 from protocol.schemas import delete_topics
 from protocol.schemas import describe_configs
 from protocol.schemas import describe_groups
@@ -21,6 +22,7 @@ from protocol.schemas import list_groups
 from protocol.schemas import list_offsets
 from protocol.schemas import metadata
 from protocol.schemas import offset_commit
+from protocol.schemas import offset_delete
 from protocol.schemas import offset_fetch
 from protocol.schemas import offset_for_leader_epoch
 from protocol.schemas import produce
@@ -32,6 +34,7 @@ APIS = {
     api_versions.API_KEY: api_versions,
     controlled_shutdown.API_KEY: controlled_shutdown,
     create_topics.API_KEY: create_topics,
+    delete_groups.API_KEY: delete_groups,
     delete_topics.API_KEY: delete_topics,
     describe_configs.API_KEY: describe_configs,
     describe_groups.API_KEY: describe_groups,
@@ -47,6 +50,7 @@ APIS = {
     list_offsets.API_KEY: list_offsets,
     metadata.API_KEY: metadata,
     offset_commit.API_KEY: offset_commit,
+    offset_delete.API_KEY: offset_delete,
     offset_fetch.API_KEY: offset_fetch,
     offset_for_leader_epoch.API_KEY: offset_for_leader_epoch,
     produce.API_KEY: produce,

@@ -1,0 +1,48 @@
+"""Group administration, answered by the group coordinator: ListGroups (key 16) v0-5 (v4 states
+filter, v5 types filter), DescribeGroups (key 15) v0-5, DeleteGroups (key 42) v0-2. Each broker
+answers for the groups it coordinates; admin clients ask every broker (ListGroups) or the
+group's coordinator (the others)."""
+
+from broker.server import Handler
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+NOT_AVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+async def list_groups(ctx, request):
+    body, version = request.body, request.api_version
+    if ctx.group_coordinator is None:
+        return {"throttle_time_ms": 0, "error_code": NOT_AVAILABLE, "groups": []}
+    error, groups = ctx.group_coordinator.list_groups(
+        body.states_filter if version >= 4 else [], body.types_filter if version >= 5 else []
+    )
+    return {"throttle_time_ms": 0, "error_code": error, "groups": groups}
+
+
+async def describe_groups(ctx, request):
+    groups = []
+    for group_id in request.body.groups:
+        if ctx.group_coordinator is None:
+            groups.append({"error_code": NOT_AVAILABLE, "group_id": group_id, "group_state": "", "members": []})
+        else:
+            groups.append(ctx.group_coordinator.describe_group(group_id))
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+async def delete_groups(ctx, request):
+    results = []
+    for group_id in request.body.groups_names:
+        if ctx.group_coordinator is None:
+            error = NOT_AVAILABLE
+        else:
+            error = await ctx.group_coordinator.delete_group(group_id)
+        results.append({"group_id": group_id, "error_code": error})
+    return {"throttle_time_ms": 0, "results": results}
+
+
+HANDLERS: dict[int, Handler] = {
+    ApiKey.LIST_GROUPS: list_groups,
+    ApiKey.DESCRIBE_GROUPS: describe_groups,
+    ApiKey.DELETE_GROUPS: delete_groups,
+}

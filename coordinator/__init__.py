@@ -1,0 +1,1 @@
+"""Kafka's coordinators: `group/` (consumer groups and committed offsets, `__consumer_offsets`)."""

@@ -1,0 +1,642 @@
+"""The group coordinator's trio shell (Kafka's `GroupCoordinator`, classic protocol): JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups, DeleteGroups over the pure
+`GroupMetadata` and the log-backed `GroupMetadataManager`; offsets are in `offsets.py`.
+
+Concurrency: every change to a group happens on the trio thread between awaits, so requests for
+a group are serialised without locks; the only awaits inside a request are the appends to
+`__consumer_offsets` (after which the group is re-checked: same object, same generation, same
+state) and a member's wait for its JoinGroup / SyncGroup answer (`Reply`).
+Timers (one nursery, `run`): a rebalance task per group in PreparingRebalance (the initial delay
+`group.initial.rebalance.delay.ms` for a new group, then until every member rejoined or the
+largest rebalance timeout passed), the session sweep (members and pending member ids without a
+heartbeat for `session.timeout.ms` are removed), offset expiry, and partition loads.
+Every answer uses Kafka's error codes; which one, and when, follows Kafka 3.x's GroupCoordinator.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from coordinator.group import records
+from coordinator.group.config import GroupCoordinatorConfig
+from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager
+from coordinator.group.offsets import OffsetOperations
+from protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+S = GroupState
+E = ErrorCode
+SWEEP_INTERVAL_S = 0.1
+
+
+class Reply:
+    """One member's pending JoinGroup or SyncGroup answer."""
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+        self.value: dict = {}
+
+    def complete(self, value: dict) -> None:
+        if not self._event.is_set():
+            self.value = value
+            self._event.set()
+
+    async def wait(self) -> dict:
+        await self._event.wait()
+        return self.value
+
+
+@dataclass
+class _Rebalance:
+    """The task that ends a group's PreparingRebalance."""
+
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    poked: trio.Event = field(default_factory=trio.Event)
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    """A JoinGroup (key 11) as the coordinator needs it; timeouts in ms, `protocols` [(name,
+    metadata)]. `require_known_member_id`: v4+ (KIP-394)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    require_known_member_id: bool
+
+
+def join_result(member_id: str, error: ErrorCode, group: GroupMetadata | None = None, members=()) -> dict:
+    """A JoinGroup response body (v0-9 field names)."""
+    return {
+        "error_code": error,
+        "generation_id": group.generation_id if group and error == E.NONE else -1,
+        "protocol_type": group.protocol_type if group and error == E.NONE else None,
+        "protocol_name": (group.protocol_name or "") if group and error == E.NONE else "",
+        "leader": (group.leader_id or "") if group and error == E.NONE else "",
+        "skip_assignment": False,
+        "member_id": member_id,
+        "members": list(members),
+    }
+
+
+def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment: bytes = b"") -> dict:
+    return {
+        "error_code": error,
+        "protocol_type": group.protocol_type if group and error == E.NONE else None,
+        "protocol_name": group.protocol_name if group and error == E.NONE else None,
+        "assignment": assignment,
+    }
+
+
+class GroupCoordinator(OffsetOperations):
+    def __init__(
+        self,
+        replica_manager,
+        metadata_cache,
+        config: GroupCoordinatorConfig,
+        *,
+        wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ):
+        self.config = config
+        self.metadata_cache = metadata_cache
+        self.wall_clock_ms = wall_clock_ms
+        self.manager = GroupMetadataManager(replica_manager, config, wall_clock_ms)
+        self._rebalances: dict[str, _Rebalance] = {}
+        self._pending_deadlines: dict[tuple[str, str], float] = {}
+        self._nursery: trio.Nursery | None = None
+        self._early: list[tuple[int, int]] = []  # elections seen before run() started
+
+    @staticmethod
+    def now_ms() -> float:
+        """The coordinator's monotonic clock (trio's), for session and rebalance deadlines."""
+        return trio.current_time() * 1000
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for partition, epoch in self._early:
+                nursery.start_soon(self._load, partition, epoch)
+            self._early.clear()
+            nursery.start_soon(self._sweep_sessions)
+            nursery.start_soon(self._expire_offsets_periodically)
+            task_status.started()
+
+    def on_election(self, tp: tuple[str, int], leader_epoch: int) -> None:
+        """LeadershipListener: this broker now leads `tp`; load it if it is an offsets partition."""
+        if tp[0] != OFFSETS_TOPIC:
+            return
+        for group in self.manager.groups_of(tp[1]) if self.manager.owned.get(tp[1]) != leader_epoch else ():
+            self._fail_waiters(group, E.NOT_COORDINATOR)
+        if self.manager.begin_loading(tp[1], leader_epoch):
+            if self._nursery is None:
+                self._early.append((tp[1], leader_epoch))
+            else:
+                self._nursery.start_soon(self._load, tp[1], leader_epoch)
+
+    def on_resignation(self, tp: tuple[str, int], leader_epoch: int | None) -> None:
+        """LeadershipListener: this broker no longer leads `tp`; its groups are dropped."""
+        if tp[0] != OFFSETS_TOPIC:
+            return
+        for group in self.manager.unload(tp[1]):
+            self._fail_waiters(group, E.NOT_COORDINATOR)
+            group.state = S.DEAD
+        log.info("unloaded %s-%d", OFFSETS_TOPIC, tp[1])
+
+    async def _load(self, partition: int, leader_epoch: int) -> None:
+        try:
+            await self.manager.load(partition, leader_epoch)
+        except Exception:
+            pass  # logged by the manager; the partition answers NOT_COORDINATOR until re-elected
+
+    def _fail_waiters(self, group: GroupMetadata, error: ErrorCode) -> None:
+        rebalance = self._rebalances.pop(group.group_id, None)
+        if rebalance is not None:
+            rebalance.scope.cancel()
+        for m in group.members.values():
+            if m.join_waiter is not None:
+                m.join_waiter.complete(join_result(m.member_id, error))
+                m.join_waiter = None
+            if m.sync_waiter is not None:
+                m.sync_waiter.complete(sync_result(error))
+                m.sync_waiter = None
+
+    # ---- checks shared by the APIs -------------------------------------------------------------
+    def group_error(self, group_id: str | None, *, allow_empty: bool = False) -> ErrorCode:
+        """Kafka's `validateGroupStatus`: INVALID_GROUP_ID (null, or empty for the membership
+        APIs), then NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS."""
+        if group_id is None or (group_id == "" and not allow_empty):
+            return E.INVALID_GROUP_ID
+        return self.manager.coordinator_error(group_id)
+
+    def _live_group(self, group_id: str) -> GroupMetadata | None:
+        return self.manager.groups.get(group_id)
+
+    def _touch(self, member: MemberMetadata) -> None:
+        member.heartbeat_deadline_ms = self.now_ms() + member.session_timeout_ms
+
+    # ---- JoinGroup -----------------------------------------------------------------------------
+    async def join_group(self, req: JoinRequest) -> dict:
+        error = self.group_error(req.group_id)
+        if error == E.NONE and not (
+            self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms
+        ):
+            error = E.INVALID_SESSION_TIMEOUT
+        if error != E.NONE:
+            return join_result(req.member_id, error)
+        group = self._live_group(req.group_id)
+        if group is None:
+            if req.member_id:
+                return join_result(req.member_id, E.UNKNOWN_MEMBER_ID)
+            group = self.manager.groups[req.group_id] = GroupMetadata(req.group_id)
+        if group.is_in(S.DEAD):
+            return join_result(req.member_id, E.COORDINATOR_NOT_AVAILABLE)
+        if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
+            return join_result(req.member_id, E.INCONSISTENT_GROUP_PROTOCOL)
+        if not req.member_id:
+            return await self._join_unknown_member(group, req)
+        return await self._join_known_member(group, req)
+
+    def _accepts_new_member(self, group: GroupMetadata) -> bool:
+        return group.size() < self.config.max_size
+
+    async def _join_unknown_member(self, group: GroupMetadata, req: JoinRequest) -> dict:
+        new_id = group.generate_member_id(req.client_id, req.group_instance_id)
+        old_id = group.static_member_id(req.group_instance_id)
+        if old_id is not None and group.has(old_id):
+            return await self._replace_static_member(group, req, old_id, new_id)
+        if not self._accepts_new_member(group):
+            return join_result(req.member_id, E.GROUP_MAX_SIZE_REACHED)
+        if req.require_known_member_id and req.group_instance_id is None:
+            group.pending_members.add(new_id)
+            self._pending_deadlines[(group.group_id, new_id)] = self.now_ms() + req.session_timeout_ms
+            return join_result(new_id, E.MEMBER_ID_REQUIRED)
+        return await self._add_member_and_rebalance(group, req, new_id)
+
+    async def _join_known_member(self, group: GroupMetadata, req: JoinRequest) -> dict:
+        member_id = req.member_id
+        if member_id in group.pending_members:
+            self._pending_deadlines.pop((group.group_id, member_id), None)
+            if not self._accepts_new_member(group):
+                group.pending_members.discard(member_id)
+                return join_result(member_id, E.GROUP_MAX_SIZE_REACHED)
+            return await self._add_member_and_rebalance(group, req, member_id)
+        if group.is_static_member_fenced(member_id, req.group_instance_id):
+            return join_result(member_id, E.FENCED_INSTANCE_ID)
+        member = group.members.get(member_id)
+        if member is None or group.is_in(S.EMPTY, S.DEAD):
+            return join_result(member_id, E.UNKNOWN_MEMBER_ID)
+        if group.is_in(S.COMPLETING_REBALANCE) and member.matches(req.protocols):
+            self._touch(member)
+            return self._current_generation(group, member_id)
+        if group.is_in(S.STABLE) and not group.is_leader(member_id) and member.matches(req.protocols):
+            self._touch(member)
+            return self._current_generation(group, member_id)
+        return await self._update_member_and_rebalance(group, member, req)
+
+    def _current_generation(self, group: GroupMetadata, member_id: str) -> dict:
+        members = self._member_list(group) if group.is_leader(member_id) else []
+        return join_result(member_id, E.NONE, group, members)
+
+    @staticmethod
+    def _member_list(group: GroupMetadata) -> list[dict]:
+        assert group.protocol_name is not None
+        return [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "metadata": m.metadata_for(group.protocol_name),
+            }
+            for m in group.members.values()
+        ]
+
+    async def _add_member_and_rebalance(self, group: GroupMetadata, req: JoinRequest, member_id: str) -> dict:
+        member = MemberMetadata(
+            member_id,
+            req.group_instance_id,
+            req.client_id,
+            req.client_host,
+            req.rebalance_timeout_ms,
+            req.session_timeout_ms,
+            req.protocol_type,
+            list(req.protocols),
+            is_new=True,
+        )
+        reply = member.join_waiter = Reply()
+        self._touch(member)
+        group.add(member)
+        if group.is_in(S.PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True
+        self._maybe_prepare_rebalance(group, f"adding member {member_id}")
+        self._poke(group)
+        return await reply.wait()
+
+    async def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata, req: JoinRequest):
+        member.protocols = list(req.protocols)
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        if member.join_waiter is not None:  # a repeated JoinGroup: the newest one is answered
+            member.join_waiter.complete(join_result(member.member_id, E.REBALANCE_IN_PROGRESS))
+        reply = member.join_waiter = Reply()
+        self._touch(member)
+        self._maybe_prepare_rebalance(group, f"updating metadata of member {member.member_id}")
+        self._poke(group)
+        return await reply.wait()
+
+    async def _replace_static_member(self, group: GroupMetadata, req: JoinRequest, old_id: str, new_id: str):
+        """KIP-345: a static member restarted (no member id, known group.instance.id). In Stable
+        with unchanged protocols it gets its old assignment without a rebalance (the new id is
+        stored first); otherwise it rejoins through a rebalance."""
+        old = group.members[old_id]
+        if old.join_waiter is not None:
+            old.join_waiter.complete(join_result(old_id, E.FENCED_INSTANCE_ID))
+            old.join_waiter = None
+        if old.sync_waiter is not None:
+            old.sync_waiter.complete(sync_result(E.FENCED_INSTANCE_ID))
+            old.sync_waiter = None
+        old_protocols = old.protocols
+        member = group.replace_static_member(req.group_instance_id or "", old_id, new_id)
+        member.client_id, member.client_host = req.client_id, req.client_host
+        member.session_timeout_ms, member.rebalance_timeout_ms = req.session_timeout_ms, req.rebalance_timeout_ms
+        self._touch(member)
+        if group.is_in(S.STABLE) and old_protocols == req.protocols:
+            generation = group.generation_id
+            error, _ = await self.manager.append(
+                group.group_id, [(records.group_key(group.group_id), records.group_value(group.stored()))]
+            )
+            if error != E.NONE:
+                if self._live_group(group.group_id) is group and group.has(new_id):
+                    group.replace_static_member(req.group_instance_id or "", new_id, old_id)
+                return join_result("", error)
+            if self._live_group(group.group_id) is not group or group.generation_id != generation:
+                return join_result(new_id, E.REBALANCE_IN_PROGRESS)
+            return self._current_generation(group, new_id)
+        return await self._update_member_and_rebalance(group, member, req)
+
+    # ---- rebalancing ---------------------------------------------------------------------------
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.is_in(S.COMPLETING_REBALANCE):
+            for m in group.members.values():
+                if m.sync_waiter is not None:
+                    m.sync_waiter.complete(sync_result(E.REBALANCE_IN_PROGRESS))
+                    m.sync_waiter = None
+        initial = group.is_in(S.EMPTY)
+        group.transition_to(S.PREPARING_REBALANCE, self.wall_clock_ms())
+        log.info("preparing to rebalance group %s in generation %d (%s)", group.group_id, group.generation_id, reason)
+        rebalance = self._rebalances[group.group_id] = _Rebalance()
+        assert self._nursery is not None, "the coordinator runs"
+        self._nursery.start_soon(self._run_rebalance, group, rebalance, initial)
+
+    def _poke(self, group: GroupMetadata) -> None:
+        rebalance = self._rebalances.get(group.group_id)
+        if rebalance is not None:
+            rebalance.poked.set()
+
+    async def _run_rebalance(self, group: GroupMetadata, rebalance: _Rebalance, initial: bool) -> None:
+        with rebalance.scope:
+            rebalance_timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+            if initial and self.config.initial_rebalance_delay_ms > 0:
+                # Kafka's InitialDelayedJoin: wait the delay, again while members keep arriving,
+                # within the rebalance timeout
+                delay = self.config.initial_rebalance_delay_ms
+                remaining = max(rebalance_timeout - delay, 0)
+                while True:
+                    group.new_member_added = False
+                    await trio.sleep(delay / 1000)
+                    if not (group.new_member_added and remaining > 0):
+                        break
+                    delay = min(self.config.initial_rebalance_delay_ms, remaining)
+                    remaining -= delay
+            deadline = trio.current_time() + rebalance_timeout / 1000
+            while not group.has_all_members_joined():
+                rebalance.poked = trio.Event()
+                with trio.move_on_at(deadline):
+                    await rebalance.poked.wait()
+                if trio.current_time() >= deadline:
+                    break
+            if self._rebalances.get(group.group_id) is rebalance:
+                del self._rebalances[group.group_id]
+            await self._complete_join(group)
+
+    async def _complete_join(self, group: GroupMetadata) -> None:
+        """Kafka's onCompleteJoin: members that did not rejoin are dropped; the next generation
+        starts, or the group becomes Empty (and that is stored)."""
+        if self._live_group(group.group_id) is not group or not group.is_in(S.PREPARING_REBALANCE):
+            return
+        for m in group.not_yet_rejoined():
+            log.info("member %s of group %s did not rejoin in time: removed", m.member_id, group.group_id)
+            group.remove(m.member_id)
+        for pending in list(group.pending_members):
+            self._pending_deadlines.pop((group.group_id, pending), None)
+        group.pending_members.clear()
+        group.init_next_generation(self.wall_clock_ms())
+        log.info(
+            "group %s: generation %d (%s) with %d members",
+            group.group_id,
+            group.generation_id,
+            group.protocol_name,
+            group.size(),
+        )
+        if group.is_empty():
+            await self.manager.append(
+                group.group_id, [(records.group_key(group.group_id), records.group_value(group.stored()))]
+            )
+            return
+        members = self._member_list(group)
+        for m in group.members.values():
+            reply, m.join_waiter = m.join_waiter, None
+            m.is_new = False
+            self._touch(m)
+            if reply is not None:
+                reply.complete(join_result(m.member_id, E.NONE, group, members if group.is_leader(m.member_id) else []))
+
+    # ---- SyncGroup -----------------------------------------------------------------------------
+    async def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> dict:
+        """SyncGroup (key 14): the leader's `assignments` {member id: bytes} are stored with the
+        group before any member is answered."""
+        error = self.group_error(group_id)
+        if error != E.NONE:
+            return sync_result(error)
+        group = self._live_group(group_id)
+        if group is None:
+            return sync_result(E.UNKNOWN_MEMBER_ID)
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return sync_result(E.FENCED_INSTANCE_ID)
+        member = group.members.get(member_id)
+        if group.is_in(S.DEAD):
+            return sync_result(E.COORDINATOR_NOT_AVAILABLE)
+        if member is None or group.is_in(S.EMPTY):
+            return sync_result(E.UNKNOWN_MEMBER_ID)
+        if generation_id != group.generation_id:
+            return sync_result(E.ILLEGAL_GENERATION)
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
+            return sync_result(E.INCONSISTENT_GROUP_PROTOCOL)
+        if group.is_in(S.PREPARING_REBALANCE):
+            return sync_result(E.REBALANCE_IN_PROGRESS)
+        self._touch(member)
+        if group.is_in(S.STABLE):
+            return sync_result(E.NONE, group, member.assignment)
+        # CompletingRebalance
+        if member.sync_waiter is not None:
+            member.sync_waiter.complete(sync_result(E.REBALANCE_IN_PROGRESS))
+        reply = member.sync_waiter = Reply()
+        if group.is_leader(member_id):
+            full = {m: assignments.get(m, b"") for m in group.members}
+            error, _ = await self.manager.append(
+                group_id, [(records.group_key(group_id), records.group_value(group.stored(full)))]
+            )
+            if (
+                self._live_group(group_id) is group
+                and group.is_in(S.COMPLETING_REBALANCE)
+                and group.generation_id == generation_id
+            ):
+                if error != E.NONE:
+                    for m in group.members.values():
+                        if m.sync_waiter is not None:
+                            m.sync_waiter.complete(sync_result(error))
+                            m.sync_waiter = None
+                    self._maybe_prepare_rebalance(group, f"storing the assignment failed: {error.name}")
+                else:
+                    for m in group.members.values():
+                        m.assignment = full[m.member_id]
+                        if m.sync_waiter is not None:
+                            m.sync_waiter.complete(sync_result(E.NONE, group, m.assignment))
+                            m.sync_waiter = None
+                            self._touch(m)
+                    group.transition_to(S.STABLE, self.wall_clock_ms())
+                    log.info("group %s: generation %d is stable", group_id, generation_id)
+        return await reply.wait()
+
+    # ---- Heartbeat and LeaveGroup --------------------------------------------------------------
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode:
+        """Heartbeat (key 12): NONE, REBALANCE_IN_PROGRESS (rejoin), or the member's error."""
+        error = self.group_error(group_id)
+        if error != E.NONE:
+            return error
+        group = self._live_group(group_id)
+        if group is None:
+            return E.UNKNOWN_MEMBER_ID
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return E.FENCED_INSTANCE_ID
+        if group.is_in(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        member = group.members.get(member_id)
+        if member is None or group.is_in(S.EMPTY):
+            return E.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return E.ILLEGAL_GENERATION
+        self._touch(member)
+        return E.REBALANCE_IN_PROGRESS if group.is_in(S.PREPARING_REBALANCE) else E.NONE
+
+    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
+        """LeaveGroup (key 13): `leaving` [(member id, group instance id)]; (group error, one
+        error per member)."""
+        error = self.group_error(group_id)
+        if error != E.NONE:
+            return error, [error] * len(leaving)
+        group = self._live_group(group_id)
+        if group is None:
+            return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(leaving)
+        if group.is_in(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE, [E.COORDINATOR_NOT_AVAILABLE] * len(leaving)
+        results = []
+        for member_id, instance_id in leaving:
+            if instance_id is not None:
+                current = group.static_member_id(instance_id)
+                if current is None:
+                    results.append(E.UNKNOWN_MEMBER_ID)
+                    continue
+                if member_id and member_id != current:
+                    results.append(E.FENCED_INSTANCE_ID)
+                    continue
+                member_id = current
+            if member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+                self._pending_deadlines.pop((group_id, member_id), None)
+                self._poke(group)
+                results.append(E.NONE)
+            elif group.has(member_id):
+                self._remove_member_and_update_group(group, member_id, "the member left")
+                results.append(E.NONE)
+            else:
+                results.append(E.UNKNOWN_MEMBER_ID)
+        return E.NONE, results
+
+    def _remove_member_and_update_group(self, group: GroupMetadata, member_id: str, reason: str) -> None:
+        member = group.remove(member_id)
+        if member is None:
+            return
+        if member.join_waiter is not None:
+            member.join_waiter.complete(join_result(member_id, E.UNKNOWN_MEMBER_ID))
+        if member.sync_waiter is not None:
+            member.sync_waiter.complete(sync_result(E.UNKNOWN_MEMBER_ID))
+        log.info("group %s: member %s removed (%s)", group.group_id, member_id, reason)
+        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"removing member {member_id}: {reason}")
+        elif group.is_in(S.PREPARING_REBALANCE):
+            self._poke(group)
+
+    async def _sweep_sessions(self) -> None:
+        """Members without a heartbeat for their session timeout are removed (members waiting
+        for a JoinGroup or SyncGroup answer are alive); so are unused pending member ids."""
+        while True:
+            await trio.sleep(SWEEP_INTERVAL_S)
+            now = self.now_ms()
+            for (group_id, member_id), deadline in list(self._pending_deadlines.items()):
+                if deadline <= now:
+                    del self._pending_deadlines[(group_id, member_id)]
+                    group = self._live_group(group_id)
+                    if group is not None and member_id in group.pending_members:
+                        group.pending_members.discard(member_id)
+                        self._poke(group)
+            for group in list(self.manager.groups.values()):
+                for m in list(group.members.values()):
+                    waiting = m.join_waiter is not None or m.sync_waiter is not None
+                    if not waiting and m.heartbeat_deadline_ms <= now:
+                        self._remove_member_and_update_group(group, m.member_id, "session timeout expired")
+
+    # ---- ListGroups, DescribeGroups, DeleteGroups ----------------------------------------------
+    def list_groups(self, states: list[str], types: list[str]) -> tuple[ErrorCode, list[dict]]:
+        """ListGroups (key 16): this coordinator's groups, filtered by state (v4) and type (v5:
+        all groups here are "classic"); COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
+        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.manager.loading else E.NONE
+        wanted_states = {s.lower() for s in states}
+        if types and "classic" not in {t.lower() for t in types}:
+            return error, []
+        out = []
+        for g in sorted(self.manager.groups.values(), key=lambda g: g.group_id):
+            if g.is_in(S.DEAD) or (wanted_states and g.state.value.lower() not in wanted_states):
+                continue
+            out.append(
+                {
+                    "group_id": g.group_id,
+                    "protocol_type": g.protocol_type or "",
+                    "group_state": g.state.value,
+                    "group_type": "classic",
+                }
+            )
+        return error, out
+
+    def describe_group(self, group_id: str) -> dict:
+        """One group of a DescribeGroups (key 15) response; an unknown group is Dead, as Kafka."""
+        error = self.group_error(group_id, allow_empty=True)
+        group = self._live_group(group_id) if error == E.NONE else None
+        if group is None:
+            return {
+                "error_code": error,
+                "group_id": group_id,
+                "group_state": S.DEAD.value,
+                "protocol_type": "",
+                "protocol_data": "",
+                "members": [],
+                "authorized_operations": -2147483648,
+            }
+        stable = group.is_in(S.STABLE)
+        return {
+            "error_code": E.NONE,
+            "group_id": group_id,
+            "group_state": group.state.value,
+            "protocol_type": group.protocol_type or "",
+            "protocol_data": (group.protocol_name or "") if stable else "",
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
+                    "member_assignment": m.assignment if stable else b"",
+                }
+                for m in group.members.values()
+            ],
+            "authorized_operations": -2147483648,
+        }
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups (key 42) for one group: only an Empty group is deleted (its metadata and
+        offsets tombstoned); NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND when unknown."""
+        error = self.group_error(group_id, allow_empty=True)
+        if error != E.NONE:
+            return error
+        group = self._live_group(group_id)
+        if group is None or group.is_in(S.DEAD):
+            return E.GROUP_ID_NOT_FOUND
+        if not group.is_in(S.EMPTY):
+            return E.NON_EMPTY_GROUP
+        entries = [(records.offset_key(group_id, t, p), None) for t, p in group.offsets]
+        entries.append((records.group_key(group_id), None))
+        error, _ = await self.manager.append(group_id, entries)
+        if error != E.NONE:
+            return error
+        if self._live_group(group_id) is group and group.is_in(S.EMPTY):
+            group.transition_to(S.DEAD)
+            del self.manager.groups[group_id]
+        log.info("group %s deleted", group_id)
+        return E.NONE

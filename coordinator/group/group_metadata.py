@@ -1,0 +1,290 @@
+"""One consumer group's state (Kafka's `GroupMetadata`, classic protocol): members, generation,
+protocol, committed offsets. Pure: no I/O, no trio, no clock of its own (times are passed in, ms).
+
+States and their valid previous states (a transition not in `VALID_PREVIOUS` raises
+`IllegalGroupTransition` and changes nothing):
+- Empty: no members (a new group, or all left); offsets may be committed ("simple" consumers).
+- PreparingRebalance: waiting for members to (re)join; from Empty, Stable, CompletingRebalance.
+- CompletingRebalance: a generation chosen, waiting for the leader's assignment (SyncGroup);
+  from PreparingRebalance.
+- Stable: assignment delivered; from CompletingRebalance.
+- Dead: removed (deleted, expired, or its partition unloaded); from any state.
+Empty is entered only from PreparingRebalance (a rebalance that ends with nobody).
+
+Members: `members` (joined), `pending_members` (ids handed out with MEMBER_ID_REQUIRED, KIP-394,
+not yet joined), `static_members` (group.instance.id -> member id, KIP-345). The leader is the
+first member to join a generation; when it leaves, any remaining member takes over.
+`join_waiter` / `sync_waiter` are opaque objects the coordinator shell hangs on a member while its
+JoinGroup / SyncGroup waits: this module only tests them for None and clears them.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.group.consumer_protocol import subscribed_topics
+from coordinator.group.records import OffsetAndMetadata, StoredGroup, StoredMember
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+S = GroupState
+VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
+    S.EMPTY: frozenset({S.PREPARING_REBALANCE}),
+    S.PREPARING_REBALANCE: frozenset({S.EMPTY, S.STABLE, S.COMPLETING_REBALANCE}),
+    S.COMPLETING_REBALANCE: frozenset({S.PREPARING_REBALANCE}),
+    S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
+    S.DEAD: frozenset(GroupState),
+}
+
+
+class IllegalGroupTransition(RuntimeError):
+    """A state change Kafka's group state machine does not allow."""
+
+
+@dataclass
+class MemberMetadata:
+    """A joined member. Timeouts in ms; `protocols` is [(name, metadata bytes)] in the member's
+    order of preference; `assignment` what the leader gave it in the current generation."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    join_waiter: Any = None
+    sync_waiter: Any = None
+    heartbeat_deadline_ms: float = 0.0
+    is_new: bool = False
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        raise KeyError(f"member {self.member_id} does not support protocol {protocol}")
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        return self.protocols == protocols
+
+
+@dataclass
+class GroupMetadata:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, MemberMetadata] = field(default_factory=dict)
+    pending_members: set[str] = field(default_factory=set)
+    static_members: dict[str, str] = field(default_factory=dict)
+    current_state_timestamp_ms: int | None = None
+    new_member_added: bool = False
+    #: (topic, partition) -> committed offset; and the log offset of the record that set it
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    offset_log_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    # ---- state ---------------------------------------------------------------------------------
+    def is_in(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def transition_to(self, target: GroupState, now_ms: int | None = None) -> None:
+        if self.state not in VALID_PREVIOUS[target]:
+            raise IllegalGroupTransition(f"group {self.group_id}: {self.state.value} -> {target.value}")
+        self.state = target
+        self.current_state_timestamp_ms = now_ms
+
+    def can_rebalance(self) -> bool:
+        return self.state in VALID_PREVIOUS[S.PREPARING_REBALANCE]
+
+    # ---- members -------------------------------------------------------------------------------
+    @staticmethod
+    def generate_member_id(client_id: str, group_instance_id: str | None = None) -> str:
+        """Kafka's form: `<group.instance.id or client.id>-<random UUID>`."""
+        return f"{group_instance_id or client_id}-{uuid.uuid4()}"
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def size(self) -> int:
+        return len(self.members)
+
+    def has(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def static_member_id(self, group_instance_id: str | None) -> str | None:
+        return None if group_instance_id is None else self.static_members.get(group_instance_id)
+
+    def is_static_member_fenced(self, member_id: str, group_instance_id: str | None) -> bool:
+        """A request naming a group.instance.id whose current member is someone else."""
+        if group_instance_id is None:
+            return False
+        current = self.static_members.get(group_instance_id)
+        return current is not None and current != member_id
+
+    def add(self, member: MemberMetadata) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.members[member.member_id] = member
+        self.pending_members.discard(member.member_id)
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+
+    def remove(self, member_id: str) -> MemberMetadata | None:
+        member = self.members.pop(member_id, None)
+        self.pending_members.discard(member_id)
+        if member is not None and member.group_instance_id is not None:
+            if self.static_members.get(member.group_instance_id) == member_id:
+                del self.static_members[member.group_instance_id]
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> MemberMetadata:
+        """KIP-345: a restarted static member takes over its old membership under a new id; the
+        old id is fenced from now on. Returns the member (its waiters are the caller's to fail)."""
+        member = self.members.pop(old_member_id)
+        member.member_id = new_member_id
+        self.members[new_member_id] = member
+        self.static_members[group_instance_id] = new_member_id
+        if self.leader_id == old_member_id:
+            self.leader_id = new_member_id
+        return member
+
+    def awaiting_join(self) -> list[MemberMetadata]:
+        return [m for m in self.members.values() if m.join_waiter is not None]
+
+    def has_all_members_joined(self) -> bool:
+        return len(self.awaiting_join()) == len(self.members) and not self.pending_members
+
+    def not_yet_rejoined(self) -> list[MemberMetadata]:
+        return [m for m in self.members.values() if m.join_waiter is None]
+
+    # ---- protocols -----------------------------------------------------------------------------
+    def candidate_protocols(self) -> list[str]:
+        """Protocols every member supports, in the first member's order."""
+        if not self.members:
+            return []
+        first, *rest = self.members.values()
+        names = [n for n, _ in first.protocols]
+        return [n for n in names if all(any(n == p for p, _ in m.protocols) for m in rest)]
+
+    def supports_protocols(self, protocol_type: str, protocols: list[str]) -> bool:
+        """Kafka's `supportsProtocols`: an empty group takes any non-empty type and protocol
+        list; otherwise the type must match and one protocol must be common to everyone."""
+        if not self.members:
+            return bool(protocol_type) and bool(protocols)
+        if protocol_type != self.protocol_type:
+            return False
+        candidates = set(self.candidate_protocols())
+        return any(p in candidates for p in protocols)
+
+    def select_protocol(self) -> str:
+        """The members' vote: each votes for its most preferred candidate; most votes wins (ties
+        go to the candidate the first member prefers)."""
+        candidates = self.candidate_protocols()
+        if not candidates:
+            raise IllegalGroupTransition(f"group {self.group_id}: no protocol common to all members")
+        votes = dict.fromkeys(candidates, 0)
+        for m in self.members.values():
+            votes[next(n for n, _ in m.protocols if n in votes)] += 1
+        return max(candidates, key=lambda n: votes[n])
+
+    def init_next_generation(self, now_ms: int) -> None:
+        """End a rebalance: next generation, protocol chosen, CompletingRebalance (or Empty when
+        nobody is left). Assignments of the last generation are cleared."""
+        self.generation_id += 1
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            self.transition_to(S.COMPLETING_REBALANCE, now_ms)
+        else:
+            self.protocol_name = None
+            self.transition_to(S.EMPTY, now_ms)
+        for m in self.members.values():
+            m.assignment = b""
+        self.new_member_added = False
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to (consumer protocol only); None when not known."""
+        if self.protocol_type != "consumer" or self.protocol_name is None:
+            return None if self.members else set()
+        topics: set[str] = set()
+        for m in self.members.values():
+            found = subscribed_topics(m.metadata_for(self.protocol_name))
+            if found is None:
+                return None
+            topics |= found
+        return topics
+
+    # ---- persistence ---------------------------------------------------------------------------
+    def stored(self, assignments: dict[str, bytes] | None = None) -> StoredGroup:
+        """This generation as a `GroupMetadataValue` (assignments default to the members')."""
+        return StoredGroup(
+            self.protocol_type or "",
+            self.generation_id,
+            self.protocol_name,
+            self.leader_id,
+            self.current_state_timestamp_ms if self.current_state_timestamp_ms is not None else -1,
+            tuple(
+                StoredMember(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata_for(self.protocol_name) if self.protocol_name else b"",
+                    (assignments or {}).get(m.member_id, m.assignment),
+                )
+                for m in self.members.values()
+            ),
+        )
+
+    @classmethod
+    def loaded(cls, group_id: str, stored: StoredGroup, now_ms: int) -> GroupMetadata:
+        """A group read back from its latest `GroupMetadataValue`: Stable with its members, or
+        Empty without (Kafka's `GroupMetadata.loadGroup`); every member's session restarts now."""
+        group = cls(group_id)
+        group.generation_id = stored.generation
+        group.protocol_type = stored.protocol_type or None
+        group.protocol_name = stored.protocol
+        group.leader_id = stored.leader
+        group.current_state_timestamp_ms = (
+            stored.current_state_timestamp_ms if stored.current_state_timestamp_ms >= 0 else None
+        )
+        for m in stored.members:
+            member = MemberMetadata(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                stored.protocol_type,
+                [(stored.protocol or "", m.subscription)],
+                m.assignment,
+                heartbeat_deadline_ms=now_ms + m.session_timeout_ms,
+            )
+            group.members[m.member_id] = member
+            if m.group_instance_id is not None:
+                group.static_members[m.group_instance_id] = m.member_id
+        group.state = S.STABLE if group.members else S.EMPTY
+        return group

@@ -1,0 +1,173 @@
+"""The log-backed store of the groups this broker coordinates (Kafka's `GroupMetadataManager`).
+
+- Ownership: a group lives in `__consumer_offsets` partition `partition_for(group_id)`; this broker
+  coordinates it while it leads that partition. `on_election` starts loading the partition (the
+  caller runs `load`), `on_resignation` drops its groups at once. A partition being loaded answers
+  COORDINATOR_LOAD_IN_PROGRESS, one not led answers NOT_COORDINATOR.
+- Loading replays the partition's log from its log start offset to its log end offset: the latest
+  record per key wins and a null value (tombstone) deletes. Offsets without group metadata make an
+  Empty group ("simple" consumers). A load finishes only if the partition is still led in the same
+  leader epoch; otherwise its result is dropped.
+- Writes (`append`) are one uncompressed v2 batch per call, appended with acks=-1 (the topic's
+  min.insync.replicas) through `ReplicaManager.append_internal`; the caller changes its in-memory
+  state only after a successful append. Append errors are mapped as Kafka's coordinator maps them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+
+import trio
+
+from broker.errors import error_code_for
+from coordinator.group import records
+from coordinator.group.config import GroupCoordinatorConfig
+from coordinator.group.group_metadata import GroupMetadata
+from protocol.errors import ErrorCode
+from protocol.record_batch import build_batch, decode_records, iter_batches
+from protocol.topic_names import GROUP_METADATA_TOPIC
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = GROUP_METADATA_TOPIC
+
+#: Kafka's mapping of append errors to what a group client is told (GroupMetadataManager)
+_APPEND_ERROR_MAP = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+
+
+class GroupMetadataManager:
+    def __init__(self, replica_manager, config: GroupCoordinatorConfig, clock_ms: Callable[[], int]):
+        self.replica_manager = replica_manager
+        self.config = config
+        self.clock_ms = clock_ms
+        self.groups: dict[str, GroupMetadata] = {}
+        self.owned: dict[int, int] = {}  # offsets partition -> leader epoch it is (being) loaded in
+        self.loading: set[int] = set()
+
+    def partition_for(self, group_id: str) -> int:
+        return records.partition_for(group_id, self.config.offsets_topic_num_partitions)
+
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        """NONE when this broker serves `group_id` now, else NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS."""
+        p = self.partition_for(group_id)
+        if p in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if p not in self.owned:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE
+
+    def groups_of(self, partition: int) -> Iterator[GroupMetadata]:
+        return (g for g in list(self.groups.values()) if self.partition_for(g.group_id) == partition)
+
+    # ---- leadership ----------------------------------------------------------------------------
+    def begin_loading(self, partition: int, leader_epoch: int) -> bool:
+        """Mark `partition` as loading in `leader_epoch`; False if that load is already done or
+        under way (a repeated LeaderAndIsr)."""
+        if self.owned.get(partition) == leader_epoch:
+            return False
+        self.unload(partition)
+        self.owned[partition] = leader_epoch
+        self.loading.add(partition)
+        return True
+
+    def unload(self, partition: int) -> list[GroupMetadata]:
+        """Forget `partition` and its groups; returns the groups removed."""
+        self.owned.pop(partition, None)
+        self.loading.discard(partition)
+        removed = list(self.groups_of(partition))
+        for g in removed:
+            del self.groups[g.group_id]
+        return removed
+
+    async def load(self, partition: int, leader_epoch: int) -> int:
+        """Replay `__consumer_offsets-<partition>` and install its groups; returns how many. A
+        load overtaken by a newer election or a resignation installs nothing."""
+        found_groups: dict[str, records.StoredGroup | None] = {}
+        found_offsets: dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]] = {}
+        try:
+            replica = self.replica_manager.get_partition(OFFSETS_TOPIC, partition)
+            offset = replica.log.log_start_offset
+            while offset < replica.log.log_end_offset and self.owned.get(partition) == leader_epoch:
+                read = replica.log.read(offset, self.config.offsets_load_buffer_size)
+                if not read.records:
+                    break
+                for pos, header in iter_batches(read.records):
+                    if header.is_control or header.is_transactional:
+                        continue  # transactional offset commits: the transactions issue
+                    for record in decode_records(read.records, pos, header):
+                        self._replay(record, found_groups, found_offsets)
+                offset = read.next_offset
+                await trio.sleep(0)
+        except Exception:
+            log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
+            if self.owned.get(partition) == leader_epoch:
+                self.unload(partition)
+            raise
+        if self.owned.get(partition) != leader_epoch:
+            return 0
+        now = self.clock_ms()
+        for group_id in set(found_groups) | set(found_offsets):
+            stored = found_groups.get(group_id)
+            group = GroupMetadata.loaded(group_id, stored, now) if stored else GroupMetadata(group_id)
+            for tp, (om, log_offset) in found_offsets.get(group_id, {}).items():
+                group.offsets[tp] = om
+                group.offset_log_offsets[tp] = log_offset
+            self.groups[group_id] = group
+        self.loading.discard(partition)
+        log.info(
+            "loaded %d groups from %s-%d (leader epoch %d)", len(found_groups), OFFSETS_TOPIC, partition, leader_epoch
+        )
+        return len(found_groups)
+
+    @staticmethod
+    def _replay(record, found_groups: dict, found_offsets: dict) -> None:
+        try:
+            key = records.decode_key(record.key)
+            if isinstance(key, records.GroupKey):
+                found_groups[key.group] = None if record.value is None else records.decode_group_value(record.value)
+                if record.value is None:
+                    found_groups.pop(key.group)
+            else:
+                offsets = found_offsets.setdefault(key.group, {})
+                tp = (key.topic, key.partition)
+                if record.value is None:
+                    offsets.pop(tp, None)
+                else:
+                    offsets[tp] = (records.decode_offset_value(record.value), record.offset)
+        except records.CorruptCoordinatorRecord as e:
+            log.error("skipping an unreadable %s record at offset %d: %s", OFFSETS_TOPIC, record.offset, e)
+
+    # ---- writes --------------------------------------------------------------------------------
+    async def append(self, group_id: str, entries: Sequence[tuple[bytes, bytes | None]]) -> tuple[ErrorCode, int]:
+        """Append (key, value) records for `group_id` to its partition; (error, base offset). The
+        error is NONE, or what Kafka tells a group client for that append failure."""
+        partition = self.partition_for(group_id)
+        if partition not in self.owned or partition in self.loading:
+            return ErrorCode.NOT_COORDINATOR, -1
+        batch = build_batch(
+            list(entries), timestamp_ms=self.clock_ms(), compression=self.config.offsets_topic_compression_codec
+        )
+        try:
+            info = await self.replica_manager.append_internal(
+                (OFFSETS_TOPIC, partition), batch, self.config.offsets_commit_timeout_ms
+            )
+        except Exception as e:
+            code = error_code_for(e)
+            mapped = _APPEND_ERROR_MAP.get(code, code)
+            log.warning(
+                "append for group %s to %s-%d failed: %s (%s)", group_id, OFFSETS_TOPIC, partition, e, mapped.name
+            )
+            return mapped, -1
+        return ErrorCode.NONE, info.first_offset

@@ -1,0 +1,219 @@
+"""Committed offsets: OffsetCommit (key 8), OffsetFetch (key 9), OffsetDelete (key 47) and offset
+expiry, as Kafka's GroupCoordinator and GroupMetadataManager handle them (mixed into
+`GroupCoordinator`, whose state they share).
+
+- A commit is accepted from a member of the current generation (Stable or PreparingRebalance),
+  or with generation -1 from anyone while the group is Empty ("simple" consumers that assign()
+  partitions themselves; their group is created Empty). The records are appended with acks=-1
+  and the offsets change in memory only after that; a commit older in the log than the one held
+  (two in flight) never replaces it.
+- Per partition: OFFSET_METADATA_TOO_LARGE beyond `offset.metadata.max.bytes`,
+  UNKNOWN_TOPIC_OR_PARTITION for a partition the cluster does not have.
+- Expiry (every `offsets.retention.check.interval.ms`): offsets of an Empty group expire
+  `offsets.retention.minutes` after the group became Empty (or after their commit when that is
+  later); offsets of a consumer group's topics nobody subscribes to any more expire that long
+  after their commit; an explicit expire timestamp (OffsetCommit v1-v4) wins. An Empty group left
+  without offsets is removed (tombstoned).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from coordinator.group import records
+from coordinator.group.config import GroupCoordinatorConfig
+from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from coordinator.group.manager import GroupMetadataManager
+from coordinator.group.records import OffsetAndMetadata
+from protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+S = GroupState
+E = ErrorCode
+TopicPartition = tuple[str, int]
+
+
+class OffsetOperations:
+    """The offset half of `GroupCoordinator` (which provides the attributes and the three
+    methods declared here)."""
+
+    config: GroupCoordinatorConfig
+    manager: GroupMetadataManager
+    metadata_cache: Any
+    wall_clock_ms: Callable[[], int]
+
+    def group_error(self, group_id: str | None, *, allow_empty: bool = False) -> ErrorCode:
+        raise NotImplementedError
+
+    def _touch(self, member: MemberMetadata) -> None:
+        raise NotImplementedError
+
+    # ---- OffsetCommit --------------------------------------------------------------------------
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Commit `offsets`; returns an error per partition (NONE when committed)."""
+        error = self.group_error(group_id, allow_empty=True)
+        if error == E.NONE:
+            group, error = self._group_for_commit(group_id, generation_id, member_id, group_instance_id)
+        if error != E.NONE:
+            return dict.fromkeys(offsets, error)
+        results: dict[TopicPartition, ErrorCode] = {}
+        valid: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, om in offsets.items():
+            if len(om.metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results[tp] = E.OFFSET_METADATA_TOO_LARGE
+            elif self.metadata_cache.get_partition(*tp) is None:
+                results[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                valid[tp] = om
+        if not valid:
+            return results
+        entries = [(records.offset_key(group_id, t, p), records.offset_value(om)) for (t, p), om in valid.items()]
+        error, base_offset = await self.manager.append(group_id, entries)
+        if error == E.NONE and self.manager.groups.get(group_id) is group:
+            for i, (tp, om) in enumerate(valid.items()):
+                if group.offset_log_offsets.get(tp, -1) < base_offset + i:
+                    group.offsets[tp] = om
+                    group.offset_log_offsets[tp] = base_offset + i
+        results.update(dict.fromkeys(valid, error))
+        return results
+
+    def _group_for_commit(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> tuple[GroupMetadata, ErrorCode]:
+        groups = self.manager.groups
+        group = groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return GroupMetadata(group_id), E.ILLEGAL_GENERATION
+            group = groups[group_id] = GroupMetadata(group_id)
+            return group, E.NONE
+        if group.is_in(S.DEAD):
+            return group, E.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return group, E.FENCED_INSTANCE_ID
+        if generation_id < 0 and group.is_in(S.EMPTY):
+            return group, E.NONE
+        if group.is_in(S.COMPLETING_REBALANCE):
+            return group, E.REBALANCE_IN_PROGRESS
+        member = group.members.get(member_id)
+        if member is None:
+            return group, E.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return group, E.ILLEGAL_GENERATION
+        self._touch(member)
+        return group, E.NONE
+
+    # ---- OffsetFetch ---------------------------------------------------------------------------
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
+        """(group error, {partition: committed offset or None}); `partitions` None asks for all
+        the group's offsets."""
+        error = self.group_error(group_id, allow_empty=True)
+        if error != E.NONE:
+            return error, {}
+        group = self.manager.groups.get(group_id)
+        held = {} if group is None or group.is_in(S.DEAD) else group.offsets
+        if partitions is None:
+            return E.NONE, dict(held)
+        return E.NONE, {tp: held.get(tp) for tp in partitions}
+
+    # ---- OffsetDelete --------------------------------------------------------------------------
+    async def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """(group error, per-partition error): GROUP_SUBSCRIBED_TO_TOPIC for a topic an active
+        consumer group subscribes to; GROUP_ID_NOT_FOUND for an unknown group; NON_EMPTY_GROUP
+        for an active group whose subscriptions cannot be read (not the consumer protocol)."""
+        error = self.group_error(group_id, allow_empty=True)
+        if error != E.NONE:
+            return error, {}
+        group = self.manager.groups.get(group_id)
+        if group is None or group.is_in(S.DEAD):
+            return E.GROUP_ID_NOT_FOUND, {}
+        subscribed: set[str] = set()
+        if not group.is_in(S.EMPTY):
+            found = group.subscribed_topics()
+            if found is None:
+                return E.NON_EMPTY_GROUP, {}
+            subscribed = found
+        results = {tp: E.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else E.NONE for tp in partitions}
+        doomed = [tp for tp, e in results.items() if e == E.NONE and tp in group.offsets]
+        if doomed:
+            entries = [(records.offset_key(group_id, t, p), None) for t, p in doomed]
+            error, _ = await self.manager.append(group_id, entries)
+            if error != E.NONE:
+                return error, {}
+            for tp in doomed:
+                group.offsets.pop(tp, None)
+                group.offset_log_offsets.pop(tp, None)
+        return E.NONE, results
+
+    # ---- expiry --------------------------------------------------------------------------------
+    async def _expire_offsets_periodically(self) -> None:
+        interval = self.config.offsets_retention_check_interval_ms / 1000
+        while True:
+            await trio.sleep(interval)
+            await self.expire_offsets(self.wall_clock_ms())
+
+    def expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[TopicPartition]:
+        retention = self.config.offsets_retention_ms
+        if group.is_in(S.EMPTY):
+            since_empty = group.current_state_timestamp_ms
+            candidates = list(group.offsets)
+        else:
+            subscribed = group.subscribed_topics()
+            if subscribed is None:
+                return []
+            since_empty = None
+            candidates = [tp for tp in group.offsets if tp[0] not in subscribed]
+        out = []
+        for tp in candidates:
+            om = group.offsets[tp]
+            if om.expire_timestamp_ms is not None:
+                expired = om.expire_timestamp_ms <= now_ms
+            else:
+                base = max(om.commit_timestamp_ms, since_empty or 0)
+                expired = base + retention <= now_ms
+            if expired:
+                out.append(tp)
+        return out
+
+    async def expire_offsets(self, now_ms: int) -> int:
+        """One expiry pass over the groups this broker coordinates; returns offsets removed."""
+        removed = 0
+        for group in list(self.manager.groups.values()):
+            if self.manager.coordinator_error(group.group_id) != E.NONE:
+                continue
+            doomed = self.expired_offsets(group, now_ms)
+            drop_group = group.is_in(S.EMPTY) and len(doomed) == len(group.offsets)
+            if not doomed and not (drop_group and group.generation_id > 0):
+                continue
+            entries: list[tuple[bytes, bytes | None]] = [
+                (records.offset_key(group.group_id, t, p), None) for t, p in doomed
+            ]
+            if drop_group:
+                entries.append((records.group_key(group.group_id), None))
+            error, _ = await self.manager.append(group.group_id, entries)
+            if error != E.NONE:
+                continue
+            for tp in doomed:
+                group.offsets.pop(tp, None)
+                group.offset_log_offsets.pop(tp, None)
+            removed += len(doomed)
+            if drop_group and group.is_in(S.EMPTY) and not group.offsets:
+                group.transition_to(S.DEAD)
+                self.manager.groups.pop(group.group_id, None)
+            log.info("expired %d offsets of group %s", len(doomed), group.group_id)
+        return removed
