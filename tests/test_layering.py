@@ -13,7 +13,8 @@ ALLOWED = {
     "storage": {"protocol"},
     "client": {"protocol"},
     "controller": {"protocol", "zk", "storage", "client"},
-    "broker": {"protocol", "zk", "storage", "client", "controller"},
+    "coordinator": {"protocol"},
+    "broker": {"protocol", "zk", "storage", "client", "controller", "coordinator"},
 }
 
 

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 
 import trio
 
-from broker.errors import error_code_for
 from coordinator.group import records
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata
@@ -118,7 +117,7 @@ class GroupMetadataManager:
         if self.owned.get(partition) != leader_epoch:
             return 0
         now = self.clock_ms()
-        for group_id in set(found_groups) | set(found_offsets):
+        for group_id in set(found_groups) | {g for g, offsets in found_offsets.items() if offsets}:
             stored = found_groups.get(group_id)
             group = GroupMetadata.loaded(group_id, stored, now) if stored else GroupMetadata(group_id)
             for tp, (om, log_offset) in found_offsets.get(group_id, {}).items():
@@ -164,7 +163,7 @@ class GroupMetadataManager:
                 (OFFSETS_TOPIC, partition), batch, self.config.offsets_commit_timeout_ms
             )
         except Exception as e:
-            code = error_code_for(e)
+            code = ErrorCode(getattr(e, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
             mapped = _APPEND_ERROR_MAP.get(code, code)
             log.warning(
                 "append for group %s to %s-%d failed: %s (%s)", group_id, OFFSETS_TOPIC, partition, e, mapped.name
