@@ -1,6 +1,7 @@
 """`minikafka consume`: print a topic's records (committed data only: consumers read up to the HW).
 
-Starts at the latest offset unless `--from-beginning` or `--offset` (with `--partition`); stops after
+With `--group G` it is a member of consumer group G: it reads the partitions the group assigns it,
+from the group's committed offsets, and commits as it goes. Otherwise it starts at the latest offset unless `--from-beginning` or `--offset` (with `--partition`); stops after
 `--max-messages` records, or after `--timeout-ms` without a new record (otherwise it runs until
 interrupted). Leader changes are followed (metadata refresh and retry). One line per record: the
 value, optionally prefixed by offset, timestamp, key and headers, or `--json` lines.
@@ -16,6 +17,7 @@ import sys
 import trio
 
 from client import Cluster, KafkaError
+from client.groups import GroupMember
 from client.reads import EARLIEST, LATEST, fetch_records, list_offset
 from minikafka_cli.common import run_trio
 from protocol import record_batch as rb
@@ -25,7 +27,15 @@ from protocol.errors import ErrorCode
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
     parser.add_argument("--topic", required=True)
-    parser.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
+    parser.add_argument(
+        "--group",
+        help="consume as a member of this consumer group, committing its offsets (kafka-console-consumer --group)",
+    )
+    parser.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="start at the earliest offset (with --group: when nothing is committed)",
+    )
     parser.add_argument("--partition", type=int, help="read only this partition")
     parser.add_argument("--offset", type=int, help="start at this offset (needs --partition)")
     parser.add_argument("--max-messages", type=int, help="exit after this many records")
@@ -76,10 +86,51 @@ def _format(args, partition: int, record: rb.Record) -> str:
     return args.key_separator.join(fields)
 
 
-async def _consume(args, out) -> int:
+async def _poll(cluster, args, partitions, positions: dict[int, int], out, limit: int | None) -> int:
+    """One fetch round over `partitions` from `positions` (advanced in place); prints at most
+    `limit` records and returns how many it printed."""
     printed = 0
+    for p in partitions:
+        data = await fetch_records(cluster, args.topic, p, positions[p], max_wait_ms=200, max_bytes=1 << 20)
+        for pos, header in rb.iter_batches(data, allow_partial_tail=True):
+            for record in rb.decode_records(data, pos, header):
+                if record.offset < positions[p]:
+                    continue
+                out.write(_format(args, p, record) + "\n")
+                positions[p] = record.offset + 1
+                printed += 1
+                if limit is not None and printed >= limit:
+                    out.flush()
+                    return printed
+            positions[p] = max(positions[p], header.next_offset)
+    out.flush()
+    return printed
+
+
+class _Idle:
+    """--timeout-ms: the deadline moves with every record."""
+
+    def __init__(self, timeout_ms: int | None):
+        self.timeout_ms = timeout_ms
+        self.deadline = None if timeout_ms is None else trio.current_time() + timeout_ms / 1000
+
+    def progress(self) -> None:
+        if self.timeout_ms is not None:
+            self.deadline = trio.current_time() + self.timeout_ms / 1000
+
+    def expired(self) -> bool:
+        return self.deadline is not None and trio.current_time() >= self.deadline
+
+
+def _left(args, printed: int) -> int | None:
+    return None if args.max_messages is None else args.max_messages - printed
+
+
+async def _consume(args, out) -> int:
     async with Cluster.open(args.bootstrap_server) as cluster:
         await cluster.partition_info(args.topic, 0, refresh=True)
+        if args.group:
+            return await _consume_in_group(cluster, args, out)
         partitions = sorted(cluster.metadata.topics[args.topic])
         if args.partition is not None:
             if args.partition not in partitions:
@@ -92,33 +143,67 @@ async def _consume(args, out) -> int:
                 if args.offset is not None
                 else await list_offset(cluster, args.topic, p, EARLIEST if args.from_beginning else LATEST)
             )
-        idle_deadline = None if args.timeout_ms is None else trio.current_time() + args.timeout_ms / 1000
+        printed, idle = 0, _Idle(args.timeout_ms)
         while True:
-            got_any = False
-            for p in partitions:
-                data = await fetch_records(cluster, args.topic, p, positions[p], max_wait_ms=200, max_bytes=1 << 20)
-                for pos, header in rb.iter_batches(data, allow_partial_tail=True):
-                    for record in rb.decode_records(data, pos, header):
-                        if record.offset < positions[p]:
-                            continue
-                        out.write(_format(args, p, record) + "\n")
-                        positions[p] = record.offset + 1
-                        printed += 1
-                        got_any = True
-                        if args.max_messages is not None and printed >= args.max_messages:
-                            out.flush()
-                            return printed
-                    positions[p] = max(positions[p], header.next_offset)
-            out.flush()
-            if got_any and args.timeout_ms is not None:
-                idle_deadline = trio.current_time() + args.timeout_ms / 1000
-            if idle_deadline is not None and trio.current_time() >= idle_deadline:
+            n = await _poll(cluster, args, partitions, positions, out, _left(args, printed))
+            printed += n
+            if n:
+                idle.progress()
+            if _left(args, printed) == 0 or idle.expired():
                 return printed
+
+
+async def _consume_in_group(cluster, args, out) -> int:
+    """As `kafka-console-consumer --group`: join the group, read the assigned partitions from the
+    group's committed offsets (else the earliest with --from-beginning, the latest without),
+    commit after every round that printed records, heartbeat every second, rejoin when the group
+    rebalances, and commit and leave on the way out."""
+    member = GroupMember(cluster, args.group, [args.topic], client_id="minikafka-console-consumer")
+    printed, idle = 0, _Idle(args.timeout_ms)
+    positions: dict[int, int] = {}
+    try:
+        while True:
+            assignment = await member.join()
+            committed = await member.committed()
+            positions = {}
+            for p in assignment.get(args.topic, []):
+                found = committed.get((args.topic, p), -1)
+                reset = EARLIEST if args.from_beginning else LATEST
+                positions[p] = found if found >= 0 else await list_offset(cluster, args.topic, p, reset)
+            next_heartbeat = trio.current_time() + 1
+            while True:
+                if not positions:
+                    await trio.sleep(0.2)
+                n = await _poll(cluster, args, sorted(positions), positions, out, _left(args, printed))
+                printed += n
+                if n:
+                    idle.progress()
+                    if not await member.commit({(args.topic, p): o for p, o in positions.items()}):
+                        break
+                if _left(args, printed) == 0 or idle.expired():
+                    return printed
+                if trio.current_time() >= next_heartbeat:
+                    if not await member.heartbeat():
+                        break
+                    next_heartbeat = trio.current_time() + 1
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            try:
+                await member.commit({(args.topic, p): o for p, o in positions.items()})
+            except Exception:
+                pass  # rebalanced meanwhile: the new owner starts from the last commit
+            await member.leave()
 
 
 def run(args: argparse.Namespace) -> int:
     if args.offset is not None and args.partition is None:
         print("minikafka consume: --offset needs --partition", file=sys.stderr)
+        return 2
+    if args.group is not None and (args.partition is not None or args.offset is not None):
+        print(
+            "minikafka consume: --group reads the partitions the group assigns: no --partition/--offset",
+            file=sys.stderr,
+        )
         return 2
     try:
         status, printed = run_trio("consume", _consume, args, sys.stdout)

@@ -1,6 +1,6 @@
 """The `minikafka` command line, one subcommand per module (each with `add_arguments` and `run`):
 `broker` (one broker process), `cluster` (a local ZooKeeper + brokers in the background), `topics`
-(create/list/describe/delete), `produce`, `consume`, `leader-election`, `perf` (Kafka-style perf tools), and `run`, the main job
+(create/list/describe/delete), `produce`, `consume`, `groups`, `leader-election`, `perf` (Kafka-style perf tools), and `run`, the main job
 (examples/flights.py). Bad arguments exit 2 with argparse's one-line message.
 """
 
@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from broker import main as broker_main
-from minikafka_cli import cluster, consume, leader_election, perf, produce, run_job, topics
+from minikafka_cli import cluster, consume, groups, leader_election, perf, produce, run_job, topics
 
 COMMANDS = {
     "run": (run_job, "the main job: the flights table through a local cluster, read by PySpark"),
@@ -18,7 +18,8 @@ COMMANDS = {
     "cluster": (cluster, "a local cluster: up, status, down, kill, stop, start"),
     "topics": (topics, "create, list, describe or delete topics"),
     "produce": (produce, "produce records, one per line, from stdin or a file"),
-    "consume": (consume, "print a topic's records"),
+    "consume": (consume, "print a topic's records (alone, or as a member of a consumer group)"),
+    "groups": (groups, "list, describe, delete consumer groups; reset or delete their offsets"),
     "leader-election": (leader_election, "elect preferred replicas as leaders"),
     "perf": (perf, "produce, consume and end-to-end perf tests (ours or confluent-kafka)"),
 }

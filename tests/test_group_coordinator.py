@@ -9,11 +9,11 @@ import trio
 from broker_helpers import leader_and_isr, replica_manager
 
 from broker.metadata_cache import PartitionState
-from coordinator.group import consumer_protocol as cp
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.coordinator import GroupCoordinator, JoinRequest
 from coordinator.group.group_metadata import GroupState
 from coordinator.group.records import OffsetAndMetadata
+from protocol import consumer_protocol as cp
 from protocol.errors import ErrorCode as E
 
 OFFSETS = "__consumer_offsets"

@@ -4,7 +4,6 @@ transitions, table-tested), the members' protocol vote, the `__consumer_offsets`
 
 import pytest
 
-from coordinator.group import consumer_protocol as cp
 from coordinator.group import records
 from coordinator.group.group_metadata import (
     VALID_PREVIOUS,
@@ -13,6 +12,7 @@ from coordinator.group.group_metadata import (
     IllegalGroupTransition,
     MemberMetadata,
 )
+from protocol import consumer_protocol as cp
 from protocol.schemas import coordinator_records as specs
 
 S = GroupState

@@ -2,7 +2,6 @@
 
 - `group_metadata`: the pure state of one group (states, members, protocol vote, offsets);
 - `records`: the `__consumer_offsets` record formats and the group -> partition mapping;
-- `consumer_protocol`: the subscription and assignment bytes consumers exchange;
 - `manager`: the log-backed store (load on leadership, append with acks=-1);
 - `coordinator` + `offsets`: the trio shell answering the group APIs;
 - `config`: the broker keys it reads.

@@ -25,8 +25,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.group.consumer_protocol import subscribed_topics
 from coordinator.group.records import OffsetAndMetadata, StoredGroup, StoredMember
+from protocol.consumer_protocol import subscribed_topics
 
 
 class GroupState(enum.Enum):

@@ -1,0 +1,318 @@
+"""Consumer groups from the client side: finding a group's coordinator (FindCoordinator, key 10),
+the admin calls `kafka-consumer-groups.sh` makes (ListGroups 16 on every broker, DescribeGroups
+15, DeleteGroups 42, OffsetFetch 9, OffsetCommit 8 as a "simple" commit, OffsetDelete 47), and
+`GroupMember`: membership of a group with the classic protocol (JoinGroup 11 with KIP-394's
+member id round, SyncGroup 14 with the range assignor when this member leads, Heartbeat 12,
+LeaveGroup 13) and commits of its positions.
+
+Retriable errors (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, a
+broken connection) re-find the coordinator through `Cluster.retry`; the others raise KafkaError.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import trio
+
+from client.cluster import Cluster, KafkaError
+from client.connection import Connection
+from protocol import consumer_protocol as cp
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+TopicPartition = tuple[str, int]
+REJOIN = {ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID}
+
+
+async def coordinator_connection(cluster: Cluster, group_id: str, refresh: bool = False) -> Connection:
+    """A connection to `group_id`'s coordinator (FindCoordinator v3, key type 0)."""
+    await cluster.refresh_metadata([])  # the brokers' addresses
+    conn = await cluster.any_connection()
+    r = await conn.request(ApiKey.FIND_COORDINATOR, {"key": group_id, "key_type": 0}, version=3)
+    if r.error_code != ErrorCode.NONE:
+        raise KafkaError(r.error_code, f"FindCoordinator({group_id})")
+    return await cluster.connect(r.host, r.port)
+
+
+async def _on_coordinator(cluster: Cluster, group_id: str, api_key: int, body: dict, check, version=None):
+    """Send to the coordinator, retrying coordinator errors; `check(response)` raises KafkaError."""
+
+    async def attempt(refresh: bool):
+        conn = await coordinator_connection(cluster, group_id, refresh)
+        response = await conn.request(api_key, body, version=version)
+        check(response)
+        return response
+
+    return await cluster.retry(attempt, ApiKey(api_key).name)
+
+
+def _raise(code: int, where: str) -> None:
+    if code != ErrorCode.NONE:
+        raise KafkaError(code, where)
+
+
+# ---- admin -------------------------------------------------------------------------------------
+async def list_groups(cluster: Cluster) -> list[dict]:
+    """Every broker's groups (ListGroups v4): [{group_id, protocol_type, group_state}]."""
+    md = await cluster.refresh_metadata([])
+    out = []
+    for broker_id in sorted(md.brokers):
+        conn = await cluster.broker_connection(broker_id)
+        r = await conn.request(ApiKey.LIST_GROUPS, {"states_filter": []}, version=4)
+        _raise(r.error_code, f"ListGroups on broker {broker_id}")
+        out += [dict(g) for g in r.groups]
+    return sorted(out, key=lambda g: g["group_id"])
+
+
+async def describe_group(cluster: Cluster, group_id: str) -> dict:
+    """DescribeGroups v5 for one group: state, protocol, members (with decoded assignments)."""
+    r = await _on_coordinator(
+        cluster,
+        group_id,
+        ApiKey.DESCRIBE_GROUPS,
+        {"groups": [group_id]},
+        lambda r: _raise(r.groups[0].error_code, f"DescribeGroups({group_id})"),
+    )
+    g = r.groups[0]
+    members = []
+    for m in g.members:
+        try:
+            assignment = cp.decode_assignment(bytes(m.member_assignment)) if g.protocol_type == "consumer" else {}
+        except ValueError:
+            assignment = {}
+        members.append(
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "assignment": assignment,
+            }
+        )
+    return {
+        "group_id": g.group_id,
+        "state": g.group_state,
+        "protocol_type": g.protocol_type,
+        "protocol": g.protocol_data,
+        "members": members,
+    }
+
+
+async def delete_group(cluster: Cluster, group_id: str) -> None:
+    """DeleteGroups v2; raises KafkaError (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, ...)."""
+    await _on_coordinator(
+        cluster,
+        group_id,
+        ApiKey.DELETE_GROUPS,
+        {"groups_names": [group_id]},
+        lambda r: _raise(r.results[0].error_code, f"DeleteGroups({group_id})"),
+    )
+
+
+async def committed_offsets(cluster: Cluster, group_id: str) -> dict[TopicPartition, int]:
+    """All the group's committed offsets (OffsetFetch v7, topics null)."""
+
+    def check(r):
+        _raise(r.error_code, f"OffsetFetch({group_id})")
+        for t in r.topics:
+            for p in t.partitions:
+                _raise(p.error_code, f"OffsetFetch({group_id}) {t.name}-{p.partition_index}")
+
+    r = await _on_coordinator(
+        cluster, group_id, ApiKey.OFFSET_FETCH, {"group_id": group_id, "topics": None}, check, version=7
+    )
+    return {(t.name, p.partition_index): p.committed_offset for t in r.topics for p in t.partitions}
+
+
+def _commit_body(group_id: str, offsets: dict[TopicPartition, int], generation: int, member_id: str) -> dict:
+    topics: dict[str, list] = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append(
+            {"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": -1}
+        )
+    return {
+        "group_id": group_id,
+        "generation_id_or_member_epoch": generation,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+    }
+
+
+def _check_commit(r) -> None:
+    for t in r.topics:
+        for p in t.partitions:
+            _raise(p.error_code, f"OffsetCommit {t.name}-{p.partition_index}")
+
+
+async def commit_offsets(cluster: Cluster, group_id: str, offsets: dict[TopicPartition, int]) -> None:
+    """A "simple" commit (generation -1): accepted only while the group has no members."""
+    await _on_coordinator(
+        cluster, group_id, ApiKey.OFFSET_COMMIT, _commit_body(group_id, offsets, -1, ""), _check_commit, version=8
+    )
+
+
+async def delete_offsets(cluster: Cluster, group_id: str, partitions: list[TopicPartition]) -> None:
+    """OffsetDelete v0; raises KafkaError (GROUP_SUBSCRIBED_TO_TOPIC, GROUP_ID_NOT_FOUND, ...)."""
+    topics: dict[str, list] = {}
+    for topic, partition in partitions:
+        topics.setdefault(topic, []).append({"partition_index": partition})
+
+    def check(r):
+        _raise(r.error_code, f"OffsetDelete({group_id})")
+        for t in r.topics:
+            for p in t.partitions:
+                _raise(p.error_code, f"OffsetDelete({group_id}) {t.name}-{p.partition_index}")
+
+    body = {"group_id": group_id, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+    await _on_coordinator(cluster, group_id, ApiKey.OFFSET_DELETE, body, check)
+
+
+# ---- membership --------------------------------------------------------------------------------
+def range_assign(members: dict[str, list[str]], partitions: dict[str, list[int]]) -> dict[str, dict[str, list[int]]]:
+    """Kafka's RangeAssignor: per topic, its subscribers in member id order each take a
+    contiguous range, the first ones one partition more when it does not divide evenly.
+    `members` {member id: topics}; `partitions` {topic: partition ids}."""
+    out: dict[str, dict[str, list[int]]] = {m: {} for m in members}
+    for topic in sorted({t for ts in members.values() for t in ts}):
+        subscribers = sorted(m for m, ts in members.items() if topic in ts)
+        parts = sorted(partitions.get(topic, []))
+        per, extra = divmod(len(parts), len(subscribers))
+        start = 0
+        for i, m in enumerate(subscribers):
+            n = per + (1 if i < extra else 0)
+            if n:
+                out[m][topic] = parts[start : start + n]
+            start += n
+    return out
+
+
+class GroupMember:
+    """One member of a consumer group (classic protocol, range assignor). Timeouts in ms.
+
+    `join()` returns this generation's assignment {topic: [partitions]}; `heartbeat()` returns
+    False when the member must rejoin; `commit()` commits positions for the current generation
+    (False when it must rejoin first); `leave()` leaves the group."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        group_id: str,
+        topics: list[str],
+        *,
+        session_timeout_ms: int = 10000,
+        rebalance_timeout_ms: int = 30000,
+        client_id: str = "minikafka-consumer",
+    ):
+        self.cluster, self.group_id, self.topics = cluster, group_id, topics
+        self.session_timeout_ms, self.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
+        self.client_id = client_id
+        self.member_id = ""
+        self.generation = -1
+        self.assignment: dict[str, list[int]] = {}
+
+    async def _coordinator(self, refresh: bool = False) -> Connection:
+        return await coordinator_connection(self.cluster, self.group_id, refresh)
+
+    async def join(self) -> dict[str, list[int]]:
+        async def attempt(refresh: bool) -> dict[str, list[int]]:
+            conn = await self._coordinator(refresh)
+            while True:
+                r = await conn.request(
+                    ApiKey.JOIN_GROUP,
+                    {
+                        "group_id": self.group_id,
+                        "session_timeout_ms": self.session_timeout_ms,
+                        "rebalance_timeout_ms": self.rebalance_timeout_ms,
+                        "member_id": self.member_id,
+                        "group_instance_id": None,
+                        "protocol_type": "consumer",
+                        "protocols": [{"name": "range", "metadata": cp.encode_subscription(self.topics)}],
+                    },
+                    version=7,
+                    timeout_s=self.rebalance_timeout_ms / 1000 + 10,
+                )
+                if r.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+                    self.member_id = r.member_id
+                    continue
+                if r.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
+                    self.member_id = ""
+                    continue
+                _raise(r.error_code, f"JoinGroup({self.group_id})")
+                break
+            self.generation = r.generation_id
+            assignments = []
+            if r.leader == self.member_id:
+                subscriptions = {m.member_id: cp.decode_subscription(bytes(m.metadata))[0] for m in r.members}
+                wanted = sorted({t for ts in subscriptions.values() for t in ts})
+                md = await self.cluster.refresh_metadata(wanted)
+                partitions = {t: sorted(md.topics.get(t, {})) for t in wanted}
+                plan = range_assign(subscriptions, partitions)
+                assignments = [{"member_id": m, "assignment": cp.encode_assignment(a)} for m, a in plan.items()]
+            s = await conn.request(
+                ApiKey.SYNC_GROUP,
+                {
+                    "group_id": self.group_id,
+                    "generation_id": self.generation,
+                    "member_id": self.member_id,
+                    "group_instance_id": None,
+                    "protocol_type": "consumer",
+                    "protocol_name": "range",
+                    "assignments": assignments,
+                },
+                version=5,
+                timeout_s=self.rebalance_timeout_ms / 1000 + 10,
+            )
+            if s.error_code in REJOIN:
+                raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, "SyncGroup")
+            _raise(s.error_code, f"SyncGroup({self.group_id})")
+            self.assignment = cp.decode_assignment(bytes(s.assignment))
+            return self.assignment
+
+        return await self.cluster.retry(attempt, "JoinGroup")
+
+    async def heartbeat(self) -> bool:
+        conn = await self._coordinator()
+        r = await conn.request(
+            ApiKey.HEARTBEAT,
+            {"group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id},
+            version=4,
+        )
+        if r.error_code in REJOIN:
+            return False
+        _raise(r.error_code, f"Heartbeat({self.group_id})")
+        return True
+
+    async def committed(self) -> dict[TopicPartition, int]:
+        return await committed_offsets(self.cluster, self.group_id)
+
+    async def commit(self, offsets: dict[TopicPartition, int]) -> bool:
+        if not offsets:
+            return True
+        conn = await self._coordinator()
+        r = await conn.request(
+            ApiKey.OFFSET_COMMIT, _commit_body(self.group_id, offsets, self.generation, self.member_id), version=8
+        )
+        codes = {p.error_code for t in r.topics for p in t.partitions}
+        if codes & REJOIN:
+            return False
+        for code in codes:
+            _raise(code, f"OffsetCommit({self.group_id})")
+        return True
+
+    async def leave(self) -> None:
+        with trio.move_on_after(5):
+            try:
+                conn = await self._coordinator()
+                await conn.request(
+                    ApiKey.LEAVE_GROUP,
+                    {"group_id": self.group_id, "members": [{"member_id": self.member_id, "group_instance_id": None}]},
+                    version=4,
+                )
+            except Exception:
+                pass  # the session timeout removes us anyway
+
+
+def default_client_id() -> str:
+    return f"minikafka-consumer-{socket.gethostname()}"

@@ -1,0 +1,200 @@
+"""`minikafka groups`: consumer group administration modelled on Kafka's
+`kafka-consumer-groups.sh`.
+
+- `list`: every group with its protocol type and state;
+- `describe --group G [--members | --state]`: GROUP, TOPIC, PARTITION, CURRENT-OFFSET,
+  LOG-END-OFFSET, LAG, CONSUMER-ID, HOST, CLIENT-ID per committed or assigned partition;
+- `delete --group G`: only an inactive (Empty) group;
+- `reset-offsets --group G (--topic T | --all-topics) (--to-earliest | --to-latest |
+  --to-offset N | --to-datetime T | --shift-by N) [--dry-run | --execute]`: prints the plan, and
+  commits it only with `--execute`; refused while the group has members, as Kafka's tool does;
+- `delete-offsets --group G --topic T [--partition P ...]`.
+Exit status 1 with a one-line message for a Kafka error (e.g. NON_EMPTY_GROUP), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+
+from client import Cluster, KafkaError
+from client import groups as g
+from client.reads import EARLIEST, LATEST, list_offset
+from minikafka_cli.common import run_trio
+from protocol.errors import ErrorCode
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["list", "describe", "delete", "reset-offsets", "delete-offsets"])
+    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    parser.add_argument("--group")
+    parser.add_argument("--topic", action="append", default=[], help="a topic (repeatable)")
+    parser.add_argument("--all-topics", action="store_true", help="reset-offsets: every topic the group committed")
+    parser.add_argument("--partition", type=int, action="append", default=[], help="delete-offsets: a partition")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--members", action="store_true", help="describe: the members and their assignments")
+    shown.add_argument("--state", action="store_true", help="describe: the group's state")
+    spec = parser.add_mutually_exclusive_group()
+    spec.add_argument("--to-earliest", action="store_true")
+    spec.add_argument("--to-latest", action="store_true")
+    spec.add_argument("--to-offset", type=int)
+    spec.add_argument("--to-datetime", help="YYYY-MM-DDTHH:mm:SS[.sss][+hh:mm] (UTC if no zone)")
+    spec.add_argument("--shift-by", type=int)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+
+
+def _table(rows: list[list], out) -> None:
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write("  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() + "\n")
+
+
+def _timestamp_ms(text: str) -> int:
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--to-datetime {text!r} is not YYYY-MM-DDTHH:mm:SS[.sss]") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return int(when.timestamp() * 1000)
+
+
+async def _describe(cluster: Cluster, args, out) -> int:
+    group = await g.describe_group(cluster, args.group)
+    if args.state:
+        rows = [["GROUP", "PROTOCOL-TYPE", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]]
+        rows.append(
+            [args.group, group["protocol_type"] or "-", group["protocol"] or "-", group["state"], len(group["members"])]
+        )
+        _table(rows, out)
+        return 0
+    if args.members:
+        rows = [["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]]
+        for m in group["members"]:
+            parts = ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(m["assignment"].items()))
+            count = sum(len(ps) for ps in m["assignment"].values())
+            rows.append([args.group, m["member_id"], m["client_host"], m["client_id"], count, parts or "-"])
+        _table(rows, out)
+        return 0
+    committed = await g.committed_offsets(cluster, args.group)
+    owner = {}
+    for m in group["members"]:
+        for topic, parts in m["assignment"].items():
+            for p in parts:
+                owner[(topic, p)] = m
+    rows = [
+        ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
+    ]
+    for topic, partition in sorted(set(committed) | set(owner)):
+        end = await list_offset(cluster, topic, partition, LATEST)
+        current = committed.get((topic, partition), -1)
+        m = owner.get((topic, partition))
+        rows.append(
+            [
+                args.group,
+                topic,
+                partition,
+                current if current >= 0 else "-",
+                end,
+                end - current if current >= 0 else "-",
+                m["member_id"] if m else "-",
+                m["client_host"] if m else "-",
+                m["client_id"] if m else "-",
+            ]
+        )
+    if len(rows) == 1:
+        out.write(f"Consumer group '{args.group}' has no active members and no committed offsets.\n")
+    else:
+        if not group["members"]:
+            out.write(f"Consumer group '{args.group}' has no active members.\n\n")
+        _table(rows, out)
+    return 0
+
+
+async def _reset(cluster: Cluster, args, out) -> int:
+    if not (
+        args.to_earliest
+        or args.to_latest
+        or args.to_datetime
+        or args.to_offset is not None
+        or args.shift_by is not None
+    ):
+        raise ValueError(
+            "reset-offsets needs one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by"
+        )
+    if not args.topic and not args.all_topics:
+        raise ValueError("reset-offsets needs --topic or --all-topics")
+    group = await g.describe_group(cluster, args.group)
+    if group["state"] not in ("Empty", "Dead"):
+        raise KafkaError(
+            ErrorCode.NON_EMPTY_GROUP,
+            f"assignments can only be reset if the group '{args.group}' is inactive, but the current state is {group['state']}",
+        )
+    committed = await g.committed_offsets(cluster, args.group)
+    if args.all_topics:
+        targets = sorted(committed)
+    else:
+        targets = []
+        for topic in args.topic:
+            targets += [(topic, p) for p in sorted(await cluster.partitions(topic))]
+    plan = {}
+    for topic, p in targets:
+        earliest = await list_offset(cluster, topic, p, EARLIEST)
+        latest = await list_offset(cluster, topic, p, LATEST)
+        if args.to_earliest:
+            new = earliest
+        elif args.to_latest:
+            new = latest
+        elif args.to_offset is not None:
+            new = args.to_offset
+        elif args.to_datetime:
+            found = await list_offset(cluster, topic, p, _timestamp_ms(args.to_datetime))
+            new = latest if found < 0 else found
+        else:
+            new = committed.get((topic, p), latest) + args.shift_by
+        plan[(topic, p)] = min(max(new, earliest), latest)
+    rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] + [[args.group, t, p, o] for (t, p), o in plan.items()]
+    _table(rows, out)
+    if args.execute:
+        await g.commit_offsets(cluster, args.group, plan)
+    else:
+        out.write("(dry run: nothing committed; add --execute to commit)\n")
+    return 0
+
+
+async def _run(args, out) -> int:
+    async with Cluster.open(args.bootstrap_server) as cluster:
+        if args.action == "list":
+            groups = await g.list_groups(cluster)
+            rows = [["GROUP", "TYPE", "STATE"]] + [
+                [x["group_id"], x["protocol_type"] or "-", x["group_state"]] for x in groups
+            ]
+            _table(rows, out)
+            return 0
+        if not args.group:
+            raise ValueError(f"{args.action} needs --group")
+        if args.action == "describe":
+            return await _describe(cluster, args, out)
+        if args.action == "delete":
+            await g.delete_group(cluster, args.group)
+            out.write(f"Deletion of requested consumer group ('{args.group}') was successful.\n")
+            return 0
+        if args.action == "reset-offsets":
+            return await _reset(cluster, args, out)
+        if not args.topic:
+            raise ValueError("delete-offsets needs --topic")
+        targets = []
+        for topic in args.topic:
+            parts = args.partition or sorted(await cluster.partitions(topic))
+            targets += [(topic, p) for p in parts]
+        await g.delete_offsets(cluster, args.group, targets)
+        out.write(f"Request succeeded for deleting offsets of group '{args.group}'.\n")
+        return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    status, result = run_trio("groups", _run, args, sys.stdout)
+    return status or result

@@ -1,0 +1,105 @@
+"""`minikafka consume --group` and `minikafka groups` against a real broker: consume as a group
+member and resume from the commit; describe shows offsets, log end and lag; reset-offsets is a dry
+run unless --execute and is refused while the group has members; delete and delete-offsets."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+from group_helpers import GROUP_BROKER, create_topics, produce
+from test_consumer_group_rebalance import Member
+
+pytestmark = pytest.mark.slow
+
+
+def cli(*args, timeout=60):
+    return subprocess.run(
+        [sys.executable, "-m", "minikafka_cli.main", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_consume_with_a_group_then_administer_it(start_broker):
+    broker = start_broker(1, **GROUP_BROKER)
+    bs = broker.bootstrap
+    create_topics(bs, {"cg": 2})
+    produce(bs, "cg", [b"r%d" % i for i in range(10)], partitions=2)
+    first = cli(
+        "consume", "--bootstrap-server", bs, "--topic", "cg", "--group", "G", "--from-beginning", "--max-messages", "6"
+    )
+    assert first.returncode == 0, first.stderr
+    assert len(first.stdout.split()) == 6
+    described = cli("groups", "describe", "--bootstrap-server", bs, "--group", "G")
+    assert described.returncode == 0, described.stderr
+    lines = [line.split() for line in described.stdout.splitlines() if line.startswith("G ")]
+    assert sorted((row[1], int(row[2])) for row in lines) == [("cg", 0), ("cg", 1)]
+    assert sum(int(row[3]) for row in lines) == 6 and sum(int(row[5]) for row in lines) == 4
+    assert "GROUP  TOPIC  PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG" in described.stdout
+    rest = cli("consume", "--bootstrap-server", bs, "--topic", "cg", "--group", "G", "--timeout-ms", "3000")
+    assert sorted(first.stdout.split() + rest.stdout.split()) == sorted(f"r{i}" for i in range(10))
+    listed = cli("groups", "list", "--bootstrap-server", bs)
+    assert listed.stdout.split()[3:] == ["G", "consumer", "Empty"]
+    dry = cli("groups", "reset-offsets", "--bootstrap-server", bs, "--group", "G", "--topic", "cg", "--to-earliest")
+    assert dry.returncode == 0 and "dry run" in dry.stdout
+    state = cli("groups", "describe", "--bootstrap-server", bs, "--group", "G")
+    assert sum(int(line.split()[3]) for line in state.stdout.splitlines() if line.startswith("G ")) == 10
+    done = cli(
+        "groups",
+        "reset-offsets",
+        "--bootstrap-server",
+        bs,
+        "--group",
+        "G",
+        "--topic",
+        "cg",
+        "--shift-by",
+        "-2",
+        "--execute",
+    )
+    assert done.returncode == 0, done.stderr
+    again = cli("consume", "--bootstrap-server", bs, "--topic", "cg", "--group", "G", "--timeout-ms", "3000")
+    assert len(again.stdout.split()) == 4  # two per partition
+    # while a member is active: reset refused, delete refused, delete-offsets of its topic refused
+    member = Member(bs, group="G", topic="cg")
+    try:
+        deadline = time.monotonic() + 60
+        while member.assigned is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        refused = cli(
+            "groups",
+            "reset-offsets",
+            "--bootstrap-server",
+            bs,
+            "--group",
+            "G",
+            "--all-topics",
+            "--to-earliest",
+            "--execute",
+        )
+        assert refused.returncode == 1 and "inactive" in refused.stderr and "Stable" in refused.stderr
+        assert cli("groups", "delete", "--bootstrap-server", bs, "--group", "G").returncode == 1
+        members = cli("groups", "describe", "--bootstrap-server", bs, "--group", "G", "--members")
+        assert "cg(0,1)" in members.stdout
+        busy = cli("groups", "delete-offsets", "--bootstrap-server", bs, "--group", "G", "--topic", "cg")
+        assert busy.returncode == 1 and "GROUP_SUBSCRIBED_TO_TOPIC" in busy.stderr
+    finally:
+        member.stop()
+    assert (
+        cli(
+            "groups", "delete-offsets", "--bootstrap-server", bs, "--group", "G", "--topic", "cg", "--partition", "0"
+        ).returncode
+        == 0
+    )
+    deleted = cli("groups", "delete", "--bootstrap-server", bs, "--group", "G")
+    assert deleted.returncode == 0, deleted.stderr
+    assert cli("groups", "list", "--bootstrap-server", bs).stdout.split()[3:] == []
+
+
+def test_bad_group_arguments_exit_2(start_broker):
+    broker = start_broker(1, **GROUP_BROKER)
+    no_group = cli("groups", "describe", "--bootstrap-server", broker.bootstrap)
+    assert no_group.returncode == 2 and "needs --group" in no_group.stderr
+    no_spec = cli("groups", "reset-offsets", "--bootstrap-server", broker.bootstrap, "--group", "G", "--topic", "x")
+    assert no_spec.returncode == 2
+    both = cli("consume", "--bootstrap-server", broker.bootstrap, "--topic", "x", "--group", "G", "--partition", "0")
+    assert both.returncode == 2
