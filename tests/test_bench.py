@@ -110,3 +110,13 @@ def test_quick_bench_run_writes_its_tables_chart_and_json(tmp_path):
     assert all(p["failover_s"] > 0 for p in result["scaling"])
     assert "| target (issue 10 unless named) | measured | met |" in (tmp_path / "cluster.md").read_text()
     assert (tmp_path / "cluster.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_quick_group_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.group_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 16) | measured | target | met |" in r.stdout
+    assert "rebalance, 10 members join a new group" in r.stdout
+    assert "OffsetCommit from 20 client(s), RF 1" in r.stdout
