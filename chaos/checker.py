@@ -7,6 +7,8 @@ History events (dicts, JSON lines on disk), each with `t` (seconds):
   read  {consumer, partition, offset, value}     a consumer read a record
   hw    {consumer, partition, hw}                the high watermark a consumer was told
   leader {partition, leader}                     an observer's view of the partition's leader (-1: none)
+  gread {consumer, partition, offset, value}     a member of the consumer group read a record
+  committed {partition, offset}                  the group's committed offset, as an observer read it
 
 Final state: for each partition, the records of every replica ({broker: [(offset, value)]}), the
 final ISR and high watermark.
@@ -16,6 +18,9 @@ Properties (issue 9): (1) every acknowledged record is in the final leader's log
 an offset is what the final log has there) and no consumer saw the HW go backwards; (4) with one
 request in flight, a producer's records sit in its send order within a partition. Duplicates and
 the longest leaderless window are reported, not judged.
+With a consumer group in the history (issue 16): (5) every acknowledged record was read by the
+group at least once; (6) the group's committed offsets never go backwards; (7) no record below a
+committed offset was skipped (every offset of the final log below it was read by some member).
 """
 
 from __future__ import annotations
@@ -36,17 +41,28 @@ class Report:
     reordered: list = field(default_factory=list)  # (producer, partition, value)
     duplicated: list = field(default_factory=list)  # values present more than once
     max_leaderless_s: float = 0.0
+    unconsumed: list = field(default_factory=list)  # acknowledged, never read by the group
+    commit_regressions: list = field(default_factory=list)  # (partition, before, after)
+    skipped: list = field(default_factory=list)  # (partition, offset) below a commit, never read
+    group_reads: int = 0
+
+    JUDGED = (
+        "lost",
+        "divergent",
+        "unstable",
+        "hw_regressions",
+        "reordered",
+        "unconsumed",
+        "commit_regressions",
+        "skipped",
+    )
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.divergent or self.unstable or self.hw_regressions or self.reordered)
+        return not any(getattr(self, name) for name in self.JUDGED)
 
     def violations(self) -> dict[str, int]:
-        return {
-            name: len(getattr(self, name))
-            for name in ("lost", "divergent", "unstable", "hw_regressions", "reordered")
-            if getattr(self, name)
-        }
+        return {name: len(getattr(self, name)) for name in self.JUDGED if getattr(self, name)}
 
 
 def check(
@@ -112,6 +128,8 @@ def check(
             for (a, _), (b, value) in zip(seq, seq[1:]):
                 if b < a:
                     report.reordered.append((producer, partition, value))
+    if any(e["op"] in ("gread", "committed") for e in history):
+        _check_group(history, final, acks, report)
     leaderless_since: dict[int, float] = {}  # longest window without a leader
     for e in history:
         if e["op"] != "leader":
@@ -122,3 +140,28 @@ def check(
         elif p in leaderless_since:
             report.max_leaderless_s = max(report.max_leaderless_s, e["t"] - leaderless_since.pop(p))
     return report
+
+
+def _check_group(history: list[dict], final: dict, acks: list[dict], report: Report) -> None:
+    """Properties (5)-(7) of a consumer group's reads and commits."""
+    reads = [e for e in history if e["op"] == "gread"]
+    report.group_reads = len(reads)
+    read_at = {(e["partition"], e["offset"]) for e in reads}
+    for e in acks:  # (5)
+        if (
+            final.get(e["partition"], {}).get(e["offset"]) == e["value"]
+            and (e["partition"], e["offset"]) not in read_at
+        ):
+            report.unconsumed.append((e["partition"], e["offset"]))
+    highest: dict[int, int] = {}
+    for e in history:  # (6)
+        if e["op"] != "committed":
+            continue
+        p = e["partition"]
+        if e["offset"] < highest.get(p, -1):
+            report.commit_regressions.append((p, highest[p], e["offset"]))
+        highest[p] = max(highest.get(p, -1), e["offset"])
+    for p, committed in highest.items():  # (7)
+        for offset in sorted(final.get(p, {})):
+            if offset < committed and (p, offset) not in read_at:
+                report.skipped.append((p, offset))

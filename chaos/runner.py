@@ -6,7 +6,9 @@ derives from the printed seed, so `--seed` reproduces a run. Per scenario: fresh
 `chaos` (3 partitions, RF 3, min.insync.replicas=2), two idempotent producers (acks=all, retries, one
 request in flight) writing unique values, a consumer per partition and a leader observer, all
 recording into `<dir>/<scenario>/history.jsonl`; then the nemesis; then heal (every broker and
-ZooKeeper running, ISR full), stop cleanly, read every replica's log files and judge.
+ZooKeeper running, ISR full), stop cleanly, read every replica's log files and judge. The group
+scenarios (`GROUP_SCENARIOS`) also run a consumer group of two members that commit as they read
+(`chaos/groups.py`); after the heal it drains to the log end before the group is judged.
 """
 
 from __future__ import annotations
@@ -19,15 +21,17 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
 
+from chaos import groups
 from chaos.checker import Report, check
 from client import Cluster, ConnectionClosed, KafkaError
 from client.connection import Connection
 from client.producer import Producer
+from client.reads import LATEST, list_offset
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
 from protocol import record_batch as rb
@@ -44,6 +48,7 @@ class Env:
     brokers: dict[int, BrokerProcess]
     rng: random.Random
     history: list
+    last_committed: dict = field(default_factory=dict)  # the group's, as its observer last read them
 
     @property
     def bootstrap(self) -> str:
@@ -374,7 +379,10 @@ SCENARIOS = {
     "partition-broker": (partition, {}),
     "unclean-election": (unclean, {"unclean.leader.election.enable": "true"}),
     "disk-full": (disk_full, {}),
+    "group-kill-coordinator": (groups.kill_coordinator, {}),
 }
+#: scenarios that also run a consumer group (and judge it: chaos/checker.py properties 5-7)
+GROUP_SCENARIOS = {"group-kill-coordinator"}
 
 
 # ---- running and judging ----------------------------------------------------------------------------
@@ -406,6 +414,16 @@ async def heal(env: Env) -> None:
     await trio.sleep(2)  # quiescence: followers learn the final HW
 
 
+async def drain_group(env: Env, timeout_s: float = 60) -> None:
+    """After the producers stop: wait until the group has committed every partition's log end."""
+    await trio.sleep(2)  # the last acknowledgements settle
+    with trio.move_on_after(timeout_s):
+        async with Cluster.open(env.bootstrap, retries=30) as cluster:
+            ends = {p: await list_offset(cluster, TOPIC, p, LATEST) for p in range(PARTITIONS)}
+        while any(env.last_committed.get(p, -1) < end for p, end in ends.items()):
+            await trio.sleep(0.3)
+
+
 async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.0) -> tuple[Report, str]:
     nemesis, extra = SCENARIOS[name]
     directory = root / name
@@ -426,6 +444,8 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
             zk.connect,
             replica_lag_time_max_ms="2000",
             zookeeper_session_timeout_ms="4000",
+            offsets_topic_num_partitions=str(groups.OFFSETS_PARTITIONS),
+            group_initial_rebalance_delay_ms="0",
             **{k.replace(".", "_"): v for k, v in extra.items()},
         ).start()
     env = Env(directory, zk, brokers, random.Random(f"{seed}-{name}"), [])
@@ -464,18 +484,25 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
                 and all(len(p.isr_nodes) == 3 for p in md.topics[0].partitions)
             ):
                 await trio.sleep(0.2)
-        stop = trio.Event()
+        stop, group_stop = trio.Event(), trio.Event()
         async with trio.open_nursery() as nursery:
             for name_ in ("p1", "p2"):
                 nursery.start_soon(producer_task, env, name_, stop)
             for p in range(PARTITIONS):
                 nursery.start_soon(consumer_task, env, p, stop)
             nursery.start_soon(observer_task, env, stop)
+            if name in GROUP_SCENARIOS:
+                for member in ("g1", "g2"):
+                    nursery.start_soon(groups.group_consumer_task, env, member, TOPIC, group_stop)
+                nursery.start_soon(groups.committed_observer_task, env, TOPIC, group_stop)
             await trio.sleep(2)
             what = await nemesis(env)
             await trio.sleep(max(0.0, workload_s - 2))
             await heal(env)
             stop.set()
+            if name in GROUP_SCENARIOS:
+                await drain_group(env)
+            group_stop.set()
             # producers finish the record they are waiting for; an unsettled one stays "sent"
             nursery.cancel_scope.deadline = trio.current_time() + 60
         md = await env.metadata()

@@ -8,7 +8,7 @@ import random
 import pytest
 import trio
 
-from chaos.runner import SCENARIOS, iptables_works, run_scenario, tmpfs_works
+from chaos.runner import GROUP_SCENARIOS, SCENARIOS, iptables_works, run_scenario, tmpfs_works
 
 pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
@@ -26,9 +26,12 @@ def test_scenario(name, tmp_path):
     print(
         f"{name}: {what}; sent {report.attempted}, acked {report.acked}, failed {report.failed}, "
         f"lost {len(report.lost)}, duplicated {len(report.duplicated)}, "
-        f"longest without a leader {report.max_leaderless_s:.1f} s, violations {report.violations()}"
+        f"longest without a leader {report.max_leaderless_s:.1f} s, group reads {report.group_reads}, "
+        f"violations {report.violations()}"
     )
     assert report.acked > 500, "the workload made too little progress to judge"
+    if name in GROUP_SCENARIOS:
+        assert report.group_reads >= report.acked, "the group did not read everything: nothing to judge"
     if name == "unclean-election":
         # data loss is allowed here, but it must be reported, never a silent divergence
         assert not report.divergent and not report.reordered

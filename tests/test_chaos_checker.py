@@ -78,3 +78,33 @@ def test_duplicates_are_reported():
         replicas[0][broker] = [(0, b"1"), (1, b"2"), (2, b"2")]
     report = check(history, replicas, leaders, isr, {0: 3}, in_order=True)
     assert report.duplicated == [(0, b"2")] and report.ok  # reported, not a violation
+
+
+def with_group(reads, committed):
+    history, replicas, leaders, isr, hws = clean()
+    history += [
+        {"t": 2.0, "op": "gread", "consumer": "g1", "partition": 0, "offset": o, "value": b"12"[o : o + 1]}
+        for o in reads
+    ]
+    history += [{"t": 2.5 + i / 10, "op": "committed", "partition": 0, "offset": o} for i, o in enumerate(committed)]
+    return check(history, replicas, leaders, isr, hws, in_order=True)
+
+
+def test_a_group_that_read_and_committed_everything_passes():
+    report = with_group([0, 1, 1], [1, 2])
+    assert report.ok and report.group_reads == 3
+
+
+def test_an_acknowledged_record_the_group_never_read_is_flagged():
+    report = with_group([0], [1])
+    assert report.unconsumed == [(0, 1)] and not report.ok
+
+
+def test_a_committed_offset_going_backwards_is_flagged():
+    report = with_group([0, 1], [2, 1, 2])
+    assert report.commit_regressions == [(0, 2, 1)] and not report.ok
+
+
+def test_a_record_skipped_below_a_commit_is_flagged():
+    report = with_group([1], [2])
+    assert report.skipped == [(0, 0)] and report.unconsumed == [(0, 0)]

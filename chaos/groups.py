@@ -1,0 +1,111 @@
+"""The consumer group part of the chaos workload: a group of consumers (our `client.groups`
+members: join, sync with the range assignor, heartbeat, commit after every fetch round) reading
+the chaos topic, an observer of the group's committed offsets, and the nemesis that kills the
+group's coordinator.
+
+History events added (see chaos/checker.py):
+  gread     {consumer, partition, offset, value}   a group member read a record
+  committed {partition, offset}                    the observer read the group's committed offset
+"""
+
+from __future__ import annotations
+
+import trio
+
+from client import Cluster, ConnectionClosed, KafkaError
+from client.groups import GroupMember, committed_offsets
+from client.reads import EARLIEST, fetch_records, list_offset
+from coordinator.group.records import partition_for
+from protocol import record_batch as rb
+
+GROUP = "chaos-group"
+OFFSETS_PARTITIONS = 3  # offsets.topic.num.partitions of the chaos cluster
+ERRORS = (KafkaError, ConnectionClosed, trio.TooSlowError)
+
+
+async def group_consumer_task(env, name: str, topic: str, stop: trio.Event) -> None:
+    """One member: (re)join, read the assigned partitions from the committed offsets (earliest
+    when none), commit after every round that read something, heartbeat every second."""
+    async with Cluster.open(env.bootstrap, retries=30, backoff_ms=100) as cluster:
+        member = GroupMember(cluster, GROUP, [topic], session_timeout_ms=6000, rebalance_timeout_ms=10000)
+        while not stop.is_set():
+            try:
+                assignment = await member.join()
+                committed = await member.committed()
+                positions = {}
+                for p in assignment.get(topic, []):
+                    found = committed.get((topic, p), -1)
+                    positions[p] = found if found >= 0 else await list_offset(cluster, topic, p, EARLIEST)
+                next_heartbeat = trio.current_time() + 1
+                while not stop.is_set():
+                    progressed = False
+                    for p in sorted(positions):
+                        data = await fetch_records(cluster, topic, p, positions[p], max_wait_ms=100, max_bytes=1 << 20)
+                        for pos, header in rb.iter_batches(data, allow_partial_tail=True):
+                            for record in rb.decode_records(data, pos, header):
+                                if record.offset >= positions[p]:
+                                    env.record(
+                                        op="gread", consumer=name, partition=p, offset=record.offset, value=record.value
+                                    )
+                            if header.next_offset > positions[p]:
+                                positions[p] = header.next_offset
+                                progressed = True
+                    if not positions:
+                        await trio.sleep(0.2)
+                    if progressed and not await member.commit({(topic, p): o for p, o in positions.items()}):
+                        break
+                    if trio.current_time() >= next_heartbeat:
+                        if not await member.heartbeat():
+                            break
+                        next_heartbeat = trio.current_time() + 1
+            except ERRORS:
+                await trio.sleep(0.2)
+        with trio.move_on_after(5):
+            await member.leave()
+
+
+async def committed_observer_task(env, topic: str, stop: trio.Event) -> None:
+    """Read the group's committed offsets every 0.3 s (from whichever broker coordinates it)."""
+    async with Cluster.open(env.bootstrap, retries=0) as cluster:
+        while not stop.is_set():
+            try:
+                with trio.fail_after(5):
+                    found = await committed_offsets(cluster, GROUP)
+                for (t, p), offset in sorted(found.items()):
+                    if t == topic and offset >= 0:
+                        env.record(op="committed", partition=p, offset=offset)
+                env.last_committed = {p: o for (t, p), o in found.items() if t == topic}
+            except ERRORS:
+                pass
+            await trio.sleep(0.3)
+
+
+async def coordinator_of(env) -> int:
+    """The broker leading the group's `__consumer_offsets` partition (-1 when unknown)."""
+    for b in env.brokers.values():
+        if not b.alive:
+            continue
+        try:
+            async with Cluster.open(b.bootstrap, retries=0) as cluster:
+                md = await cluster.refresh_metadata(["__consumer_offsets"])
+                info = md.topics.get("__consumer_offsets", {}).get(partition_for(GROUP, OFFSETS_PARTITIONS))
+                return info.leader if info else -1
+        except ERRORS:
+            continue
+    return -1
+
+
+async def kill_coordinator(env) -> str:
+    """kill -9 of the group's coordinator; it restarts 4 s later; then a random other broker is
+    killed (it comes back at heal)."""
+    victim = await coordinator_of(env)
+    if victim < 0:
+        return "no coordinator found"
+    env.brokers[victim].kill()
+    await trio.sleep(4)
+    await env.restart(victim)
+    await trio.sleep(3)
+    second = await coordinator_of(env)
+    other = env.rng.choice([b for b in env.brokers if b != victim])
+    env.brokers[other].kill()
+    return f"killed coordinator {victim} (restarted after 4 s), then broker {other} (new coordinator was {second})"
