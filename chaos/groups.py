@@ -31,6 +31,8 @@ async def group_consumer_task(env, name: str, topic: str, stop: trio.Event) -> N
         while not stop.is_set():
             try:
                 assignment = await member.join()
+                if member.rejoin_needed:
+                    continue
                 committed = await member.committed()
                 positions = {}
                 for p in assignment.get(topic, []):

@@ -2,8 +2,11 @@
 the admin calls `kafka-consumer-groups.sh` makes (ListGroups 16 on every broker, DescribeGroups
 15, DeleteGroups 42, OffsetFetch 9, OffsetCommit 8 as a "simple" commit, OffsetDelete 47), and
 `GroupMember`: membership of a group with the classic protocol (JoinGroup 11 with KIP-394's
-member id round, SyncGroup 14 with the range assignor when this member leads, Heartbeat 12,
-LeaveGroup 13) and commits of its positions.
+member id round, SyncGroup 14 running the group's chosen assignor when this member leads —
+"range" or "cooperative-sticky", `client/assignors.py` —, Heartbeat 12, LeaveGroup 13) and
+commits of its positions. With cooperative-sticky (KIP-429) a member keeps its partitions through
+a rebalance; partitions taken away from it are revoked after the SyncGroup and it rejoins at once
+(`rejoin_needed`), so their new owner gets them in the next generation.
 
 Retriable errors (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, a
 broken connection) re-find the coordinator through `Cluster.retry`; the others raise KafkaError.
@@ -15,6 +18,7 @@ import socket
 
 import trio
 
+from client.assignors import ASSIGNORS, Subscription
 from client.cluster import Cluster, KafkaError
 from client.connection import Connection
 from protocol import consumer_protocol as cp
@@ -170,26 +174,9 @@ async def delete_offsets(cluster: Cluster, group_id: str, partitions: list[Topic
 
 
 # ---- membership --------------------------------------------------------------------------------
-def range_assign(members: dict[str, list[str]], partitions: dict[str, list[int]]) -> dict[str, dict[str, list[int]]]:
-    """Kafka's RangeAssignor: per topic, its subscribers in member id order each take a
-    contiguous range, the first ones one partition more when it does not divide evenly.
-    `members` {member id: topics}; `partitions` {topic: partition ids}."""
-    out: dict[str, dict[str, list[int]]] = {m: {} for m in members}
-    for topic in sorted({t for ts in members.values() for t in ts}):
-        subscribers = sorted(m for m, ts in members.items() if topic in ts)
-        parts = sorted(partitions.get(topic, []))
-        per, extra = divmod(len(parts), len(subscribers))
-        start = 0
-        for i, m in enumerate(subscribers):
-            n = per + (1 if i < extra else 0)
-            if n:
-                out[m][topic] = parts[start : start + n]
-            start += n
-    return out
-
-
 class GroupMember:
-    """One member of a consumer group (classic protocol, range assignor). Timeouts in ms.
+    """One member of a consumer group (classic protocol). Timeouts in ms; `assignors` in order of
+    preference (the group votes, as Kafka's brokers count them).
 
     `join()` returns this generation's assignment {topic: [partitions]}; `heartbeat()` returns
     False when the member must rejoin; `commit()` commits positions for the current generation
@@ -204,7 +191,14 @@ class GroupMember:
         session_timeout_ms: int = 10000,
         rebalance_timeout_ms: int = 30000,
         client_id: str = "minikafka-consumer",
+        assignors: tuple[str, ...] = ("range",),
     ):
+        unknown = [a for a in assignors if a not in ASSIGNORS]
+        if unknown or not assignors:
+            raise ValueError(f"unknown assignor(s) {unknown}: choose from {sorted(ASSIGNORS)}")
+        self.assignors = assignors
+        self.rejoin_needed = False  # cooperative: partitions were revoked, rejoin at once
+        self.protocol: str | None = None
         self.cluster, self.group_id, self.topics = cluster, group_id, topics
         self.session_timeout_ms, self.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
         self.client_id = client_id
@@ -228,7 +222,13 @@ class GroupMember:
                         "member_id": self.member_id,
                         "group_instance_id": None,
                         "protocol_type": "consumer",
-                        "protocols": [{"name": "range", "metadata": cp.encode_subscription(self.topics)}],
+                        "protocols": [
+                            {
+                                "name": name,
+                                "metadata": cp.encode_subscription(self.topics, owned=self.assignment, version=1),
+                            }
+                            for name in self.assignors
+                        ],
                     },
                     version=7,
                     timeout_s=self.rebalance_timeout_ms / 1000 + 10,
@@ -237,18 +237,20 @@ class GroupMember:
                     self.member_id = r.member_id
                     continue
                 if r.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
-                    self.member_id = ""
+                    self._lost()
                     continue
                 _raise(r.error_code, f"JoinGroup({self.group_id})")
                 break
-            self.generation = r.generation_id
+            self.generation, self.protocol = r.generation_id, r.protocol_name
             assignments = []
             if r.leader == self.member_id:
-                subscriptions = {m.member_id: cp.decode_subscription(bytes(m.metadata))[0] for m in r.members}
-                wanted = sorted({t for ts in subscriptions.values() for t in ts})
+                subscriptions = {
+                    m.member_id: Subscription(*cp.decode_subscription(bytes(m.metadata))) for m in r.members
+                }
+                wanted = sorted({t for s in subscriptions.values() for t in s.topics})
                 md = await self.cluster.refresh_metadata(wanted)
                 partitions = {t: sorted(md.topics.get(t, {})) for t in wanted}
-                plan = range_assign(subscriptions, partitions)
+                plan = ASSIGNORS[r.protocol_name](subscriptions, partitions)
                 assignments = [{"member_id": m, "assignment": cp.encode_assignment(a)} for m, a in plan.items()]
             s = await conn.request(
                 ApiKey.SYNC_GROUP,
@@ -258,7 +260,7 @@ class GroupMember:
                     "member_id": self.member_id,
                     "group_instance_id": None,
                     "protocol_type": "consumer",
-                    "protocol_name": "range",
+                    "protocol_name": self.protocol,
                     "assignments": assignments,
                 },
                 version=5,
@@ -267,7 +269,11 @@ class GroupMember:
             if s.error_code in REJOIN:
                 raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, "SyncGroup")
             _raise(s.error_code, f"SyncGroup({self.group_id})")
-            self.assignment = cp.decode_assignment(bytes(s.assignment))
+            new = cp.decode_assignment(bytes(s.assignment))
+            owned = {(t, p) for t, ps in self.assignment.items() for p in ps}
+            kept = {(t, p) for t, ps in new.items() for p in ps}
+            self.rejoin_needed = self.protocol == "cooperative-sticky" and bool(owned - kept)
+            self.assignment = new
             return self.assignment
 
         return await self.cluster.retry(attempt, "JoinGroup")
@@ -280,9 +286,17 @@ class GroupMember:
             version=4,
         )
         if r.error_code in REJOIN:
+            if r.error_code != ErrorCode.REBALANCE_IN_PROGRESS:
+                self._lost()
             return False
         _raise(r.error_code, f"Heartbeat({self.group_id})")
         return True
+
+    def _lost(self) -> None:
+        """Fenced out of the group (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION): the partitions are
+        lost, not revoked, and the member rejoins owning nothing (with a new id when unknown)."""
+        self.assignment = {}
+        self.member_id = ""
 
     async def committed(self) -> dict[TopicPartition, int]:
         return await committed_offsets(self.cluster, self.group_id)
@@ -296,6 +310,8 @@ class GroupMember:
         )
         codes = {p.error_code for t in r.topics for p in t.partitions}
         if codes & REJOIN:
+            if codes & (REJOIN - {ErrorCode.REBALANCE_IN_PROGRESS}):
+                self._lost()
             return False
         for code in codes:
             _raise(code, f"OffsetCommit({self.group_id})")

@@ -32,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="consume as a member of this consumer group, committing its offsets (kafka-console-consumer --group)",
     )
     parser.add_argument(
+        "--assignor",
+        action="append",
+        choices=["range", "cooperative-sticky"],
+        help="with --group: partition assignors in order of preference (repeatable; default range then "
+        "cooperative-sticky, as Kafka's consumers)",
+    )
+    parser.add_argument(
         "--from-beginning",
         action="store_true",
         help="start at the earliest offset (with --group: when nothing is committed)",
@@ -158,12 +165,16 @@ async def _consume_in_group(cluster, args, out) -> int:
     group's committed offsets (else the earliest with --from-beginning, the latest without),
     commit after every round that printed records, heartbeat every second, rejoin when the group
     rebalances, and commit and leave on the way out."""
-    member = GroupMember(cluster, args.group, [args.topic], client_id="minikafka-console-consumer")
+    member = GroupMember(
+        cluster, args.group, [args.topic], client_id="minikafka-console-consumer", assignors=tuple(args.assignor)
+    )
     printed, idle = 0, _Idle(args.timeout_ms)
     positions: dict[int, int] = {}
     try:
         while True:
             assignment = await member.join()
+            if member.rejoin_needed:  # cooperative: revoked partitions go to their new owner next
+                continue
             committed = await member.committed()
             positions = {}
             for p in assignment.get(args.topic, []):
@@ -199,6 +210,8 @@ def run(args: argparse.Namespace) -> int:
     if args.offset is not None and args.partition is None:
         print("minikafka consume: --offset needs --partition", file=sys.stderr)
         return 2
+    if args.assignor is None:
+        args.assignor = ["range", "cooperative-sticky"]
     if args.group is not None and (args.partition is not None or args.offset is not None):
         print(
             "minikafka consume: --group reads the partitions the group assigns: no --partition/--offset",

@@ -1,10 +1,13 @@
 """A confluent-kafka group consumer run as its own process by the group tests:
 `python group_member.py BOOTSTRAP GROUP TOPIC [INSTANCE_ID]`. It prints one JSON line per
-rebalance event ({"assigned": [[topic, partition], ...]} or {"revoked": [...]}) and {"consumed": n}
+rebalance event ({"assigned": [[topic, partition], ...]} or {"revoked": [...]}, each followed by
+{"owned": [...]}, everything it holds now, incremental or eager) and {"consumed": n}
 every 20 records, commits synchronously after each poll that returned records, and on SIGTERM
-closes cleanly (a dynamic member leaves the group)."""
+closes cleanly (a dynamic member leaves the group). $GROUP_MEMBER_ASSIGNOR picks the assignor
+(default range)."""
 
 import json
+import os
 import signal
 import sys
 
@@ -21,7 +24,7 @@ def main() -> None:
         "enable.auto.commit": False,
         "session.timeout.ms": 6000,
         "heartbeat.interval.ms": 500,
-        "partition.assignment.strategy": "range",
+        "partition.assignment.strategy": os.environ.get("GROUP_MEMBER_ASSIGNOR", "range"),
     }
     if instance:
         config["group.instance.id"] = instance
@@ -29,8 +32,19 @@ def main() -> None:
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
 
+    owned: set = set()
+
     def say(kind, partitions):
-        print(json.dumps({kind: sorted([p.topic, p.partition] for p in partitions)}), flush=True)
+        changed = {(p.topic, p.partition) for p in partitions}
+        cooperative = config["partition.assignment.strategy"] == "cooperative-sticky"
+        if kind == "assigned":
+            owned.update(changed) if cooperative else (owned.clear(), owned.update(changed))
+        elif cooperative:
+            owned.difference_update(changed)
+        else:
+            owned.clear()
+        print(json.dumps({kind: sorted(changed)}), flush=True)
+        print(json.dumps({"owned": sorted(owned)}), flush=True)
 
     consumer.subscribe([topic], on_assign=lambda c, ps: say("assigned", ps), on_revoke=lambda c, ps: say("revoked", ps))
     consumed = 0

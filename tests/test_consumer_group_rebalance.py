@@ -5,6 +5,7 @@ timeout gets its partitions back without a rebalance; kill -9 of the coordinator
 committed offset and consumption resumes."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -25,9 +26,10 @@ ALL = {("t12", p) for p in range(12)}
 class Member:
     """One consumer process and what it last said about its assignment."""
 
-    def __init__(self, bootstrap, group="g", topic="t12", instance=None):
+    def __init__(self, bootstrap, group="g", topic="t12", instance=None, assignor="range"):
         args = [sys.executable, MEMBER, bootstrap, group, topic] + ([instance] if instance else [])
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        env = dict(os.environ, GROUP_MEMBER_ASSIGNOR=assignor)
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
         self.assigned: set | None = None
         self.events: list[dict] = []
         self.consumed = 0
@@ -37,10 +39,8 @@ class Member:
         for line in self.proc.stdout:
             event = json.loads(line)
             self.events.append(event)
-            if "assigned" in event:
-                self.assigned = {tuple(p) for p in event["assigned"]}
-            elif "revoked" in event:
-                self.assigned = None
+            if "owned" in event:
+                self.assigned = {tuple(p) for p in event["owned"]}
             elif "consumed" in event:
                 self.consumed = event["consumed"]
 
