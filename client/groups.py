@@ -210,8 +210,8 @@ class GroupMember:
         return await coordinator_connection(self.cluster, self.group_id, refresh)
 
     async def join(self) -> dict[str, list[int]]:
-        async def attempt(refresh: bool) -> dict[str, list[int]]:
-            conn = await self._coordinator(refresh)
+        async def once(conn: Connection) -> dict[str, list[int]] | None:
+            """One JoinGroup + SyncGroup round; None when the group asks for another."""
             while True:
                 r = await conn.request(
                     ApiKey.JOIN_GROUP,
@@ -267,7 +267,9 @@ class GroupMember:
                 timeout_s=self.rebalance_timeout_ms / 1000 + 10,
             )
             if s.error_code in REJOIN:
-                raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, "SyncGroup")
+                if s.error_code != ErrorCode.REBALANCE_IN_PROGRESS:
+                    self._lost()
+                return None
             _raise(s.error_code, f"SyncGroup({self.group_id})")
             new = cp.decode_assignment(bytes(s.assignment))
             owned = {(t, p) for t, ps in self.assignment.items() for p in ps}
@@ -275,6 +277,12 @@ class GroupMember:
             self.rejoin_needed = self.protocol == "cooperative-sticky" and bool(owned - kept)
             self.assignment = new
             return self.assignment
+
+        async def attempt(refresh: bool) -> dict[str, list[int]]:
+            conn = await self._coordinator(refresh)
+            while (assignment := await once(conn)) is None:
+                pass
+            return assignment
 
         return await self.cluster.retry(attempt, "JoinGroup")
 

@@ -53,9 +53,17 @@ class GroupMetadataManager:
         self.groups: dict[str, GroupMetadata] = {}
         self.owned: dict[int, int] = {}  # offsets partition -> leader epoch it is (being) loaded in
         self.loading: set[int] = set()
+        self._partition_of: dict[str, int] = {}  # group id -> offsets partition (a cache)
 
     def partition_for(self, group_id: str) -> int:
-        return records.partition_for(group_id, self.config.offsets_topic_num_partitions)
+        found = self._partition_of.get(group_id)
+        if found is None:
+            if len(self._partition_of) > 100_000:  # bounded: ids are client input
+                self._partition_of.clear()
+            found = self._partition_of[group_id] = records.partition_for(
+                group_id, self.config.offsets_topic_num_partitions
+            )
+        return found
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
         """NONE when this broker serves `group_id` now, else NOT_COORDINATOR or

@@ -14,6 +14,7 @@ wrote and raise `CorruptCoordinatorRecord` (a ValueError) for anything else.
 
 from __future__ import annotations
 
+import io
 import struct
 from dataclasses import dataclass
 
@@ -84,7 +85,10 @@ def _parse(maps: dict, data: bytes, what: str):
 
 
 def _build(maps: dict, version: int, value: dict) -> bytes:
-    return _VERSION.pack(version) + maps[version].build(value)
+    out = io.BytesIO()
+    out.write(_VERSION.pack(version))
+    _compiled(maps[version]).buildfunc(value, out, None)
+    return out.getvalue()
 
 
 # ---- keys --------------------------------------------------------------------------------------
