@@ -360,3 +360,24 @@ async def test_offsets_of_an_empty_group_expire_after_the_retention(tmp_path, au
         assert await coord.expire_offsets(now[0] + 59_000) == 0
         assert await coord.expire_offsets(now[0] + 61_000) == 1
         assert coord.fetch_offsets("s", None) == (E.NONE, {})
+
+
+async def test_a_new_leader_epoch_keeps_the_groups_and_a_resignation_then_election_reloads(tmp_path, autojump_clock):
+    async with coordinator(tmp_path) as coord:
+        a = await join_new(coord)
+        me = a["member_id"]
+        await coord.sync_group("g", 1, me, None, None, None, {me: b"A"})
+        await coord.commit_offsets("g", 1, me, None, {("t", 0): OffsetAndMetadata(3)})
+        rm = coord.manager.replica_manager
+        group = coord.manager.groups["g"]
+        elect(rm, coord, epoch=1)  # e.g. the controller shrank the ISR: still the leader here
+        assert coord.manager.groups["g"] is group and not coord.manager.loading
+        assert coord.heartbeat("g", 1, me, None) == E.NONE
+        partition = coord.manager.partition_for("g")
+        coord.on_resignation((OFFSETS, partition), 1)
+        assert coord.heartbeat("g", 1, me, None) == E.NOT_COORDINATOR
+        elect(rm, coord, epoch=2)
+        await wait_loaded(coord)
+        reloaded = coord.manager.groups["g"]
+        assert reloaded is not group and reloaded.members[me].assignment == b"A"
+        assert coord.fetch_offsets("g", None) == (E.NONE, {("t", 0): OffsetAndMetadata(3)})

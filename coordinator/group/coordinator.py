@@ -116,7 +116,7 @@ class GroupCoordinator(OffsetOperations):
         self._rebalances: dict[str, _Rebalance] = {}
         self._pending_deadlines: dict[tuple[str, str], float] = {}
         self._nursery: trio.Nursery | None = None
-        self._early: list[tuple[int, int]] = []  # elections seen before run() started
+        self._early: list[tuple[int, object]] = []  # loads asked for before run() started
 
     @staticmethod
     def now_ms() -> float:
@@ -127,8 +127,8 @@ class GroupCoordinator(OffsetOperations):
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            for partition, epoch in self._early:
-                nursery.start_soon(self._load, partition, epoch)
+            for partition, token in self._early:
+                nursery.start_soon(self._load, partition, token)
             self._early.clear()
             nursery.start_soon(self._sweep_sessions)
             nursery.start_soon(self._expire_offsets_periodically)
@@ -138,13 +138,12 @@ class GroupCoordinator(OffsetOperations):
         """LeadershipListener: this broker now leads `tp`; load it if it is an offsets partition."""
         if tp[0] != OFFSETS_TOPIC:
             return
-        for group in self.manager.groups_of(tp[1]) if self.manager.owned.get(tp[1]) != leader_epoch else ():
-            self._fail_waiters(group, E.NOT_COORDINATOR)
-        if self.manager.begin_loading(tp[1], leader_epoch):
+        token = self.manager.begin_loading(tp[1], leader_epoch)
+        if token is not None:
             if self._nursery is None:
-                self._early.append((tp[1], leader_epoch))
+                self._early.append((tp[1], token))
             else:
-                self._nursery.start_soon(self._load, tp[1], leader_epoch)
+                self._nursery.start_soon(self._load, tp[1], token)
 
     def on_resignation(self, tp: tuple[str, int], leader_epoch: int | None) -> None:
         """LeadershipListener: this broker no longer leads `tp`; its groups are dropped."""
@@ -155,9 +154,9 @@ class GroupCoordinator(OffsetOperations):
             group.state = S.DEAD
         log.info("unloaded %s-%d", OFFSETS_TOPIC, tp[1])
 
-    async def _load(self, partition: int, leader_epoch: int) -> None:
+    async def _load(self, partition: int, token: object) -> None:
         try:
-            await self.manager.load(partition, leader_epoch)
+            await self.manager.load(partition, token)
         except Exception:
             pass  # logged by the manager; the partition answers NOT_COORDINATOR until re-elected
 

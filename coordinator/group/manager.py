@@ -54,6 +54,7 @@ class GroupMetadataManager:
         self.owned: dict[int, int] = {}  # offsets partition -> leader epoch it is (being) loaded in
         self.loading: set[int] = set()
         self._partition_of: dict[str, int] = {}  # group id -> offsets partition (a cache)
+        self._loads: dict[int, object] = {}  # partition -> the token of its current load
 
     def partition_for(self, group_id: str) -> int:
         found = self._partition_of.get(group_id)
@@ -79,34 +80,37 @@ class GroupMetadataManager:
         return (g for g in list(self.groups.values()) if self.partition_for(g.group_id) == partition)
 
     # ---- leadership ----------------------------------------------------------------------------
-    def begin_loading(self, partition: int, leader_epoch: int) -> bool:
-        """Mark `partition` as loading in `leader_epoch`; False if that load is already done or
-        under way (a repeated LeaderAndIsr)."""
-        if self.owned.get(partition) == leader_epoch:
-            return False
-        self.unload(partition)
+    def begin_loading(self, partition: int, leader_epoch: int) -> object | None:
+        """Mark `partition` as loading in `leader_epoch` and return the token `load` needs; None
+        when it is owned already (loaded or loading): as Kafka's `addLoadingPartition`, a new
+        leader epoch of a partition still led here (e.g. an ISR change) keeps the groups."""
+        if partition in self.owned:
+            self.owned[partition] = leader_epoch
+            return None
         self.owned[partition] = leader_epoch
         self.loading.add(partition)
-        return True
+        token = self._loads[partition] = object()
+        return token
 
     def unload(self, partition: int) -> list[GroupMetadata]:
         """Forget `partition` and its groups; returns the groups removed."""
         self.owned.pop(partition, None)
+        self._loads.pop(partition, None)
         self.loading.discard(partition)
         removed = list(self.groups_of(partition))
         for g in removed:
             del self.groups[g.group_id]
         return removed
 
-    async def load(self, partition: int, leader_epoch: int) -> int:
+    async def load(self, partition: int, token: object) -> int:
         """Replay `__consumer_offsets-<partition>` and install its groups; returns how many. A
-        load overtaken by a newer election or a resignation installs nothing."""
+        load overtaken by a resignation (and maybe a new election) installs nothing."""
         found_groups: dict[str, records.StoredGroup | None] = {}
         found_offsets: dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]] = {}
         try:
             replica = self.replica_manager.get_partition(OFFSETS_TOPIC, partition)
             offset = replica.log.log_start_offset
-            while offset < replica.log.log_end_offset and self.owned.get(partition) == leader_epoch:
+            while offset < replica.log.log_end_offset and self._loads.get(partition) is token:
                 read = replica.log.read(offset, self.config.offsets_load_buffer_size)
                 if not read.records:
                     break
@@ -119,10 +123,10 @@ class GroupMetadataManager:
                 await trio.sleep(0)
         except Exception:
             log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
-            if self.owned.get(partition) == leader_epoch:
+            if self._loads.get(partition) is token:
                 self.unload(partition)
             raise
-        if self.owned.get(partition) != leader_epoch:
+        if self._loads.get(partition) is not token:
             return 0
         now = self.clock_ms()
         for group_id in set(found_groups) | {g for g, offsets in found_offsets.items() if offsets}:
@@ -134,7 +138,11 @@ class GroupMetadataManager:
             self.groups[group_id] = group
         self.loading.discard(partition)
         log.info(
-            "loaded %d groups from %s-%d (leader epoch %d)", len(found_groups), OFFSETS_TOPIC, partition, leader_epoch
+            "loaded %d groups from %s-%d (leader epoch %d)",
+            len(found_groups),
+            OFFSETS_TOPIC,
+            partition,
+            self.owned[partition],
         )
         return len(found_groups)
 
