@@ -332,41 +332,38 @@ class Generator:
         )
 
     def headers_module(self) -> str:
-        defs: list = []
-        maps = {}
-        for spec_name, served in HEADERS.items():
-            spec = load_spec(self.specs_dir / f"{spec_name}.json")
-            if spec["type"] != "header":
-                raise SpecError(f"{spec_name}: type {spec['type']!r}")
-            spec = {k: v for k, v in spec.items() if k != "type"}
-            spec["type"], spec["apiKey"] = "header", -1
-            top = "REQUEST_HEADER" if spec_name == "RequestHeader" else "RESPONSE_HEADER"
-            maps[top] = self.message(spec, spec_name[:-6], top, served, defs)
-        return self.render(
+        return self.standalone_module(
+            self.specs_dir,
+            HEADERS,
+            "header",
+            lambda n: ("REQUEST_HEADER" if n == "RequestHeader" else "RESPONSE_HEADER", n[:-6]),
             "Request header v0-2 and response header v0-1.",
             "RequestHeader.json and ResponseHeader.json",
-            [],
-            defs,
-            maps,
         )
 
     def records_module(self) -> str:
-        defs: list = []
-        maps = {}
-        for spec_name, served in RECORDS.items():
-            spec = load_spec(self.record_specs_dir / f"{spec_name}.json")
-            if spec["type"] != "data":
-                raise SpecError(f"{spec_name}: type {spec['type']!r}")
-            spec["apiKey"] = -1
-            top = snake(spec_name).upper()
-            maps[top] = self.message(spec, spec_name, top, served, defs)
-        return self.render(
+        return self.standalone_module(
+            self.record_specs_dir,
+            RECORDS,
+            "data",
+            lambda n: (snake(n).upper(), n),
             "Records of the coordinators' internal topics: keys and values by version.",
             " and ".join(f"{n}.json" for n in RECORDS) + " (record specs)",
-            [],
-            defs,
-            maps,
         )
+
+    def standalone_module(self, directory: Path, served: dict, kind: str, names, title: str, source: str) -> str:
+        """One module of structs that are no API's (headers, records): `names(spec name)` gives
+        (the map's name, the prefix of nested struct names)."""
+        defs: list = []
+        maps = {}
+        for spec_name, versions in served.items():
+            spec = load_spec(directory / f"{spec_name}.json")
+            if spec["type"] != kind:
+                raise SpecError(f"{spec_name}: type {spec['type']!r}")
+            spec["apiKey"] = -1
+            top, prefix = names(spec_name)
+            maps[top] = self.message(spec, prefix, top, versions, defs)
+        return self.render(title, source, [], defs, maps)
 
     @staticmethod
     def render(title: str, source: str, consts: list[str], defs: list, maps: dict) -> str:
