@@ -135,6 +135,7 @@ def test_admin_clients_list_describe_alter_and_delete_groups(start_broker):
     from confluent_kafka.admin import AdminClient
     from kafka import TopicPartition as KafkaTopicPartition
     from kafka.admin import KafkaAdminClient
+    from kafka.structs import OffsetAndMetadata
 
     broker = start_broker(1, **GROUP_BROKER)
     create_topics(broker.bootstrap, {"ad": 2})
@@ -165,6 +166,16 @@ def test_admin_clients_list_describe_alter_and_delete_groups(start_broker):
     assert [e.__name__ for e in deleted_offsets.values()] == ["NoError"]
     fetched = kp.list_group_offsets("ad-group")["ad-group"]
     assert {(tp.topic, tp.partition): om.offset for tp, om in fetched.items()} == {("ad", 0): 2}
+    altered_kp = kp.alter_group_offsets("other-group", {KafkaTopicPartition("ad", 1): OffsetAndMetadata(7, "", -1)})
+    assert [e.__name__ for e in altered_kp.values()] == ["NoError"]
+    fetched = kp.list_group_offsets("other-group")["other-group"]
+    assert {(tp.topic, tp.partition): om.offset for tp, om in fetched.items()} == {("ad", 1): 7}
+    deleted_kp = kp.delete_groups(["other-group"])
+    assert deleted_kp == {"other-group": "OK"}
+    assert (
+        "other-group" not in kp.list_group_offsets("other-group")
+        or not kp.list_group_offsets("other-group")["other-group"]
+    )
     kp.close()
     (deleted,) = admin.delete_consumer_groups(["ad-group"]).values()
     deleted.result(TIMEOUT)
