@@ -18,6 +18,14 @@ from protocol.errors import ErrorCode
 NOT_AVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
+def _by_topic(errors: dict) -> list[dict]:
+    """{(topic, partition): error} as a response's topics with their partitions' error codes."""
+    topics: dict[str, list] = {}
+    for (topic, partition), error in errors.items():
+        topics.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
+    return [{"name": t, "partitions": ps} for t, ps in topics.items()]
+
+
 def _commits(body, version: int, now_ms: int, default_retention_ms: int) -> dict:
     out = {}
     retention = body.retention_time_ms if 2 <= version <= 4 else -1
@@ -55,10 +63,7 @@ async def offset_commit(ctx, request):
             body.group_instance_id if version >= 7 else None,
             offsets,
         )
-    topics: dict[str, list] = {}
-    for (topic, partition), error in results.items():
-        topics.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
-    return {"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+    return {"throttle_time_ms": 0, "topics": _by_topic(results)}
 
 
 def _fetch_group(ctx, group_id: str, topics) -> tuple[ErrorCode, list]:
@@ -107,14 +112,7 @@ async def offset_delete(ctx, request):
         error, results = NOT_AVAILABLE, {}
     else:
         error, results = await ctx.group_coordinator.delete_offsets(body.group_id, wanted)
-    topics: dict[str, list] = {}
-    for (topic, partition), e in results.items():
-        topics.setdefault(topic, []).append({"partition_index": partition, "error_code": e})
-    return {
-        "error_code": error,
-        "throttle_time_ms": 0,
-        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()] if error == ErrorCode.NONE else [],
-    }
+    return {"error_code": error, "throttle_time_ms": 0, "topics": _by_topic(results) if error == ErrorCode.NONE else []}
 
 
 HANDLERS: dict[int, Handler] = {

@@ -1,6 +1,7 @@
 """The group coordinator's trio shell (Kafka's `GroupCoordinator`, classic protocol): JoinGroup,
-SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups, DeleteGroups over the pure
-`GroupMetadata` and the log-backed `GroupMetadataManager`; offsets are in `offsets.py`.
+SyncGroup, Heartbeat, LeaveGroup over the pure `GroupMetadata` and the log-backed
+`GroupMetadataManager`; offsets are in `offsets.py`, ListGroups / DescribeGroups / DeleteGroups in
+`admin.py`.
 
 Concurrency: every change to a group happens on the trio thread between awaits, so requests for
 a group are serialised without locks; the only awaits inside a request are the appends to
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 import trio
 
 from coordinator.group import records
+from coordinator.group.admin import GroupAdminOperations
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager
@@ -100,7 +102,7 @@ def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment
     }
 
 
-class GroupCoordinator(OffsetOperations):
+class GroupCoordinator(OffsetOperations, GroupAdminOperations):
     def __init__(
         self,
         replica_manager,
@@ -165,12 +167,22 @@ class GroupCoordinator(OffsetOperations):
         if rebalance is not None:
             rebalance.scope.cancel()
         for m in group.members.values():
-            if m.join_waiter is not None:
-                m.join_waiter.complete(join_result(m.member_id, error))
-                m.join_waiter = None
-            if m.sync_waiter is not None:
-                m.sync_waiter.complete(sync_result(error))
-                m.sync_waiter = None
+            self._answer_join(m, join_result(m.member_id, error))
+            self._answer_sync(m, sync_result(error))
+
+    @staticmethod
+    def _answer_join(member: MemberMetadata, result: dict) -> None:
+        """Answer the member's waiting JoinGroup, if one waits."""
+        reply, member.join_waiter = member.join_waiter, None
+        if reply is not None:
+            reply.complete(result)
+
+    @staticmethod
+    def _answer_sync(member: MemberMetadata, result: dict) -> None:
+        """Answer the member's waiting SyncGroup, if one waits."""
+        reply, member.sync_waiter = member.sync_waiter, None
+        if reply is not None:
+            reply.complete(result)
 
     # ---- checks shared by the APIs -------------------------------------------------------------
     def group_error(self, group_id: str | None, *, allow_empty: bool = False) -> ErrorCode:
@@ -286,8 +298,7 @@ class GroupCoordinator(OffsetOperations):
         member.protocols = list(req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
-        if member.join_waiter is not None:  # a repeated JoinGroup: the newest one is answered
-            member.join_waiter.complete(join_result(member.member_id, E.REBALANCE_IN_PROGRESS))
+        self._answer_join(member, join_result(member.member_id, E.REBALANCE_IN_PROGRESS))  # a repeated JoinGroup
         reply = member.join_waiter = Reply()
         self._touch(member)
         self._maybe_prepare_rebalance(group, f"updating metadata of member {member.member_id}")
@@ -299,12 +310,8 @@ class GroupCoordinator(OffsetOperations):
         with unchanged protocols it gets its old assignment without a rebalance (the new id is
         stored first); otherwise it rejoins through a rebalance."""
         old = group.members[old_id]
-        if old.join_waiter is not None:
-            old.join_waiter.complete(join_result(old_id, E.FENCED_INSTANCE_ID))
-            old.join_waiter = None
-        if old.sync_waiter is not None:
-            old.sync_waiter.complete(sync_result(E.FENCED_INSTANCE_ID))
-            old.sync_waiter = None
+        self._answer_join(old, join_result(old_id, E.FENCED_INSTANCE_ID))
+        self._answer_sync(old, sync_result(E.FENCED_INSTANCE_ID))
         old_protocols = old.protocols
         member = group.replace_static_member(req.group_instance_id or "", old_id, new_id)
         member.client_id, member.client_host = req.client_id, req.client_host
@@ -332,9 +339,7 @@ class GroupCoordinator(OffsetOperations):
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.is_in(S.COMPLETING_REBALANCE):
             for m in group.members.values():
-                if m.sync_waiter is not None:
-                    m.sync_waiter.complete(sync_result(E.REBALANCE_IN_PROGRESS))
-                    m.sync_waiter = None
+                self._answer_sync(m, sync_result(E.REBALANCE_IN_PROGRESS))
         initial = group.is_in(S.EMPTY)
         group.transition_to(S.PREPARING_REBALANCE, self.wall_clock_ms())
         log.info("preparing to rebalance group %s in generation %d (%s)", group.group_id, group.generation_id, reason)
@@ -399,11 +404,11 @@ class GroupCoordinator(OffsetOperations):
             return
         members = self._member_list(group)
         for m in group.members.values():
-            reply, m.join_waiter = m.join_waiter, None
             m.is_new = False
             self._touch(m)
-            if reply is not None:
-                reply.complete(join_result(m.member_id, E.NONE, group, members if group.is_leader(m.member_id) else []))
+            self._answer_join(
+                m, join_result(m.member_id, E.NONE, group, members if group.is_leader(m.member_id) else [])
+            )
 
     # ---- SyncGroup -----------------------------------------------------------------------------
     async def sync_group(
@@ -443,8 +448,7 @@ class GroupCoordinator(OffsetOperations):
         if group.is_in(S.STABLE):
             return sync_result(E.NONE, group, member.assignment)
         # CompletingRebalance
-        if member.sync_waiter is not None:
-            member.sync_waiter.complete(sync_result(E.REBALANCE_IN_PROGRESS))
+        self._answer_sync(member, sync_result(E.REBALANCE_IN_PROGRESS))  # a repeated SyncGroup
         reply = member.sync_waiter = Reply()
         if group.is_leader(member_id):
             full = {m: assignments.get(m, b"") for m in group.members}
@@ -458,16 +462,13 @@ class GroupCoordinator(OffsetOperations):
             ):
                 if error != E.NONE:
                     for m in group.members.values():
-                        if m.sync_waiter is not None:
-                            m.sync_waiter.complete(sync_result(error))
-                            m.sync_waiter = None
+                        self._answer_sync(m, sync_result(error))
                     self._maybe_prepare_rebalance(group, f"storing the assignment failed: {error.name}")
                 else:
                     for m in group.members.values():
                         m.assignment = full[m.member_id]
                         if m.sync_waiter is not None:
-                            m.sync_waiter.complete(sync_result(E.NONE, group, m.assignment))
-                            m.sync_waiter = None
+                            self._answer_sync(m, sync_result(E.NONE, group, m.assignment))
                             self._touch(m)
                     group.transition_to(S.STABLE, self.wall_clock_ms())
                     log.info("group %s: generation %d is stable", group_id, generation_id)
@@ -532,10 +533,8 @@ class GroupCoordinator(OffsetOperations):
         member = group.remove(member_id)
         if member is None:
             return
-        if member.join_waiter is not None:
-            member.join_waiter.complete(join_result(member_id, E.UNKNOWN_MEMBER_ID))
-        if member.sync_waiter is not None:
-            member.sync_waiter.complete(sync_result(E.UNKNOWN_MEMBER_ID))
+        self._answer_join(member, join_result(member_id, E.UNKNOWN_MEMBER_ID))
+        self._answer_sync(member, sync_result(E.UNKNOWN_MEMBER_ID))
         log.info("group %s: member %s removed (%s)", group.group_id, member_id, reason)
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
             self._prepare_rebalance(group, f"removing member {member_id}: {reason}")
@@ -560,82 +559,3 @@ class GroupCoordinator(OffsetOperations):
                     waiting = m.join_waiter is not None or m.sync_waiter is not None
                     if not waiting and m.heartbeat_deadline_ms <= now:
                         self._remove_member_and_update_group(group, m.member_id, "session timeout expired")
-
-    # ---- ListGroups, DescribeGroups, DeleteGroups ----------------------------------------------
-    def list_groups(self, states: list[str], types: list[str]) -> tuple[ErrorCode, list[dict]]:
-        """ListGroups (key 16): this coordinator's groups, filtered by state (v4) and type (v5:
-        all groups here are "classic"); COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
-        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.manager.loading else E.NONE
-        wanted_states = {s.lower() for s in states}
-        if types and "classic" not in {t.lower() for t in types}:
-            return error, []
-        out = []
-        for g in sorted(self.manager.groups.values(), key=lambda g: g.group_id):
-            if g.is_in(S.DEAD) or (wanted_states and g.state.value.lower() not in wanted_states):
-                continue
-            out.append(
-                {
-                    "group_id": g.group_id,
-                    "protocol_type": g.protocol_type or "",
-                    "group_state": g.state.value,
-                    "group_type": "classic",
-                }
-            )
-        return error, out
-
-    def describe_group(self, group_id: str) -> dict:
-        """One group of a DescribeGroups (key 15) response; an unknown group is Dead, as Kafka."""
-        error = self.group_error(group_id, allow_empty=True)
-        group = self._live_group(group_id) if error == E.NONE else None
-        if group is None:
-            return {
-                "error_code": error,
-                "group_id": group_id,
-                "group_state": S.DEAD.value,
-                "protocol_type": "",
-                "protocol_data": "",
-                "members": [],
-                "authorized_operations": -2147483648,
-            }
-        stable = group.is_in(S.STABLE)
-        return {
-            "error_code": E.NONE,
-            "group_id": group_id,
-            "group_state": group.state.value,
-            "protocol_type": group.protocol_type or "",
-            "protocol_data": (group.protocol_name or "") if stable else "",
-            "members": [
-                {
-                    "member_id": m.member_id,
-                    "group_instance_id": m.group_instance_id,
-                    "client_id": m.client_id,
-                    "client_host": m.client_host,
-                    "member_metadata": m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
-                    "member_assignment": m.assignment if stable else b"",
-                }
-                for m in group.members.values()
-            ],
-            "authorized_operations": -2147483648,
-        }
-
-    async def delete_group(self, group_id: str) -> ErrorCode:
-        """DeleteGroups (key 42) for one group: only an Empty group is deleted (its metadata and
-        offsets tombstoned); NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND when unknown."""
-        error = self.group_error(group_id, allow_empty=True)
-        if error != E.NONE:
-            return error
-        group = self._live_group(group_id)
-        if group is None or group.is_in(S.DEAD):
-            return E.GROUP_ID_NOT_FOUND
-        if not group.is_in(S.EMPTY):
-            return E.NON_EMPTY_GROUP
-        entries = [(records.offset_key(group_id, t, p), None) for t, p in group.offsets]
-        entries.append((records.group_key(group_id), None))
-        error, _ = await self.manager.append(group_id, entries)
-        if error != E.NONE:
-            return error
-        if self._live_group(group_id) is group and group.is_in(S.EMPTY):
-            group.transition_to(S.DEAD)
-            del self.manager.groups[group_id]
-        log.info("group %s deleted", group_id)
-        return E.NONE
