@@ -381,3 +381,20 @@ async def test_a_new_leader_epoch_keeps_the_groups_and_a_resignation_then_electi
         reloaded = coord.manager.groups["g"]
         assert reloaded is not group and reloaded.members[me].assignment == b"A"
         assert coord.fetch_offsets("g", None) == (E.NONE, {("t", 0): OffsetAndMetadata(3)})
+
+
+async def test_a_static_member_that_misses_a_rebalance_keeps_its_place_until_its_session_expires(
+    tmp_path, autojump_clock
+):
+    async with coordinator(tmp_path) as coord:
+        s = await coord.join_group(join(instance="host-s", session=20000, rebalance=5000))
+        await coord.sync_group("g", 1, s["member_id"], "host-s", None, None, {})
+        d = await join_new(coord, rebalance=5000)  # s never rejoins: the rebalance times out
+        # Kafka keeps the static member, and a member that did rejoin leads (maybeElectNewJoinedLeader)
+        assert d["generation_id"] == 2 and d["leader"] == d["member_id"]
+        assert sorted(m["member_id"] for m in d["members"]) == sorted([s["member_id"], d["member_id"]])
+        await coord.sync_group("g", 2, d["member_id"], None, None, None, {})
+        for _ in range(10):  # d heartbeats; s is silent: removed 20 s after the last generation began
+            await trio.sleep(2.5)
+            coord.heartbeat("g", coord.manager.groups["g"].generation_id, d["member_id"], None)
+        assert not coord.manager.groups["g"].has(s["member_id"])

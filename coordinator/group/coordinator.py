@@ -379,16 +379,20 @@ class GroupCoordinator(OffsetOperations, GroupAdminOperations):
             await self._complete_join(group)
 
     async def _complete_join(self, group: GroupMetadata) -> None:
-        """Kafka's onCompleteJoin: members that did not rejoin are dropped; the next generation
-        starts, or the group becomes Empty (and that is stored)."""
+        """Kafka's onCompleteJoin: dynamic members that did not rejoin are dropped (static ones stay
+        until their session expires); the next generation starts, or the group becomes Empty (and
+        that is stored)."""
         if self._live_group(group.group_id) is not group or not group.is_in(S.PREPARING_REBALANCE):
             return
         for m in group.not_yet_rejoined():
+            if m.group_instance_id is not None:
+                continue  # static members keep their place until their session expires (KIP-345)
             log.info("member %s of group %s did not rejoin in time: removed", m.member_id, group.group_id)
             group.remove(m.member_id)
         for pending in list(group.pending_members):
             self._pending_deadlines.pop((group.group_id, pending), None)
         group.pending_members.clear()
+        group.maybe_elect_new_joined_leader()
         group.init_next_generation(self.wall_clock_ms())
         log.info(
             "group %s: generation %d (%s) with %d members",

@@ -175,6 +175,18 @@ class GroupMetadata:
     def has_all_members_joined(self) -> bool:
         return len(self.awaiting_join()) == len(self.members) and not self.pending_members
 
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Kafka's `maybeElectNewJoinedLeader`: a leader that has not rejoined (a static member
+        kept through the rebalance) hands the lead to a member that has; False when none has."""
+        leader = self.members.get(self.leader_id) if self.leader_id is not None else None
+        if leader is not None and leader.join_waiter is not None:
+            return True
+        joined = next((m for m in self.members.values() if m.join_waiter is not None), None)
+        if joined is None:
+            return False
+        self.leader_id = joined.member_id
+        return True
+
     def not_yet_rejoined(self) -> list[MemberMetadata]:
         return [m for m in self.members.values() if m.join_waiter is None]
 
