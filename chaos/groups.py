@@ -14,7 +14,7 @@ import trio
 
 from client import Cluster, ConnectionClosed, KafkaError
 from client.groups import GroupMember, committed_offsets
-from client.reads import EARLIEST, fetch_records, list_offset
+from client.reads import EARLIEST, fetch_records
 from coordinator.group.records import partition_for
 from protocol import record_batch as rb
 
@@ -30,14 +30,10 @@ async def group_consumer_task(env, name: str, topic: str, stop: trio.Event) -> N
         member = GroupMember(cluster, GROUP, [topic], session_timeout_ms=6000, rebalance_timeout_ms=10000)
         while not stop.is_set():
             try:
-                assignment = await member.join()
+                await member.join()
                 if member.rejoin_needed:
                     continue
-                committed = await member.committed()
-                positions = {}
-                for p in assignment.get(topic, []):
-                    found = committed.get((topic, p), -1)
-                    positions[p] = found if found >= 0 else await list_offset(cluster, topic, p, EARLIEST)
+                positions = await member.starting_positions(topic, EARLIEST)
                 next_heartbeat = trio.current_time() + 1
                 while not stop.is_set():
                     progressed = False

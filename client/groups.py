@@ -14,13 +14,12 @@ broken connection) re-find the coordinator through `Cluster.retry`; the others r
 
 from __future__ import annotations
 
-import socket
-
 import trio
 
 from client.assignors import ASSIGNORS, Subscription
 from client.cluster import Cluster, KafkaError
 from client.connection import Connection
+from client.reads import list_offset
 from protocol import consumer_protocol as cp
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -309,6 +308,16 @@ class GroupMember:
     async def committed(self) -> dict[TopicPartition, int]:
         return await committed_offsets(self.cluster, self.group_id)
 
+    async def starting_positions(self, topic: str, reset: int) -> dict[int, int]:
+        """Where to read each assigned partition of `topic`: the group's committed offset, else
+        ListOffsets at `reset` (EARLIEST or LATEST, as a consumer's auto.offset.reset)."""
+        committed = await self.committed()
+        positions = {}
+        for p in self.assignment.get(topic, []):
+            found = committed.get((topic, p), -1)
+            positions[p] = found if found >= 0 else await list_offset(self.cluster, topic, p, reset)
+        return positions
+
     async def commit(self, offsets: dict[TopicPartition, int]) -> bool:
         if not offsets:
             return True
@@ -336,7 +345,3 @@ class GroupMember:
                 )
             except Exception:
                 pass  # the session timeout removes us anyway
-
-
-def default_client_id() -> str:
-    return f"minikafka-consumer-{socket.gethostname()}"

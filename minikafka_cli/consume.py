@@ -172,15 +172,10 @@ async def _consume_in_group(cluster, args, out) -> int:
     positions: dict[int, int] = {}
     try:
         while True:
-            assignment = await member.join()
+            await member.join()
             if member.rejoin_needed:  # cooperative: revoked partitions go to their new owner next
                 continue
-            committed = await member.committed()
-            positions = {}
-            for p in assignment.get(args.topic, []):
-                found = committed.get((args.topic, p), -1)
-                reset = EARLIEST if args.from_beginning else LATEST
-                positions[p] = found if found >= 0 else await list_offset(cluster, args.topic, p, reset)
+            positions = await member.starting_positions(args.topic, EARLIEST if args.from_beginning else LATEST)
             next_heartbeat = trio.current_time() + 1
             while True:
                 if not positions:

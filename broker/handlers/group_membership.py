@@ -35,8 +35,6 @@ async def join_group(ctx, request):
                 require_known_member_id=version >= 4,
             )
         )
-    if version < 7 and result["protocol_name"] is None:
-        result["protocol_name"] = ""
     return {"throttle_time_ms": 0, **result}
 
 

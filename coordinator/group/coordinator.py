@@ -283,7 +283,6 @@ class GroupCoordinator(OffsetOperations, GroupAdminOperations):
             req.session_timeout_ms,
             req.protocol_type,
             list(req.protocols),
-            is_new=True,
         )
         reply = member.join_waiter = Reply()
         self._touch(member)
@@ -408,7 +407,6 @@ class GroupCoordinator(OffsetOperations, GroupAdminOperations):
             return
         members = self._member_list(group)
         for m in group.members.values():
-            m.is_new = False
             self._touch(m)
             self._answer_join(
                 m, join_result(m.member_id, E.NONE, group, members if group.is_leader(m.member_id) else [])

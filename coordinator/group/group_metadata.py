@@ -68,7 +68,6 @@ class MemberMetadata:
     join_waiter: Any = None
     sync_waiter: Any = None
     heartbeat_deadline_ms: float = 0.0
-    is_new: bool = False
 
     def metadata_for(self, protocol: str) -> bytes:
         for name, metadata in self.protocols:
