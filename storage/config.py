@@ -5,11 +5,11 @@
 checks a `{key: value}` map as Kafka's `LogConfig.validate` does (unknown names, types, ranges, and
 min.compaction.lag.ms <= max.compaction.lag.ms) and also refuses, with a message saying so, the few
 values that Kafka accepts and this broker does not implement (a value that would otherwise be
-silently ignored): `cleanup.policy=compact` (no log cleaner yet), `preallocate=true`, tiered storage
-(`remote.storage.enable=true`, `local.retention.*` other than -2) and replication throttling. Every
-other key is accepted and means what it means in Kafka; the compaction keys (`min.cleanable.dirty.ratio`,
-`delete.retention.ms`, `min.compaction.lag.ms`, `max.compaction.lag.ms`) have no effect without
-`cleanup.policy=compact`, in Kafka as here. `message.format.version` and
+silently ignored): `preallocate=true`, tiered storage (`remote.storage.enable=true`,
+`local.retention.*` other than -2) and replication throttling. Every other key is accepted and means
+what it means in Kafka; the compaction keys (`min.cleanable.dirty.ratio`, `delete.retention.ms`,
+`min.compaction.lag.ms`, `max.compaction.lag.ms`) are the log cleaner's (`storage/cleaner/`) and have
+no effect without `cleanup.policy=compact`, in Kafka as here. `message.format.version` and
 `message.downconversion.enable` are accepted and, as in Kafka 3.x with IBP >= 3.0, change nothing
 (every batch is magic v2, and Fetch below v4, which would need down-conversion, is not served).
 
@@ -126,15 +126,7 @@ def _refuse_unless(ok: Callable[[Any], bool], why: str) -> Callable[[Any], str |
 
 
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
-    "cleanup.policy": TopicConfigDef(
-        "list",
-        _cleanup_policy,
-        "delete",
-        _refuse_unless(
-            lambda v: "compact" not in v,
-            "cleanup.policy=compact needs the log cleaner, which minikafka does not have yet",
-        ),
-    ),
+    "cleanup.policy": TopicConfigDef("list", _cleanup_policy, "delete"),
     "compression.type": TopicConfigDef("string", _one_of(*COMPRESSION_TYPES), "producer"),
     "compression.gzip.level": TopicConfigDef("int", _number(int, 1, 9, bits=32, also=(-1,)), "-1"),
     "compression.lz4.level": TopicConfigDef("int", _number(int, 1, 17, bits=32), "9"),
@@ -251,6 +243,16 @@ class LogConfig:
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms
     producer_id_expiration_ms: int = 86400000  # broker-level producer.id.expiration.ms (not a topic key)
     cleanup_policy: tuple[str, ...] = ("delete",)  # cleanup.policy: time and size retention only with delete
+    # the log cleaner's (cleanup.policy=compact)
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    delete_retention_ms: int = 86400000  # delete.retention.ms: how long tombstones outlive cleaning
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms: records younger are never cleaned
+    max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms: dirty records older force a cleaning
+
+    @property
+    def compact(self) -> bool:
+        """cleanup.policy includes compact: the log cleaner keeps the latest record per key."""
+        return "compact" in self.cleanup_policy
 
     def __post_init__(self):
         for key, lo in (
@@ -318,6 +320,9 @@ class LogConfig:
             "compression.gzip.level": "compression_gzip_level",
             "compression.lz4.level": "compression_lz4_level",
             "compression.zstd.level": "compression_zstd_level",
+            "log.cleaner.delete.retention.ms": "delete_retention_ms",
+            "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
+            "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
         }
         for key, name in simple.items():
             if key in props:
@@ -332,6 +337,12 @@ class LogConfig:
             out["message_timestamp_type"] = props["log.message.timestamp.type"]
         if "compression.type" in props:
             out["compression_type"] = props["compression.type"]
+        if "log.cleanup.policy" in props:
+            out["cleanup_policy"] = tuple(_cleanup_policy("log.cleanup.policy", props["log.cleanup.policy"]))
+        if "log.cleaner.min.cleanable.ratio" in props:
+            out["min_cleanable_dirty_ratio"] = _number(float, 0, 1)(
+                "log.cleaner.min.cleanable.ratio", props["log.cleaner.min.cleanable.ratio"]
+            )
         for name, keys in (
             ("segment_ms", (("log.roll.ms", 1), ("log.roll.hours", 3600000))),
             ("segment_jitter_ms", (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3600000))),

@@ -7,7 +7,8 @@ deletes segments wholly below it.
 
 Invariants:
 - segments are sorted by base offset; the last one is the active segment, the only one written;
-- batches on disk are contiguous, whole and CRC-valid (recovery enforces it after a crash);
+- batches on disk are whole, CRC-valid and in increasing offset order (recovery enforces it after a
+  crash); offsets may have gaps, which the log cleaner leaves and followers copy;
 - LEO equals the active segment's next offset; log start offset <= LEO; recovery point <= LEO;
 - a leader append stamps base offsets from LEO and the partition leader epoch without copying or
   decoding the records (both fields lie outside the CRC); a follower append keeps offsets as given.
@@ -49,7 +50,7 @@ from storage.errors import (
     RecordTooLarge,
 )
 from storage.producer_state import ProducerStateManager
-from storage.segment import LogSegment, check_contiguous
+from storage.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment, check_offset_order, fsync_directory
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,9 @@ class Log:
         self.producer_state = producer_state or ProducerStateManager(directory, config.producer_id_expiration_ms)
         self._unflushed_records = 0
         self.last_flush_ms = int(time.time() * 1000)
+        # Bumped by every change that rewrites or removes data below LEO other than retention at the
+        # head (truncation, full truncation): the log cleaner swaps in nothing cleaned across one.
+        self.truncations = 0
 
     @classmethod
     def create(cls, directory: Path, config: LogConfig, start_offset: int = 0) -> Log:
@@ -293,18 +297,16 @@ class Log:
         prefix[17:21] = crc.to_bytes(4, "big")
 
     def append_as_follower(self, records) -> LogAppendInfo:
-        """Append batches replicated from the leader, offsets and epochs as given. The first batch
-        must start at or after LEO and each next one where the previous ended
-        (InvalidAppendOffset otherwise); CRCs are checked."""
+        """Append batches replicated from the leader, offsets and epochs as given. Each batch must
+        start at or after LEO and after the previous one (gaps are a compacted leader's, kept as
+        they are); InvalidAppendOffset otherwise; CRCs are checked."""
         parsed = self._parse(records, validate_records=False)
         expected = self.log_end_offset
         first = parsed.batches[0][1].base_offset
         max_ts, max_ts_offset = -1, first
-        for i, (_, header) in enumerate(parsed.batches):
-            if header.base_offset < expected or (i and header.base_offset != expected):
-                raise InvalidAppendOffset(
-                    f"batch at offset {header.base_offset}, expected {'>= ' if i == 0 else ''}{expected}"
-                )
+        for _, header in parsed.batches:
+            if header.base_offset < expected:
+                raise InvalidAppendOffset(f"batch at offset {header.base_offset}, expected >= {expected}")
             if header.partition_leader_epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
             if header.max_timestamp > max_ts:
@@ -354,10 +356,8 @@ class Log:
     def _write_segment(
         self, buffers: list, parsed: _Batches, first_offset: int, last_offset: int, max_ts: int, max_ts_offset: int
     ) -> None:
-        if self.active_segment.should_roll(parsed.size, max_ts, last_offset) or (
-            self.active_segment.size and first_offset != self.log_end_offset
-        ):
-            self.roll(first_offset)  # a follower's offsets jumped ahead: segments stay contiguous
+        if self.active_segment.should_roll(parsed.size, max_ts, last_offset):
+            self.roll(first_offset)
         elif self.active_segment.size == 0 and first_offset != self.active_segment.base_offset:
             self._replace_empty_active(first_offset)
         self.active_segment.append(buffers, parsed.size, last_offset, max_ts, max_ts_offset)
@@ -400,7 +400,8 @@ class Log:
             raise OffsetOutOfRange(f"offset {fetch_offset} is outside [{self.log_start_offset}, {leo}]")
         data, next_offset = b"", fetch_offset
         if fetch_offset < leo and (max_offset is None or fetch_offset < max_offset):
-            for segment in self._segments[self._segment_for(fetch_offset) :]:
+            first = self._segment_for(fetch_offset)
+            for i, segment in enumerate(self._segments[first:], first):
                 try:
                     found = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)
                 except CorruptRecordBatch as e:
@@ -408,26 +409,25 @@ class Log:
                 if found is not None:
                     data, next_offset = found[1], found[2]
                     if verify_crc:
-                        self._verify(segment, found[0], data, fetch_offset)
+                        next_base = self._bases[i + 1] if i + 1 < len(self._bases) else None
+                        self._verify(segment, found[0], data, fetch_offset, next_base)
                     break
         return LogReadInfo(fetch_offset, data, next_offset, self.log_start_offset, leo)
 
     @staticmethod
-    def _verify(segment: LogSegment, position: int, data: bytes, fetch_offset: int) -> None:
-        """CRC of every batch read, and the offset chain: the first batch holds `fetch_offset`
-        (or starts the segment), the others follow it without a gap."""
+    def _verify(segment: LogSegment, position: int, data: bytes, fetch_offset: int, next_base: int | None) -> None:
+        """CRC of every batch read, and the offset order: the first batch ends at or after
+        `fetch_offset`, the others follow it (gaps allowed), all below the next segment."""
         try:
             expected = None
             for pos, header in rb.iter_batches(data):
                 if expected is None:
-                    if header.last_offset < fetch_offset or (
-                        header.base_offset > fetch_offset and header.base_offset != segment.base_offset
-                    ):
+                    if header.last_offset < fetch_offset or header.base_offset < segment.base_offset:
                         raise CorruptRecordBatch(
                             f"batch {header.base_offset}..{header.last_offset} does not hold offset {fetch_offset}"
                         )
-                else:
-                    check_contiguous(header, expected, segment.log_path, position + pos)
+                    expected = header.base_offset
+                check_offset_order(header, expected, segment.log_path, position + pos, next_base)
                 rb.validate_batch(data, pos, header)
                 expected = header.next_offset
         except CorruptRecordBatch as e:
@@ -463,6 +463,7 @@ class Log:
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return True
+        self.truncations += 1
         # Segments starting at or above `offset` go; the one before becomes active again, so LEO is
         # the offset after the last batch kept even across a follower's offset gap.
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
@@ -481,6 +482,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start empty at `offset` (log start offset = LEO = offset)."""
+        self.truncations += 1
         for segment in self._segments:
             segment.delete()
         self._segments, self._bases = [], []
@@ -543,6 +545,33 @@ class Log:
         for segment in doomed:
             segment.delete()
         return len(doomed)
+
+    # ---- the log cleaner's swap ---------------------------------------------------------------
+    def replace_segments(self, cleaned_base: int, replaced: list[int], after_step=None) -> list[Path]:
+        """Swap the cleaned segment `<cleaned_base>.log.cleaned` (with its indexes) in for the
+        segments whose base offsets are `replaced` (consecutive, not the active one, the first at
+        `cleaned_base`), in Kafka's crash-safe order (`LocalLog.replaceSegments`): rename it
+        `.swap`; replace the segments in memory; rename the old files `.deleted`; rename the swap
+        to its final name. A crash between any two steps leaves files `log_loader` completes or
+        discards. `after_step(name)` is called after each step (tests kill the process there).
+        Returns the `.deleted` paths for `unlink_all` (a worker thread may remove them). Raises
+        ValueError when the segments are no longer the log's (nothing is changed)."""
+        at = self._bases.index(cleaned_base) if cleaned_base in self._bases else -1
+        if at < 0 or self._bases[at : at + len(replaced)] != list(replaced) or at + len(replaced) >= len(self._bases):
+            raise ValueError(f"{self.dir.name}: segments {replaced} are not inactive segments of the log")
+        step = after_step or (lambda name: None)
+        new = LogSegment(self.dir, cleaned_base, self.config, suffix=CLEANED_SUFFIX)
+        new.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
+        step("swap")
+        old = self._segments[at : at + len(replaced)]
+        self._segments[at : at + len(replaced)] = [new]
+        self._bases[at : at + len(replaced)] = [cleaned_base]
+        deleted = [path for segment in old for path in segment.mark_deleted()]
+        step("deleted")
+        new.change_suffix(SWAP_SUFFIX, "")
+        fsync_directory(self.dir)
+        step("done")
+        return deleted
 
     # ---- durability and lifecycle ------------------------------------------------------------
     def flush(self) -> None:

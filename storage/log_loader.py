@@ -1,7 +1,11 @@
 """Opening a partition directory: leftovers, index checks, crash recovery (Kafka `LogLoader`).
 
 Outcomes, each logged and each tested:
-- `*.deleted`, `*.tmp` and orphan index files are removed;
+- `*.deleted`, `*.tmp`, `*.cleaned` (a cleaning the crash interrupted) and orphan index files are
+  removed;
+- a `*.swap` segment (a cleaned segment whose swap the crash interrupted) completes its swap, as
+  Kafka's loader does: the segments whose base offsets lie in its offset range are removed, it is
+  renamed to its final name and recovered (indexes rebuilt);
 - after a clean shutdown, segment indexes are sanity-checked; a missing or corrupt one is rebuilt
   from its `.log` (a lost index never loses data); the active segment's tail (the batches after
   its last index entry) is checked too, and recovered like an unclean shutdown's if damaged;
@@ -25,16 +29,48 @@ from storage.epoch_cache import LeaderEpochCache
 from storage.errors import CorruptCheckpoint, CorruptIndex
 from storage.log import Log
 from storage.producer_state import CorruptSnapshot
-from storage.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from storage.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    file_name,
+)
 
 log = logging.getLogger(__name__)
+
+
+def _complete_swaps(directory: Path, config: LogConfig) -> set[int]:
+    """Finish interrupted cleaner swaps; returns the base offsets of the segments completed."""
+    done = set()
+    for path in sorted(directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
+        base = int(path.name.split(".")[0])
+        swap = LogSegment(directory, base, config, suffix=SWAP_SUFFIX)
+        swap.recover()
+        end = swap.read_next_offset()
+        for old in directory.glob(f"*{LOG_SUFFIX}"):
+            if old.stem.isdigit() and base <= int(old.stem) < max(end, base + 1):
+                log.warning("completing the cleaner's swap of %s: removing %s", path, old)
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                    (directory / file_name(int(old.stem), suffix)).unlink(missing_ok=True)
+        swap.change_suffix(SWAP_SUFFIX, "")
+        swap.close()
+        done.add(base)
+    for path in directory.glob(f"*{SWAP_SUFFIX}"):  # index swaps without their log
+        path.unlink()
+    return done
 
 
 def _cleanup(directory: Path) -> set[int]:
     """Remove leftovers; return the base offsets of the `.log` files."""
     bases = set()
     for path in directory.iterdir():
-        if path.name.endswith((DELETED_SUFFIX, ".tmp")) and path.is_file():
+        if path.name.endswith((DELETED_SUFFIX, ".tmp", CLEANED_SUFFIX)) and path.is_file():
+            if path.name.endswith(CLEANED_SUFFIX):
+                log.warning("removing %s, left by an interrupted cleaning", path)
             path.unlink()
             continue
         if path.suffix == LOG_SUFFIX and path.stem.isdigit():
@@ -61,6 +97,11 @@ def load_log(
 ) -> Log:
     """Open (creating if needed) the log in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
+    for path in directory.iterdir():
+        if path.name.endswith(CLEANED_SUFFIX):
+            log.warning("removing %s, left by an interrupted cleaning", path)
+            path.unlink()
+    _complete_swaps(directory, config)
     bases = sorted(_cleanup(directory))
     epoch_path = directory / LEADER_EPOCH_CHECKPOINT
     if not bases:
@@ -98,7 +139,7 @@ def load_log(
         first_unflushed = len(segments) - 1
     recovered = segments[first_unflushed:]
     for i, segment in enumerate(recovered):
-        truncated = segment.recover()
+        truncated = segment.recover(recovered[i + 1].base_offset if i + 1 < len(recovered) else None)
         if truncated:
             log.warning("recovery cut %d invalid bytes from %s", truncated, segment.log_path)
             for later in recovered[i + 1 :]:

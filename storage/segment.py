@@ -8,9 +8,11 @@ Index rule (Kafka `LogSegment.append`): after more than `index.interval.bytes` h
 since the last entry, the next append adds `.index` entry (its last offset -> its start position)
 and a `.timeindex` entry (max timestamp so far -> its offset).
 
-Invariant: the batches of a segment are contiguous, the first at the segment's base offset
-(recovery and verified reads enforce it, which also catches damage to the header fields the CRC
-does not cover: base offset, batch length, partition leader epoch aside).
+Invariant: the batches of a segment have increasing offsets, the first at or after the segment's
+base offset and the last below the next segment's base offset. Offsets may have gaps: the log
+cleaner removes records without renumbering the rest, and a follower copies the leader's gaps
+(Kafka's compacted logs). Recovery and verified reads enforce the order and the bounds, which also
+catches most damage to the header fields the CRC does not cover (base offset, batch length).
 
 Not thread-safe: one owner (the `Log`) calls it. Every call is plain blocking file I/O on an fd
 (`os.pread`/`os.pwrite`); see `storage/log.py` for what may run on the event loop.
@@ -32,16 +34,37 @@ from storage.index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 DELETED_SUFFIX = ".deleted"
+# The log cleaner's (Kafka's): a segment being written is `.cleaned`, one ready to replace the
+# segments it cleaned is `.swap` (see storage/cleaner/ and Log.replace_segments).
+CLEANED_SUFFIX, SWAP_SUFFIX = ".cleaned", ".swap"
 _SCAN_CHUNK = 64 * 1024
 
 
-def check_contiguous(header: rb.BatchHeader, expected: int, path: Path, position: int) -> None:
-    """Batches in a segment are contiguous from its base offset: a base offset (not covered by
-    the CRC) that breaks the chain is corruption."""
-    if header.base_offset != expected:
+def check_offset_order(
+    header: rb.BatchHeader, expected: int, path: Path, position: int, limit: int | None = None
+) -> None:
+    """Batches in a segment follow each other: a batch starts at or after `expected` (the offset
+    after the previous batch, or the segment's base offset) and ends below `limit` (the next
+    segment's base offset, when known). A base offset (outside the CRC) that breaks this is
+    corruption; a gap alone is not (compaction leaves gaps)."""
+    if header.base_offset < expected:
         raise CorruptRecordBatch(
-            f"{path}: batch at position {position} has base offset {header.base_offset}, expected {expected}"
+            f"{path}: batch at position {position} has base offset {header.base_offset}, expected >= {expected}"
         )
+    if limit is not None and header.last_offset >= limit:
+        raise CorruptRecordBatch(
+            f"{path}: batch at position {position} has base offset {header.base_offset} and last offset "
+            f"{header.last_offset}, beyond the next segment's base offset {limit}"
+        )
+
+
+def fsync_directory(path: Path) -> None:
+    """fsync a directory, so renames and new files in it survive a crash."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -53,19 +76,27 @@ CLOSED = -1  # the file descriptor of a closed segment
 
 
 class LogSegment:
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, *, new: bool = False):
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, *, new: bool = False, suffix: str = ""):
+        """Open (or with `new`, create empty) the segment's files; `suffix` (`.cleaned`, `.swap`)
+        follows each file's own suffix, as in Kafka's `00000000000000000000.log.cleaned`."""
         self.dir = directory
         self.base_offset = base_offset
         self.config = config
-        self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
+        self.log_path = directory / (file_name(base_offset, LOG_SUFFIX) + suffix)
         flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if new else 0)
         self._fd = os.open(self.log_path, flags, 0o644)  # CLOSED (-1) after close() / delete()
         self.size = os.fstat(self._fd).st_size
         self.offset_index = OffsetIndex(
-            directory / file_name(base_offset, INDEX_SUFFIX), base_offset, config.segment_index_bytes, new=new
+            directory / (file_name(base_offset, INDEX_SUFFIX) + suffix),
+            base_offset,
+            config.segment_index_bytes,
+            new=new,
         )
         self.time_index = TimeIndex(
-            directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes, new=new
+            directory / (file_name(base_offset, TIME_INDEX_SUFFIX) + suffix),
+            base_offset,
+            config.segment_index_bytes,
+            new=new,
         )
         self.created_ms = int(time.time() * 1000)
         # segment.jitter.ms: each segment rolls by time up to this much early (Kafka's randomSegmentJitter)
@@ -189,23 +220,24 @@ class LogSegment:
 
     def tail_is_valid(self) -> bool:
         """Whether the batches after the last offset-index entry (at most about one index interval
-        and a batch) are whole, with valid CRCs and contiguous offsets: the cheap check of an
+        and a batch) are whole, with valid CRCs and increasing offsets: the cheap check of an
         active segment after a clean shutdown, which otherwise skips recovery."""
         position = max(0, self.offset_index.positions_at_or_below(self.size)[1])
         try:
             expected = None
             for at, header in self.headers(position):
                 if expected is not None:
-                    check_contiguous(header, expected, self.log_path, at)
+                    check_offset_order(header, expected, self.log_path, at)
                 rb.validate_batch(self.pread(header.size, at), 0, header)
                 expected = header.next_offset
         except CorruptRecordBatch:
             return False
         return True
 
-    def recover(self) -> int:
-        """Rebuild both indexes from the `.log`, checking each batch's size, CRC and offset chain,
-        and cut the file at the first invalid batch. Returns the number of bytes truncated (Kafka
+    def recover(self, next_base_offset: int | None = None) -> int:
+        """Rebuild both indexes from the `.log`, checking each batch's size, CRC and offset order
+        (below `next_base_offset`, the next segment's base offset, when given), and cut the file at
+        the first invalid batch. Returns the number of bytes truncated (Kafka
         `LogSegment.recover`)."""
         self.offset_index.reset()
         self.time_index.reset()
@@ -214,7 +246,7 @@ class LogSegment:
         expected = self.base_offset
         try:
             for position, header in self.headers(0):
-                check_contiguous(header, expected, self.log_path, position)
+                check_offset_order(header, expected, self.log_path, position, next_base_offset)
                 if not self.offset_index.can_append_offset(header.last_offset):
                     raise CorruptRecordBatch(f"{self.log_path}: offset {header.last_offset} overflows the index")
                 rb.validate_batch(self.pread(header.size, position), 0, header)
@@ -309,6 +341,21 @@ class LogSegment:
         self.offset_index.trim()
         self.time_index.trim()
 
+    def change_suffix(self, old: str, new: str) -> None:
+        """Rename the segment's files from suffix `old` to `new` (Kafka's `changeFileSuffixes`);
+        open descriptors stay valid. A missing index file is skipped."""
+        for holder in (self, self.offset_index, self.time_index):
+            path = holder.log_path if holder is self else holder.path  # type: ignore[union-attr]
+            if not path.name.endswith(old):
+                raise ValueError(f"{path} does not end with {old!r}")
+            target = path.with_name(path.name[: len(path.name) - len(old)] + new)
+            if path.exists():
+                os.replace(path, target)
+            if holder is self:
+                self.log_path = target
+            else:
+                holder.path = target  # type: ignore[union-attr]
+
     def flush(self) -> None:
         os.fsync(self._fd)
         self.offset_index.flush()
@@ -331,8 +378,9 @@ class LogSegment:
             os.close(self._fd)
             self._fd = CLOSED
 
-    def delete(self) -> None:
-        """Rename every file to `*.deleted`, then remove them (Kafka's delete sequence)."""
+    def mark_deleted(self) -> list[Path]:
+        """Close the segment and rename every file to `*.deleted` (the first half of Kafka's
+        delete sequence); returns the renamed paths for `unlink_all`."""
         os.close(self._fd)
         self._fd = CLOSED
         paths = [self.log_path, self.offset_index.path, self.time_index.path]
@@ -346,5 +394,14 @@ class LogSegment:
                 target = path.with_name(path.name + DELETED_SUFFIX)
                 os.replace(path, target)
                 renamed.append(target)
-        for path in renamed:
-            path.unlink(missing_ok=True)
+        return renamed
+
+    def delete(self) -> None:
+        """Rename every file to `*.deleted`, then remove them (Kafka's delete sequence)."""
+        unlink_all(self.mark_deleted())
+
+
+def unlink_all(paths: list[Path]) -> None:
+    """Remove files renamed by `mark_deleted` (may run in a worker thread)."""
+    for path in paths:
+        path.unlink(missing_ok=True)

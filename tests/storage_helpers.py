@@ -23,12 +23,34 @@ def values(data: bytes) -> list[tuple[int, bytes]]:
 
 
 def read_all(log) -> list[tuple[int, bytes]]:
-    """Every record from the log start offset to LEO, across segments."""
+    """Every record from the log start offset to LEO, across segments (and a compacted log's gaps
+    and empty batches)."""
     out, offset = [], log.log_start_offset
     while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 30).records
-        got = [(o, v) for o, v in values(data) if o >= offset]
-        assert got, f"no progress reading at {offset}"
+        info = log.read(offset, 1 << 30)
+        got = [(o, v) for o, v in values(info.records) if o >= offset]
+        assert info.next_offset > offset, f"no progress reading at {offset}"
         out += got
-        offset = got[-1][0] + 1
+        offset = info.next_offset
+    return out
+
+
+def keyed_batch(records, *, ts: int = 1_000_000, compression: int = rb.NONE, **kwargs) -> bytes:
+    """A v2 batch of (key, value) records (value None: a tombstone), timestamps ts, ts+1, ..."""
+    return rb.build_batch(
+        [(k, v, [("h", b"%d" % i)], ts + i) for i, (k, v) in enumerate(records)], compression=compression, **kwargs
+    )
+
+
+def latest_by_key(log) -> dict[bytes, tuple[int, bytes | None]]:
+    """key -> (offset, value) of its latest record, reading the whole log."""
+    out = {}
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        info = log.read(offset, 1 << 30)
+        for pos, header in rb.iter_batches(info.records):
+            for r in rb.decode_records(info.records, pos, header):
+                if r.offset >= offset:
+                    out[r.key] = (r.offset, r.value)
+        offset = info.next_offset
     return out

@@ -158,8 +158,8 @@ async def test_topic_configs_kafka_accepts_at_creation(broker, zk):
     }
     result = await _create(broker, "configured", accepted)
     assert (result.error_code, result.error_message) == (ErrorCode.NONE, None)
-    refused = await _create(broker, "compacted", {"cleanup.policy": "compact"})
-    assert refused.error_code == ErrorCode.INVALID_CONFIG and "log cleaner" in refused.error_message
+    refused = await _create(broker, "preallocated", {"preallocate": "true"})
+    assert refused.error_code == ErrorCode.INVALID_CONFIG and "preallocate" in refused.error_message
     unknown = await _create(broker, "unknown", {"no.such.config": "1"})
     assert unknown.error_code == ErrorCode.INVALID_CONFIG and "no.such.config" in unknown.error_message
 

@@ -53,16 +53,20 @@ def test_leader_append_refuses_bad_batches_and_writes_nothing(log):
     assert small.log_end_offset == 0
 
 
-def test_follower_append_keeps_offsets_and_requires_contiguity(log):
+def test_follower_append_keeps_offsets_and_requires_increasing_offsets(log):
     log.append_as_follower(batch(2, base_offset=0, epoch=3) + batch(3, base_offset=2, epoch=4))
     assert log.log_end_offset == 5 and log.epoch_cache.entries == [(3, 0), (4, 2)]
     with pytest.raises(InvalidAppendOffset):
         log.append_as_follower(batch(1, base_offset=4, epoch=4))  # below LEO
     with pytest.raises(InvalidAppendOffset):
-        log.append_as_follower(batch(1, base_offset=5) + batch(1, base_offset=7))  # a hole
+        log.append_as_follower(batch(2, base_offset=5) + batch(1, base_offset=6))  # overlapping batches
     assert log.log_end_offset == 5
     log.append_as_follower(batch(1, base_offset=5, epoch=4))
-    assert [o for o, _ in read_all(log)] == list(range(6))
+    # A compacted leader's gaps are copied as they are, in the same segment.
+    log.append_as_follower(batch(1, base_offset=8, epoch=4) + batch(1, base_offset=12, epoch=4))
+    assert [o for o, _ in read_all(log)] == [0, 1, 2, 3, 4, 5, 8, 12]
+    assert log.log_end_offset == 13 and len(log.segments) == 1
+    assert [o for o, _ in values(log.read(6, 10**6).records)] == [8, 12]  # an offset in a gap reads on
 
 
 def test_read_returns_whole_batches_at_least_one_and_stops_at_max_offset(log):

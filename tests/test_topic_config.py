@@ -67,6 +67,8 @@ def test_every_kafka_topic_config_key_is_declared_and_its_default_is_accepted():
         {"retention.bytes": "-5"},
         {"segment.jitter.ms": "100"},
         {"cleanup.policy": "delete"},
+        {"cleanup.policy": "compact"},
+        {"cleanup.policy": "compact,delete"},
         {"segment.index.bytes": "4"},
         {"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "10"},
     ],
@@ -99,8 +101,6 @@ def test_values_kafka_refuses_are_refused(configs, message):
 @pytest.mark.parametrize(
     "configs,message",
     [
-        ({"cleanup.policy": "compact"}, "needs the log cleaner"),
-        ({"cleanup.policy": "compact,delete"}, "needs the log cleaner"),
         ({"preallocate": "true"}, "preallocate=true is not implemented"),
         ({"remote.storage.enable": "true"}, "tiered storage"),
         ({"local.retention.ms": "1000"}, "tiered storage"),
@@ -130,6 +130,29 @@ def test_broker_defaults_use_kafkas_log_synonyms():
     assert config.message_timestamp_before_max_ms == config.message_timestamp_after_max_ms == 7
 
 
+def test_compaction_configs_reach_the_log_config_with_broker_defaults():
+    broker = LogConfig.from_broker_config(
+        {
+            "log.cleanup.policy": "compact",
+            "log.cleaner.min.cleanable.ratio": "0.25",
+            "log.cleaner.delete.retention.ms": "500",
+            "log.cleaner.min.compaction.lag.ms": "7",
+            "log.cleaner.max.compaction.lag.ms": "9000",
+        }
+    )
+    assert broker.compact and broker.cleanup_policy == ("compact",)
+    assert (broker.min_cleanable_dirty_ratio, broker.delete_retention_ms) == (0.25, 500)
+    assert (broker.min_compaction_lag_ms, broker.max_compaction_lag_ms) == (7, 9000)
+    topic = LogConfig.from_topic_config(
+        {"cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0.1", "delete.retention.ms": "5"}, broker
+    )
+    assert topic.cleanup_policy == ("compact", "delete") and topic.compact
+    assert (topic.min_cleanable_dirty_ratio, topic.delete_retention_ms, topic.min_compaction_lag_ms) == (0.1, 5, 7)
+    assert not LogConfig().compact
+    with pytest.raises(ValueError, match="log.cleanup.policy must be a list of compact and delete"):
+        LogConfig.from_broker_config({"log.cleanup.policy": "shred"})
+
+
 def test_topic_configs_overlay_broker_defaults_and_drop_what_they_cannot_use():
     configs = TopicConfigs(LogConfig(segment_bytes=1 << 20), min_insync_replicas=2, unclean_leader_election_enable=True)
     assert configs.log_config("t").segment_bytes == 1 << 20 and configs.min_insync_replicas("t") == 2
@@ -139,7 +162,7 @@ def test_topic_configs_overlay_broker_defaults_and_drop_what_they_cannot_use():
             "segment.bytes": "4096",
             "min.insync.replicas": "3",
             "unclean.leader.election.enable": "false",
-            "cleanup.policy": "compact",
+            "preallocate": "true",
             "bogus": "1",
         },
     )
