@@ -10,6 +10,7 @@ or an invalid value raises `ConfigError` naming the key.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import ControllerConfig
+from storage.cleaner.log_cleaner import CleanerConfig
 from storage.config import LogConfig
 from storage.topic_configs import TopicConfigs
 
@@ -102,6 +104,16 @@ def _int_at_least(lo: int) -> Callable[[str], int]:
     return parse
 
 
+def _float_in(lo: float, hi: float = math.inf) -> Callable[[str], float]:
+    def parse(value: str) -> float:
+        n = float(value)
+        if not lo <= n <= hi:
+            raise ValueError(f"must be in [{lo}, {hi}]")
+        return n
+
+    return parse
+
+
 # key -> (parser, default). A default of None means "required"; defaults are Kafka's.
 SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "broker.id": (_int_at_least(0), None),
@@ -168,6 +180,19 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "compression.gzip.level": (int, -1),
     "compression.lz4.level": (int, 9),
     "compression.zstd.level": (int, 3),
+    # the log cleaner (Kafka's CleanerConfig); the per-log defaults are LogConfig's (log_config())
+    "log.cleaner.enable": (_bool, True),
+    "log.cleaner.threads": (_int_at_least(1), 1),
+    "log.cleaner.dedupe.buffer.size": (_int_at_least(1), 134217728),
+    "log.cleaner.io.buffer.load.factor": (_float_in(0.01, 1), 0.9),
+    "log.cleaner.io.buffer.size": (_int_at_least(1), 524288),
+    "log.cleaner.io.max.bytes.per.second": (_float_in(1), math.inf),
+    "log.cleaner.backoff.ms": (_int_at_least(0), 15000),
+    "log.cleanup.policy": (str, "delete"),
+    "log.cleaner.min.cleanable.ratio": (_float_in(0, 1), 0.5),
+    "log.cleaner.delete.retention.ms": (_int_at_least(0), 86400000),
+    "log.cleaner.min.compaction.lag.ms": (_int_at_least(0), 0),
+    "log.cleaner.max.compaction.lag.ms": (_int_at_least(1), (1 << 63) - 1),
     # the group coordinator (Kafka's GroupCoordinatorConfig / OffsetConfig)
     "offsets.topic.num.partitions": (_int_at_least(1), 50),
     "offsets.topic.replication.factor": (_int_at_least(1), 3),
@@ -249,6 +274,18 @@ class BrokerConfig:
             leader_imbalance_check_interval_seconds=self["leader.imbalance.check.interval.seconds"],
             control_plane_listener_name=self.control_plane_listener_name,
             inter_broker_listener_name=self.inter_broker_listener.name,
+        )
+
+    def cleaner_config(self) -> CleanerConfig:
+        """The log cleaner's settings (`log.cleaner.*`)."""
+        return CleanerConfig(
+            enable=self["log.cleaner.enable"],
+            threads=self["log.cleaner.threads"],
+            dedupe_buffer_size=self["log.cleaner.dedupe.buffer.size"],
+            io_buffer_load_factor=self["log.cleaner.io.buffer.load.factor"],
+            io_max_bytes_per_second=self["log.cleaner.io.max.bytes.per.second"],
+            io_buffer_size=self["log.cleaner.io.buffer.size"],
+            backoff_ms=self["log.cleaner.backoff.ms"],
         )
 
     def topic_configs(self) -> TopicConfigs:

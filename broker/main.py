@@ -36,6 +36,7 @@ from controller.controller import KafkaController
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.coordinator import GroupCoordinator
 from protocol.api_keys import ApiKey
+from storage.cleaner.log_cleaner import LogCleaner
 from storage.errors import StorageError
 from storage.log_manager import LogManager
 from zk import znodes
@@ -69,6 +70,7 @@ class Broker:
         self.replica_manager = ReplicaManager(
             config, self.log_manager, self.metadata_cache, self.topic_configs, self.zk
         )
+        self.log_cleaner = LogCleaner(self.log_manager, config.cleaner_config(), self.replica_manager.high_watermark_of)
         self.controller = KafkaController(config.controller_config(), self.zk, self.topic_configs)
         self.server: KafkaServer | None = None
         self.registration: znodes.BrokerRegistration | None = None
@@ -159,6 +161,7 @@ class Broker:
                 async with trio.open_nursery() as nursery:
                     bound = await nursery.start(self.server.run)
                     await nursery.start(self.log_manager.run, self.replica_manager.high_watermark_of)
+                    await nursery.start(self.log_cleaner.run)
                     await nursery.start(self.replica_manager.run)
                     await nursery.start(group_coordinator.run)
                     await nursery.start(self.controller.run)

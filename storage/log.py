@@ -31,6 +31,7 @@ import logging
 import os
 import shutil
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,8 @@ import crc32c
 
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch
-from protocol.record_validation import validate_client_batch
+from protocol.record_filter import batch_payload, keyless_records
+from protocol.record_validation import InvalidRecord, validate_client_batch
 from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
 from storage.config import LONG_MAX, LogConfig
 from storage.epoch_cache import LeaderEpochCache
@@ -53,6 +55,8 @@ from storage.producer_state import ProducerStateManager
 from storage.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment, check_offset_order, fsync_directory
 
 log = logging.getLogger(__name__)
+
+DELETE_DIR_SUFFIX = "-delete"  # a partition directory being deleted (Kafka's `<tp>.<uuid>-delete`)
 
 
 @dataclass(frozen=True)
@@ -168,11 +172,23 @@ class Log:
             rb.validate_batch(view, position, header)
             if validate_records:
                 validate_client_batch(view, position, header)
+                if self.config.compact:
+                    self._check_keys(view, position, header)
             batches.append((position, header))
             count += header.records_count
         if not batches:
             raise CorruptRecordBatch("an append needs at least one record batch")
         return _Batches(view, batches, len(view), count)
+
+    def _check_keys(self, view, position: int, header: rb.BatchHeader) -> None:
+        """A compacted topic refuses records without a key (Kafka's LogValidator.validateKey):
+        InvalidRecord with a KIP-467 record error per keyless record."""
+        if header.is_control:
+            return
+        keyless = keyless_records(batch_payload(view, position, header))
+        if keyless:
+            message = f"Compacted topic cannot accept message without key in topic partition {self.dir.name}."
+            raise InvalidRecord(message, [(i, message) for i in keyless])
 
     def append_as_leader(
         self, records, leader_epoch: int, *, validate_records: bool = True, now_ms: int | None = None
@@ -605,9 +621,16 @@ class Log:
             segment.close()
 
     def delete(self) -> None:
-        """Remove the whole partition directory."""
+        """Remove the whole partition directory. It is first renamed `<dir>.<uuid>-delete` (as
+        Kafka does), so nothing still holding the old path (a cleaning in a worker process) can
+        create files there; the loader removes a `-delete` directory a crash left behind."""
         self.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        doomed = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        try:
+            os.replace(self.dir, doomed)
+        except OSError:
+            doomed = self.dir
+        shutil.rmtree(doomed, ignore_errors=True)
 
 
 def fsync_fds(fds: list[int]) -> None:

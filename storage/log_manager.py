@@ -23,6 +23,7 @@ import fcntl
 import functools
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +34,7 @@ from protocol.topic_names import validate_topic_name
 from storage import checkpoint
 from storage.config import LogConfig
 from storage.errors import CorruptCheckpoint, KafkaStorageError, LogDirInUse, UnsafeLogPath
-from storage.log import Log, fsync_fds
+from storage.log import DELETE_DIR_SUFFIX, Log, fsync_fds
 from storage.log_loader import load_log
 from storage.scheduler import run_periodically
 
@@ -87,6 +88,8 @@ class LogManager:
         self._locks: list[int] = []
         self.loaded_high_watermarks: dict[TopicPartition, int] = {}
         self.offline_dirs: set[Path] = set()  # log dirs taken offline by an I/O error (until restart)
+        # called with the partition after its log is deleted (the log cleaner forgets its checkpoint)
+        self.deletion_listeners: list[Callable[[TopicPartition], None]] = []
 
     # ---- startup and shutdown ----------------------------------------------------------------
     def startup(self) -> None:
@@ -126,6 +129,10 @@ class LogManager:
                 d / checkpoint.REPLICATION_CHECKPOINT, "high watermarks restart at the log start offsets"
             )
         )
+        for child in d.iterdir():
+            if child.is_dir() and child.name.endswith(DELETE_DIR_SUFFIX):
+                log.info("removing %s, a partition deletion a crash interrupted", child)
+                shutil.rmtree(child, ignore_errors=True)
         children = sorted(d.iterdir())
         if not clean and any(parse_partition_dir(c.name) for c in children if c.is_dir()):
             log.warning("%s: no clean shutdown marker; recovering logs after their recovery points", d)
@@ -169,6 +176,10 @@ class LogManager:
     # ---- logs ----------------------------------------------------------------------------------
     def get_log(self, tp: TopicPartition) -> Log | None:
         return self.logs.get(tp)
+
+    def dir_of(self, tp: TopicPartition) -> Path:
+        """The log dir holding `tp`'s log (KeyError when there is none)."""
+        return self._dir_of[tp]
 
     def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
         """The log of `tp`, created in the log dir holding the fewest partitions if new. Raises
@@ -221,6 +232,8 @@ class LogManager:
             raise UnsafeLogPath(f"refusing to delete {lg.dir}: not the partition directory {expected}")
         del self.logs[tp], self._dir_of[tp]
         lg.delete()
+        for listener in self.deletion_listeners:
+            listener(tp)
 
     # ---- checkpoints ---------------------------------------------------------------------------
     def _per_dir(self, value: Callable[[TopicPartition, Log], int]) -> dict[Path, dict[TopicPartition, int]]:

@@ -168,6 +168,14 @@ class LogSegment:
         ts = self.max_timestamp
         return ts if ts >= 0 else int(os.stat(self.log_path).st_mtime * 1000)
 
+    def first_batch_timestamp(self) -> int | None:
+        """The first batch's max timestamp (Kafka's `getFirstBatchTimestamp`, what
+        max.compaction.lag.ms compares), else the file mtime; None for an empty segment."""
+        ts = self._rolling_based_timestamp()
+        if ts is None:
+            return None
+        return ts if ts >= 0 else int(os.stat(self.log_path).st_mtime * 1000)
+
     def _rolling_based_timestamp(self) -> int | None:
         if self._rolling_ts is None and self.size > 0:
             self._rolling_ts = next(self.headers(0))[1].max_timestamp

@@ -153,7 +153,8 @@ def test_the_last_batch_of_an_idempotent_producer_stays_empty(tmp_path):
 
 def test_keyless_records_are_dropped_by_the_cleaner(tmp_path):
     log = Log.create(tmp_path / "t-0", CONFIG)
-    log.append_as_leader(keyed_batch([(None, b"x"), (b"a", b"1")]), leader_epoch=0)
+    # written before the topic became compacted (the append skips the client checks, as then)
+    log.append_as_leader(keyed_batch([(None, b"x"), (b"a", b"1")]), leader_epoch=0, validate_records=False)
     log.roll()
     run_cleaning(log, task_for(log))
     assert [v for _, v in read_all(log)] == [b"1"]
@@ -206,3 +207,68 @@ def test_a_swap_refuses_segments_the_log_no_longer_has(tmp_path):
     log.truncate_to(0)
     with pytest.raises(ValueError, match="not inactive segments"):
         log.replace_segments(result.groups[0][0], list(result.groups[0][1]))
+
+
+def test_a_compacted_log_refuses_keyless_records_with_record_errors(tmp_path):
+    from protocol.record_validation import InvalidRecord
+
+    log = Log.create(tmp_path / "t-0", CONFIG)
+    with pytest.raises(InvalidRecord, match="Compacted topic cannot accept message without key") as refused:
+        log.append_as_leader(keyed_batch([(b"a", b"1"), (None, b"2"), (b"c", b"3"), (None, b"4")]), leader_epoch=0)
+    assert [i for i, _ in refused.value.record_errors] == [1, 3]
+    assert log.log_end_offset == 0  # nothing of the batch was appended
+    log.append_as_leader(keyed_batch([(b"a", b"1")], compression=rb.LZ4), leader_epoch=0)
+    assert log.log_end_offset == 1
+    plain = Log.create(tmp_path / "u-0", LogConfig())
+    plain.append_as_leader(keyed_batch([(None, b"2")]), leader_epoch=0)  # a delete-only log takes them
+
+
+def test_cleanable_offsets_stop_at_the_hw_the_active_segment_and_min_compaction_lag(tmp_path):
+    from storage.cleaner.manager import cleanable_offsets, log_to_clean
+
+    log = Log.create(tmp_path / "t-0", CONFIG)
+    for r in range(30):  # record timestamps: 1_000_000 + 10_000 * r
+        log.append_as_leader(
+            keyed_batch([(b"k%d" % k, b"v%d" % r) for k in range(10)], ts=1_000_000 + 10_000 * r), leader_epoch=0
+        )
+    bases = [s.base_offset for s in log.segments]
+    leo, now = log.log_end_offset, 1_000_000 + 10_000 * 30
+    assert cleanable_offsets(log, None, leo, now) == (0, bases[-1], False)  # the active segment
+    hw = bases[2] + 1  # inside the third segment: only the first two are wholly below it
+    assert cleanable_offsets(log, None, hw, now)[1] == bases[2]
+    # min.compaction.lag.ms: the first segment holding a record younger than the lag stops it
+    lagged = Log(
+        log.dir,
+        replace_config(min_compaction_lag_ms=10_000 * 25),
+        log.segments,
+        log_start_offset=0,
+        recovery_point=0,
+        epoch_cache=log.epoch_cache,
+    )
+    first_young = next(s.base_offset for s in log.segments if s.largest_timestamp() > now - 10_000 * 25)
+    assert cleanable_offsets(lagged, None, leo, now)[1] == first_young
+    # a checkpoint beyond LEO or below the log start falls back to the log start offset
+    assert cleanable_offsets(log, leo + 5, leo, now)[0] == 0
+    assert len(bases) == 4
+    ltc = log_to_clean(("t", 0), log, bases[2], leo, now)
+    assert ltc.clean_bytes == sum(s.size for s in log.segments[:2])
+    assert ltc.cleanable_bytes == log.segments[2].size
+    assert 0 < ltc.dirty_ratio < 0.5 and not ltc.cleanable
+    assert log_to_clean(("t", 0), log, bases[1], leo, now).cleanable  # 2 of 3 segments dirty
+    # max.compaction.lag.ms: an old enough dirty segment must be cleaned whatever its ratio
+    forced = Log(
+        log.dir,
+        replace_config(max_compaction_lag_ms=1000, min_cleanable_dirty_ratio=1.0),
+        log.segments,
+        log_start_offset=0,
+        recovery_point=0,
+        epoch_cache=log.epoch_cache,
+    )
+    forced_ltc = log_to_clean(("t", 0), forced, bases[2], leo, now)
+    assert forced_ltc.needs_compaction_now and forced_ltc.cleanable
+
+
+def replace_config(**changes):
+    from dataclasses import replace
+
+    return replace(CONFIG, **changes)

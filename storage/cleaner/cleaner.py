@@ -43,8 +43,6 @@ from storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, LogSegment
 
 log = logging.getLogger(__name__)
 
-_CHUNK = 4 << 20  # bytes read per pread
-
 
 @dataclass(frozen=True)
 class SegmentInfo:
@@ -63,6 +61,7 @@ class CleanTask:
     producer_last_offsets: dict[int, int] = field(default_factory=dict)  # producer id -> last batch's last offset
     io_bytes_per_second: float = float("inf")  # log.cleaner.io.max.bytes.per.second (this worker's share)
     now_ms: int = 0
+    read_buffer_size: int = 512 * 1024  # log.cleaner.io.buffer.size: bytes per read of a segment
 
 
 @dataclass
@@ -98,14 +97,15 @@ class Throttler:
             time.sleep(ahead)
 
 
-def read_batches(path: Path, size: int, throttler: Throttler | None = None, start: int = 0):
-    """(header, batch bytes) of each batch of a segment file up to `size` bytes, read in chunks.
-    Checks each batch's CRC; raises CorruptRecordBatch."""
+def read_batches(path: Path, size: int, throttler: Throttler | None = None, chunk: int = 512 * 1024):
+    """(header, batch bytes) of each batch of a segment file up to `size` bytes, read `chunk`
+    bytes at a time (a larger batch in one read). Checks each batch's CRC; raises
+    CorruptRecordBatch."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        pos = start
+        pos = 0
         while pos < size:
-            data = os.pread(fd, min(_CHUNK, size - pos), pos)
+            data = os.pread(fd, min(chunk, size - pos), pos)
             view, used = memoryview(data), 0
             while used + rb.LOG_OVERHEAD <= len(view):
                 length = int.from_bytes(view[used + 8 : used + 12], "big", signed=True) + rb.LOG_OVERHEAD
@@ -143,7 +143,9 @@ def build_offset_map(task: CleanTask, offset_map: OffsetMap, stats: CleanerStats
     for segment, next_base in zip(task.segments, bounds):
         if next_base <= task.first_dirty_offset:
             continue  # wholly clean
-        for header, batch in read_batches(_log_path(directory, segment.base_offset), segment.size, throttler):
+        for header, batch in read_batches(
+            _log_path(directory, segment.base_offset), segment.size, throttler, task.read_buffer_size
+        ):
             stats.map_bytes_read += header.size
             if header.last_offset < task.first_dirty_offset:
                 continue
@@ -256,7 +258,7 @@ def _clean_group(
         for segment in group:
             path = _log_path(directory, segment.base_offset)
             retain_deletes = int(os.stat(path).st_mtime * 1000) > delete_horizon_ms
-            for header, batch in read_batches(path, segment.size, throttler):
+            for header, batch in read_batches(path, segment.size, throttler, task.read_buffer_size):
                 stats.bytes_read += header.size
                 out = _keep_batch(header, batch, offset_map, retain_deletes, task.producer_last_offsets, stats)
                 if out is None:
