@@ -40,8 +40,20 @@ async def fetch_records(
     """The raw record-batch bytes (possibly empty, possibly ending in a partial batch) a Fetch from
     `offset` returns, waiting up to `max_wait_ms` for at least one byte and taking at most
     `max_bytes` bytes. Raises KafkaError with the partition's error code once retries are spent."""
+    records, _ = await fetch_records_and_hw(
+        cluster, topic, partition, offset, max_wait_ms=max_wait_ms, max_bytes=max_bytes
+    )
+    return records
 
-    async def attempt(refresh: bool) -> bytes:
+
+async def fetch_records_and_hw(
+    cluster: Cluster, topic: str, partition: int, offset: int, *, max_wait_ms: int, max_bytes: int
+) -> tuple[bytes, int]:
+    """`fetch_records` and the partition's high watermark from the same response: an empty
+    answer from an offset below the HW means the offsets up to the HW hold no records (a compacted
+    log's gap), not that they are still to come."""
+
+    async def attempt(refresh: bool) -> tuple[bytes, int]:
         conn = await cluster.leader_connection(topic, partition, refresh)
         r = await conn.request(
             ApiKey.FETCH,
@@ -64,6 +76,6 @@ async def fetch_records(
         p = r.responses[0].partitions[0]
         if p.error_code != ErrorCode.NONE:
             raise KafkaError(p.error_code, f"{topic}-{partition}")
-        return p.records or b""
+        return p.records or b"", p.high_watermark
 
     return await cluster.retry(attempt, "Fetch")

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import trio
 
 from client import Cluster, KafkaError
-from client.reads import EARLIEST, LATEST, fetch_records, list_offset
+from client.reads import EARLIEST, LATEST, fetch_records_and_hw, list_offset
 from protocol import record_batch as rb
 
 
@@ -67,7 +67,11 @@ def fetch_range(
         async with Cluster.open(bootstrap, retries=20) as cluster:
             with trio.fail_after(timeout_s):
                 while position < end:
-                    data = await fetch_records(cluster, topic, partition, position, max_wait_ms=500, max_bytes=4 << 20)
+                    data, high_watermark = await fetch_records_and_hw(
+                        cluster, topic, partition, position, max_wait_ms=500, max_bytes=4 << 20
+                    )
+                    if not data and high_watermark >= end:
+                        break  # [position, end) is committed and holds nothing: compaction removed it
                     for pos, header in rb.iter_batches(data, allow_partial_tail=True):
                         for r in rb.decode_records(data, pos, header):
                             if position <= r.offset < end:
