@@ -62,6 +62,7 @@ class CleanTask:
     io_bytes_per_second: float = float("inf")  # log.cleaner.io.max.bytes.per.second (this worker's share)
     now_ms: int = 0
     read_buffer_size: int = 512 * 1024  # log.cleaner.io.buffer.size: bytes per read of a segment
+    owner_pid: int = 0  # the broker's pid: a worker whose broker died stops at once (0: no check)
 
 
 @dataclass
@@ -83,12 +84,17 @@ class CleanResult:
 
 
 class Throttler:
-    """Kafka's `Throttler`: sleeps so that bytes pass at most at `rate` per second."""
+    """Kafka's `Throttler`: sleeps so that bytes pass at most at `rate` per second. Also where a
+    worker notices that the broker that started it is gone (a kill -9 leaves workers orphaned):
+    it exits before writing more, so a restarted broker never shares a `.cleaned` file with it."""
 
-    def __init__(self, rate: float):
+    def __init__(self, rate: float, owner_pid: int = 0):
         self.rate, self.start, self.bytes = rate, time.monotonic(), 0
+        self.owner_pid = owner_pid
 
     def maybe_throttle(self, n: int) -> None:
+        if self.owner_pid and os.getppid() != self.owner_pid:
+            os._exit(1)
         if self.rate == float("inf"):
             return
         self.bytes += n
@@ -303,7 +309,7 @@ def clean(task: CleanTask) -> CleanResult:
     it ended and the cleaned groups, whose `.cleaned` files are written and fsynced."""
     started = time.monotonic()
     stats = CleanerStats()
-    throttler = Throttler(task.io_bytes_per_second)
+    throttler = Throttler(task.io_bytes_per_second, task.owner_pid)
     offset_map = OffsetMap(task.map_capacity)
     horizon = delete_horizon(task)
     end = build_offset_map(task, offset_map, stats, throttler)
@@ -315,6 +321,7 @@ def clean(task: CleanTask) -> CleanResult:
     done: list[tuple[int, tuple[int, ...]]] = []
     try:
         for group in groups:
+            throttler.maybe_throttle(0)
             _clean_group(task, group, offset_map, horizon, stats, throttler)
             done.append((group[0].base_offset, tuple(s.base_offset for s in group)))
     except BaseException:

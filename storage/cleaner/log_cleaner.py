@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,9 +65,14 @@ class LogCleaner:
         log_manager,
         config: CleanerConfig,
         high_watermark: Callable[[TopicPartition], int] | None = None,
+        *,
+        step_hook: Callable[[str], None] | None = None,
     ):
         """`log_manager`: a `storage.log_manager.LogManager` (its `logs` and `dir_of`);
-        `high_watermark(tp)`: the partition's HW (default: LEO), the cleaner's upper bound."""
+        `high_watermark(tp)`: the partition's HW (default: LEO), the cleaner's upper bound;
+        `step_hook(step)`: called when the cleaned files are written ("cleaned") and after each
+        swap step (`Log.replace_segments`: "swap", "deleted", "done"); the crash tests kill the
+        process there."""
         self.log_manager = log_manager
         self.config = config
         self.high_watermark = high_watermark or (lambda tp: log_manager.logs[tp].log_end_offset)
@@ -74,6 +80,7 @@ class LogCleaner:
         self.cleanings = 0  # completed, for tests and `cluster status`
         self.last_result: dict[TopicPartition, CleanResult] = {}
         self._wakeup = trio.Event()
+        self.step_hook = step_hook or (lambda step: None)
         log_manager.deletion_listeners.append(self._on_log_deleted)
 
     def _on_log_deleted(self, tp: TopicPartition) -> None:
@@ -137,6 +144,7 @@ class LogCleaner:
             },
             io_bytes_per_second=self.config.io_max_bytes_per_second / self.config.threads,
             read_buffer_size=self.config.io_buffer_size,
+            owner_pid=os.getpid(),
             now_ms=int(time.time() * 1000),
         )
         truncations = lg.truncations
@@ -149,6 +157,7 @@ class LogCleaner:
                 log.info("%s-%d changed while it was cleaned; discarding the cleaned segments", *tp)
                 await trio.to_thread.run_sync(_discard, lg.dir, result)
                 return None
+            self.step_hook("cleaned")
             swapped = await self._swap(lg, result)
             if swapped:
                 end_offset = result.end_offset
@@ -174,7 +183,7 @@ class LogCleaner:
         longer matches the log's segments."""
         for i, (base, replaced) in enumerate(result.groups):
             try:
-                deleted = lg.replace_segments(base, list(replaced))
+                deleted = lg.replace_segments(base, list(replaced), self.step_hook)
             except ValueError as e:
                 log.info("%s: %s; discarding the rest of this cleaning", lg.dir.name, e)
                 rest = CleanResult(result.end_offset, result.groups[i:], result.stats)
