@@ -279,7 +279,7 @@ def test_compact_delete_also_applies_retention_and_compact_alone_does_not(tmp_pa
     only = replace_config(retention_ms=1000)
     for config, expect_deleted in ((both, True), (only, False)):
         log = Log.create(tmp_path / f"{config.cleanup_policy[-1]}-0", config)
-        for r in range(20):
+        for _ in range(20):
             log.append_as_leader(keyed_batch([(b"k%d" % k, b"v") for k in range(10)], ts=1_000_000), leader_epoch=0)
         log.roll()
         now = 1_000_000 + 5000  # every record is older than retention.ms

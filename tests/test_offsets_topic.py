@@ -48,3 +48,48 @@ async def test_created_on_first_need_internal_and_compacted(start_broker, zk):
     assert topic.is_internal and len(topic.partitions) == 50
     config = json.loads(zk.get("/config/topics/__consumer_offsets")[0])["config"]
     assert config["cleanup.policy"] == "compact" and config["segment.bytes"] == "1048576"
+
+
+async def test_consumer_offsets_is_compacted_and_reloads_the_latest_commits(start_broker, zk):
+    from group_helpers import create_topics
+
+    from client.groups import commit_offsets, committed_offsets
+    from storage.cleaner.manager import CLEANER_CHECKPOINT
+
+    settings = dict(
+        offsets_topic_replication_factor=1,
+        offsets_topic_num_partitions=1,
+        offsets_topic_segment_bytes=65536,
+        group_initial_rebalance_delay_ms=0,
+        log_cleaner_backoff_ms=200,
+    )
+    broker = start_broker(1, **settings)
+    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"t": 10})
+    offsets_dir = broker.directory / "logs" / "__consumer_offsets-0"
+    async with Cluster.open(broker.bootstrap) as cluster:
+        for i in range(10_000):  # 100,000 offset commits, 10 per request
+            await commit_offsets(cluster, "g", {("t", p): i * 10 + p for p in range(10)})
+    written = 100_000 * 60  # bytes: an offset record is about 60 bytes (key + value) at least
+
+    def on_disk() -> int:
+        return sum(p.stat().st_size for p in offsets_dir.glob("*.log"))
+
+    with trio.fail_after(60):
+        while on_disk() > written / 10:
+            await trio.sleep(0.2)
+    assert (
+        (broker.directory / "logs" / CLEANER_CHECKPOINT).read_text().splitlines()[2].startswith("__consumer_offsets 0 ")
+    )
+    # a coordinator that loads the compacted partition returns the latest commits
+    broker.kill()
+    broker.start()
+    async with Cluster.open(broker.bootstrap) as cluster:
+        with trio.fail_after(30):
+            while True:
+                try:
+                    got = await committed_offsets(cluster, "g")
+                    break
+                except KafkaError as e:
+                    assert e.code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                    await trio.sleep(0.2)
+    assert got == {("t", p): 99_990 + p for p in range(10)}

@@ -137,3 +137,33 @@ async def test_streaming_continues_exactly_where_it_stopped(spark, start_broker,
     await trio.to_thread.run_sync(run_stream)  # restart from the checkpoint
     rows = await trio.to_thread.run_sync(lambda: spark.read.parquet(out).collect())
     assert sorted(int(r.value) for r in rows) == list(range(350))  # each exactly once
+
+
+async def test_a_compacted_topic_is_read_across_its_gaps(spark, start_broker, zk):
+    from test_compaction_cluster import replica_records
+
+    brokers = {i: start_broker(i, log_cleaner_backoff_ms=200) for i in (1, 2, 3)}
+    configs = {"cleanup.policy": "compact", "segment.bytes": "16384", "min.cleanable.dirty.ratio": "0.01"}
+    await create_topic(brokers, zk, "cpt", partitions=1, rf=3, configs=configs)
+    await wait_for(lambda: len(partition_state(zk, "cpt", 0)["isr"]) == 3)
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    values = [b"%02d-%05d" % (i % 50, i) for i in range(5000)]
+    await produce(bootstrap, "cpt", values)
+    leader = brokers[partition_state(zk, "cpt", 0)["leader"]]
+    await wait_for(lambda: len(replica_records(leader, "cpt")) < 2500, timeout_s=60)
+    rows = await trio.to_thread.run_sync(
+        lambda: (
+            spark.read.format("minikafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", "cpt")
+            .option("startingOffsets", "earliest")
+            .load()
+            .collect()
+        )
+    )
+    offsets = [r.offset for r in sorted(rows, key=lambda r: r.offset)]
+    assert offsets == sorted(set(offsets)) and len(offsets) < 2500 and offsets[-1] == 4999
+    latest = {}
+    for r in sorted(rows, key=lambda r: r.offset):
+        latest[bytes(r.key)] = bytes(r.value)
+    assert latest == {b"%02d" % k: b"%02d-%05d" % (k, 4950 + k) for k in range(50)}
