@@ -23,6 +23,7 @@ import trio
 from client import Cluster, ConnectionClosed
 from local_cluster.brokers import BrokerProcess, BrokerStartError
 from local_cluster.zookeeper import ZooKeeperError, ZooKeeperProcess, four_letter
+from storage.cleaner.manager import dirty_state_on_disk
 
 STATE = "cluster.json"
 
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra broker configuration for every broker (repeatable)",
     )
     for name, text in (
-        ("status", "brokers, controller, topics, under-replicated and offline partitions"),
+        ("status", "brokers, controller, topics, under-replicated and offline partitions, log cleaner state"),
         ("down", "stop everything this cluster started"),
     ):
         sub.add_parser(name, help=text)
@@ -191,6 +192,17 @@ async def _status(state: dict) -> None:
     print(f"topics: {len(md.topics)} ({', '.join(sorted(md.topics)) or 'none'})")
     print(f"under-replicated partitions: {len(under)}" + (f" {sorted(under)}" if under else ""))
     print(f"offline partitions: {len(offline)}" + (f" {sorted(offline)}" if offline else ""))
+    for i, b in sorted(state["brokers"].items(), key=lambda kv: int(kv[0])):
+        cleaned = dirty_state_on_disk(Path(b["dir"]) / "logs") if b.get("dir") else []
+        if not cleaned:
+            print(f"log cleaner, broker {i}: no compacted log cleaned yet")
+            continue
+        worst = max(cleaned, key=lambda s: s.dirty_ratio)
+        print(
+            f"log cleaner, broker {i}: {len(cleaned)} compacted logs cleaned, dirtiest "
+            f"{worst.tp[0]}-{worst.tp[1]} (dirty ratio {worst.dirty_ratio:.2f}, cleaned up to offset "
+            f"{worst.first_dirty_offset})"
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,16 +1,21 @@
 """`minikafka topics create|list|describe|delete`, as Kafka's kafka-topics.sh does it in ZooKeeper
 mode: CreateTopics/DeleteTopics go to the active controller (found through Metadata, retried while
-NOT_CONTROLLER); `describe` prints leader, replicas and ISR per partition."""
+NOT_CONTROLLER); `describe` prints leader, replicas and ISR per partition, and, for a local cluster (`--dir`, the
+`minikafka cluster up` directory), each replica's log cleaner state (dirty ratio) read off its log
+dir for the compacted partitions cleaned so far."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from client import Cluster, KafkaError
 from minikafka_cli.common import run_trio
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from storage.cleaner.manager import DirtyStateOnDisk, dirty_state_on_disk
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
         if name != "list":
             p.add_argument("--topic", required=name != "describe", help="the topic (describe: all when omitted)")
+        if name == "describe":
+            p.add_argument(
+                "--dir",
+                type=Path,
+                default=Path(".minikafka"),
+                help="a local cluster's directory, for the log cleaner state (default .minikafka)",
+            )
         if name == "create":
             p.add_argument("--partitions", type=int, default=-1, help="default: the broker's num.partitions")
             p.add_argument(
@@ -101,12 +113,36 @@ async def _run(args) -> int:
             parts = md.topics[name]
             rf = max((len(p.replicas) for p in parts.values()), default=0)
             print(f"Topic: {name}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}")
+            cleaner = _cleaner_state(args.dir, name)
             for index, p in sorted(parts.items()):
+                dirty = cleaner.get(index, {})
+                extra = (
+                    "\tDirtyRatio: " + ",".join(f"{b}:{dirty[b].dirty_ratio:.2f}" for b in sorted(dirty))
+                    if dirty
+                    else ""
+                )
                 print(
                     f"\tTopic: {name}\tPartition: {index}\tLeader: {p.leader}\t"
-                    f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+                    f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}{extra}"
                 )
         return 0
+
+
+def _cleaner_state(cluster_dir: Path, topic: str) -> dict[int, dict[int, DirtyStateOnDisk]]:
+    """partition -> broker id -> cleaner state, from a local cluster's log dirs ({} when there is
+    no local cluster there or the topic has no cleaned log)."""
+    try:
+        brokers = json.loads((cluster_dir / "cluster.json").read_text())["brokers"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    out: dict[int, dict[int, DirtyStateOnDisk]] = {}
+    for broker_id, entry in brokers.items():
+        if "dir" not in entry:
+            continue
+        for state in dirty_state_on_disk(Path(entry["dir"]) / "logs"):
+            if state.tp[0] == topic:
+                out.setdefault(state.tp[1], {})[int(broker_id)] = state
+    return out
 
 
 def _report(results, success: str) -> int:

@@ -93,3 +93,66 @@ def test_cluster_errors_are_one_line(tmp_path):
     assert r.returncode == 1 and "no cluster in" in r.stderr and "Traceback" not in r.stderr
     r = cli("cluster", "bogus")
     assert r.returncode == 2
+
+
+def test_the_log_cleaner_state_in_status_and_describe(tmp_path):
+    import time
+
+    from confluent_kafka import Producer
+
+    d = str(tmp_path / "c")
+    base = free_base_port(3)
+    r = cli(
+        "cluster",
+        "up",
+        "--dir",
+        d,
+        "--brokers",
+        "2",
+        "--zookeeper-port",
+        str(base + 2),
+        "--base-port",
+        str(base),
+        "--override",
+        "log.cleaner.backoff.ms=200",
+    )
+    try:
+        assert r.returncode == 0, r.stderr
+        bootstrap = f"127.0.0.1:{base}"
+        created = cli(
+            "topics",
+            "create",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            "kv",
+            "--partitions",
+            "1",
+            "--replication-factor",
+            "2",
+            "--config",
+            "cleanup.policy=compact",
+            "--config",
+            "segment.bytes=8192",
+            "--config",
+            "min.cleanable.dirty.ratio=0.01",
+        )
+        assert created.returncode == 0, created.stderr
+        assert "no compacted log cleaned yet" in cli("cluster", "status", "--dir", d).stdout
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "batch.size": 2000})
+        for i in range(3000):
+            producer.produce("kv", key=b"k%d" % (i % 20), value=b"v%d" % i + b"x" * 30)
+        assert producer.flush(60) == 0
+        deadline = time.monotonic() + 60
+        while True:
+            status = cli("cluster", "status", "--dir", d).stdout
+            if status.count("1 compacted logs cleaned, dirtiest kv-0") == 2:
+                break
+            assert time.monotonic() < deadline, status
+            time.sleep(0.5)
+        described = cli("topics", "describe", "--bootstrap-server", bootstrap, "--topic", "kv", "--dir", d).stdout
+        assert "DirtyRatio: 1:0." in described and ",2:0." in described
+        elsewhere = cli("topics", "describe", "--bootstrap-server", bootstrap, "--topic", "kv", "--dir", str(tmp_path))
+        assert "DirtyRatio" not in elsewhere.stdout and "Partition: 0" in elsewhere.stdout
+    finally:
+        cli("cluster", "down", "--dir", d)

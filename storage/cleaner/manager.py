@@ -198,3 +198,47 @@ class LogCleanerManager:
             self.paused[tp] = n
         else:
             self.paused.pop(tp, None)
+
+
+@dataclass(frozen=True)
+class DirtyStateOnDisk:
+    """A cleaned log's state as its files show it (for operators' tools; no broker needed)."""
+
+    tp: TopicPartition
+    first_dirty_offset: int  # the checkpointed end of its last cleaning
+    clean_bytes: int
+    dirty_bytes: int  # inactive segments at or above the first dirty offset (the active one excluded)
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.clean_bytes + self.dirty_bytes
+        return self.dirty_bytes / total if total else 0.0
+
+
+def dirty_state_on_disk(log_dir: Path) -> list[DirtyStateOnDisk]:
+    """The logs of `log_dir` its `cleaner-offset-checkpoint` names (compacted logs cleaned at
+    least once), with their dirty ratio computed from the segment file sizes as the cleaner does,
+    except that the high watermark and min.compaction.lag.ms bounds, which only the broker knows,
+    are left out. A log never cleaned is not listed. Read-only and safe beside a running broker
+    (a file swapped away meanwhile counts as empty)."""
+    try:
+        offsets = checkpoint.read_offsets(log_dir / CLEANER_CHECKPOINT)
+    except (FileNotFoundError, CorruptCheckpoint):
+        return []
+    out = []
+    for tp, first_dirty in sorted(offsets.items()):
+        segments = []
+        for path in (log_dir / f"{tp[0]}-{tp[1]}").glob("*.log"):
+            try:
+                segments.append((int(path.stem), path.stat().st_size))
+            except (ValueError, FileNotFoundError):
+                continue
+        segments.sort()
+        clean = dirty = 0
+        for (_, size), (next_base, _) in zip(segments, segments[1:]):
+            if next_base <= first_dirty:
+                clean += size
+            else:
+                dirty += size
+        out.append(DirtyStateOnDisk(tp, first_dirty, clean, dirty))
+    return out
