@@ -1,9 +1,10 @@
 """Looking inside a v2 batch to keep some of its records (Kafka's `MemoryRecords.filterTo`, which
 the log cleaner uses), and the produce-time check that every record has a key.
 
-`record_spans(payload)` walks a records payload (decompressed) once and returns, per record, its
+`record_columns(payload)` walks a records payload (decompressed) once and returns, per record, its
 offset delta, timestamp delta, key (None when null), whether its value is null (a tombstone) and
-its byte span. `rebuild_batch` writes a batch holding only the chosen records, as Kafka's cleaner
+its byte span, as parallel lists (the walk runs compiled, `minikafka_native.record_spans`, built by
+`make setup`; `record_columns_reference` is the same walk in Python, and the fallback). `rebuild_batch` writes a batch holding only the chosen records, as Kafka's cleaner
 does for magic 2: the same base offset, last offset delta (so the batch keeps its offset range and
 the producer's sequence range, and offsets are never renumbered), base timestamp, producer id,
 epoch, base sequence, partition leader epoch, attributes and codec; the records' own bytes are
@@ -22,17 +23,23 @@ from typing import NamedTuple
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch
 
+try:
+    from minikafka_native import record_spans as _native_record_spans
+except ImportError:  # pragma: no cover - make setup builds it; the reference stands in
+    _native_record_spans = None
 
-class RecordSpan(NamedTuple):
-    """One record of a payload: deltas from the batch's base offset / timestamp, its key, whether
-    its value is null, and [start, end) of its bytes (length prefix included) in the payload."""
 
-    offset_delta: int
-    timestamp_delta: int
-    key: bytes | None
-    null_value: bool
-    start: int
-    end: int
+class RecordColumns(NamedTuple):
+    """The records of a payload as parallel lists: key (None when null), offset and timestamp
+    deltas (from the batch's base offset / timestamp), whether the value is null (a tombstone),
+    and [start, end) of each record's bytes (length prefix included) in the payload."""
+
+    keys: list
+    offset_deltas: list
+    timestamp_deltas: list
+    null_values: list
+    starts: list
+    ends: list
 
 
 def _varint(buf, pos: int) -> tuple[int, int]:
@@ -48,10 +55,11 @@ def _varint(buf, pos: int) -> tuple[int, int]:
             raise CorruptRecordBatch("varint longer than allowed in a record")
 
 
-def record_spans(payload) -> list[RecordSpan]:
-    """Every record of a (decompressed) v2 records payload; raises CorruptRecordBatch."""
+def record_columns_reference(payload) -> RecordColumns:
+    """The Python reference of the compiled walk (`minikafka_native.record_spans`)."""
     buf = bytes(payload)
-    spans, pos, end = [], 0, len(buf)
+    cols = RecordColumns([], [], [], [], [], [])
+    pos, end = 0, len(buf)
     try:
         while pos < end:
             start = pos
@@ -64,13 +72,27 @@ def record_spans(payload) -> list[RecordSpan]:
             key_len, pos = _varint(buf, pos)
             key = None
             if key_len >= 0:
+                if key_len > rec_end - pos:
+                    raise CorruptRecordBatch(f"key of {key_len} bytes overruns its record")
                 key, pos = buf[pos : pos + key_len], pos + key_len
             value_len, _ = _varint(buf, pos)
-            spans.append(RecordSpan(off_delta, ts_delta, key, value_len < 0, start, rec_end))
+            for column, value in zip(cols, (key, off_delta, ts_delta, value_len < 0, start, rec_end)):
+                column.append(value)
             pos = rec_end
     except IndexError:
         raise CorruptRecordBatch("a record overruns its batch") from None
-    return spans
+    return cols
+
+
+def record_columns(payload) -> RecordColumns:
+    """Every record of a (decompressed) v2 records payload (compiled when `make setup` built
+    `minikafka_native`); raises CorruptRecordBatch."""
+    if _native_record_spans is None:
+        return record_columns_reference(payload)
+    try:
+        return RecordColumns(*_native_record_spans(payload))
+    except ValueError as e:
+        raise CorruptRecordBatch(str(e)) from None
 
 
 def batch_payload(buf, pos: int, header: rb.BatchHeader) -> bytes:
@@ -79,14 +101,16 @@ def batch_payload(buf, pos: int, header: rb.BatchHeader) -> bytes:
     return rb.decompress(header.compression, payload) if header.compression != rb.NONE else bytes(payload)
 
 
-def rebuild_batch(header: rb.BatchHeader, payload: bytes, kept: list[RecordSpan]) -> bytes:
-    """The batch `header` describes holding only `kept` (spans of `payload`, in order), compressed
-    with the batch's own codec. See the module docstring for what is kept and what is rewritten."""
-    body = b"".join(payload[s.start : s.end] for s in kept)
+def rebuild_batch(header: rb.BatchHeader, payload: bytes, columns: RecordColumns, kept: list[int]) -> bytes:
+    """The batch `header` describes holding only the records `kept` (indexes into `columns`, in
+    order), compressed with the batch's own codec. See the module docstring for what is kept and
+    what is rewritten."""
+    starts, ends = columns.starts, columns.ends
+    body = b"".join(payload[starts[i] : ends[i]] for i in kept)
     if header.is_log_append_time or not kept:
         max_ts = header.max_timestamp
     else:
-        max_ts = max(header.base_timestamp + s.timestamp_delta for s in kept)
+        max_ts = header.base_timestamp + max(columns.timestamp_deltas[i] for i in kept)
     records = rb.compress(header.compression, body) if header.compression != rb.NONE else body
     out = bytearray(rb.HEADER_SIZE) + records
     rb.HEADER.pack_into(
@@ -112,4 +136,4 @@ def rebuild_batch(header: rb.BatchHeader, payload: bytes, kept: list[RecordSpan]
 
 def keyless_records(payload) -> list[int]:
     """Batch-relative indexes of the records without a key (a compacted topic refuses them)."""
-    return [i for i, span in enumerate(record_spans(payload)) if span.key is None]
+    return [i for i, key in enumerate(record_columns(payload).keys) if key is None]

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch
-from protocol.record_filter import batch_payload, rebuild_batch, record_spans
+from protocol.record_filter import batch_payload, rebuild_batch, record_columns
 from storage.cleaner.offset_map import OffsetMap
 from storage.config import INT_MAX, LogConfig
 from storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name, fsync_directory
@@ -166,9 +166,10 @@ def build_offset_map(task: CleanTask, offset_map: OffsetMap, stats: CleanerStats
                     )
                 stats.map_entries = len(offset_map)
                 return end
-            for span in record_spans(batch_payload(batch, 0, header)):
-                if span.key is not None:
-                    offset_map.put(span.key, header.base_offset + span.offset_delta)
+            try:
+                offset_map.put_batch(batch_payload(batch, 0, header), header.base_offset)
+            except ValueError as e:
+                raise CorruptRecordBatch(f"batch at offset {header.base_offset}: {e}") from None
             end = header.next_offset
         end = max(end, next_base)
     stats.map_entries = len(offset_map)
@@ -222,21 +223,18 @@ def _keep_batch(
         return batch  # transaction markers stay (they are the transactions issue's to remove)
     stats.records_read += header.records_count
     payload = batch_payload(batch, 0, header)
-    spans = record_spans(payload)
-    kept = []
-    for span in spans:
-        if span.key is None:
-            continue  # Kafka's cleaner drops keyless records ("invalid message")
-        if offset_map.get(span.key) > header.base_offset + span.offset_delta:
-            continue  # a later record of the key exists
-        if span.null_value and not retain_deletes:
-            continue  # a tombstone past the delete horizon
-        kept.append(span)
-    stats.records_kept += len(kept)
-    if len(kept) == len(spans):
+    # kept: a key (Kafka's cleaner drops keyless records, "invalid message"), no later record of
+    # it in the map, and not a tombstone past the delete horizon
+    try:
+        kept = offset_map.kept(payload, header.base_offset, retain_deletes)
+    except ValueError as e:
+        raise CorruptRecordBatch(f"batch at offset {header.base_offset}: {e}") from None
+    if kept is None:
+        stats.records_kept += header.records_count
         return batch
+    stats.records_kept += len(kept)
     if kept or producer_last_offsets.get(header.producer_id) == header.last_offset:
-        return rebuild_batch(header, payload, kept)
+        return rebuild_batch(header, payload, record_columns(payload), kept)
     return None
 
 

@@ -1,19 +1,34 @@
 """The offset map of one cleaning: record key -> offset of its latest record in the dirty section
 (Kafka's `SkimpyOffsetMap`).
 
-Keys are stored as their MD5 digest (16 bytes), or as themselves when no longer than that, as
-Kafka's map stores an MD5 hash per key: a collision between two keys' digests could keep the wrong
-record, with the same (negligible) odds as in Kafka. The map holds at most `capacity` entries,
-computed from `log.cleaner.dedupe.buffer.size` as Kafka does (24 bytes per entry: a 16-byte hash
-and an 8-byte offset, at `log.cleaner.io.buffer.load.factor` 0.9, shared by
-`log.cleaner.threads`); the cleaner stops adding batches before it would exceed it, and cleans only
-up to the last offset it added. A Python dict entry costs more memory than Kafka's 24 bytes (about
-100-150 bytes with the digest object), so the worker's RSS is a few times the configured buffer.
+It holds at most `capacity` entries, computed from `log.cleaner.dedupe.buffer.size` as Kafka does
+(24 bytes per entry: a 16-byte hash and an 8-byte offset, at `log.cleaner.io.buffer.load.factor`
+0.9, shared by `log.cleaner.threads`); the cleaner stops adding batches before one would exceed it,
+and cleans only up to the last offset it added.
+
+`OffsetMap` is the compiled map (`minikafka_native.OffsetMap`, built by `make setup`): a 128-bit
+hash per key (two SipHash digests with per-process random keys; a map lives for one cleaning in
+one process) and its offset, about 24 bytes per entry plus the hash table's slack, so the worker's
+memory stays near the configured buffer. `ReferenceOffsetMap` is the same map in Python (keys as
+their MD5 digest, or themselves when no longer than that, as Kafka hashes keys with MD5): the
+reference the property tests hold the compiled one to, and the fallback. Two keys whose hashes
+collide could keep the wrong record, with the same negligible odds as in Kafka.
+
+API of both: `put(key, offset)`, `get(key) -> offset | -1`, `put_batch(payload, base_offset)` (every
+keyed record of a decompressed records payload), `kept(payload, base_offset, retain_deletes) ->
+indexes | None` (the records a cleaning keeps; None for all), `room()`, `len()`, `capacity`,
+`latest_offset`. Errors: OverflowError when a new key does not fit; ValueError (compiled) or
+CorruptRecordBatch (reference) for a payload that does not parse.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+
+from protocol.record_filter import record_columns
+
+log = logging.getLogger(__name__)
 
 BYTES_PER_ENTRY = 24  # Kafka: MD5 (16 bytes) + offset (8 bytes)
 DIGEST_SIZE = 16
@@ -28,7 +43,7 @@ def digest(key: bytes) -> bytes:
     return key if len(key) <= DIGEST_SIZE else hashlib.md5(key, usedforsecurity=False).digest()
 
 
-class OffsetMap:
+class ReferenceOffsetMap:
     def __init__(self, capacity: int):
         if capacity < 1:
             raise ValueError(f"an offset map needs room for at least one key, got {capacity}")
@@ -40,12 +55,9 @@ class OffsetMap:
         return len(self._offsets)
 
     def room(self) -> int:
-        """Entries that may still be added."""
         return self.capacity - len(self._offsets)
 
     def put(self, key: bytes, offset: int) -> None:
-        """Record that `key`'s latest record is at `offset` (offsets are put in increasing order).
-        Raises OverflowError when a new key would exceed the capacity."""
         d = digest(key)
         if d not in self._offsets and len(self._offsets) >= self.capacity:
             raise OverflowError(f"the offset map is full ({self.capacity} keys)")
@@ -53,5 +65,26 @@ class OffsetMap:
         self.latest_offset = max(self.latest_offset, offset)
 
     def get(self, key: bytes) -> int:
-        """The latest offset of `key`, or -1 when the map does not hold it."""
         return self._offsets.get(digest(key), -1)
+
+    def put_batch(self, payload, base_offset: int) -> None:
+        columns = record_columns(payload)
+        for key, delta in zip(columns.keys, columns.offset_deltas):
+            if key is not None:
+                self.put(key, base_offset + delta)
+
+    def kept(self, payload, base_offset: int, retain_deletes: bool) -> list[int] | None:
+        columns = record_columns(payload)
+        kept = [
+            i
+            for i, (k, delta, null) in enumerate(zip(columns.keys, columns.offset_deltas, columns.null_values))
+            if k is not None and self.get(k) <= base_offset + delta and (retain_deletes or not null)
+        ]
+        return None if len(kept) == len(columns.keys) else kept
+
+
+try:
+    from minikafka_native import OffsetMap
+except ImportError:  # pragma: no cover - make setup builds it; the reference stands in
+    log.warning("minikafka_native is not installed: the log cleaner's offset map runs in Python; run `make setup`")
+    OffsetMap = ReferenceOffsetMap
