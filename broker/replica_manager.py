@@ -193,6 +193,9 @@ class ReplicaManager:
             except KafkaStorageError as e:
                 log.error("cannot host %s: %s", tp, e)
                 return ErrorCode.KAFKA_STORAGE_ERROR
+            # a log loaded at startup ran with the broker's defaults until its topic's overrides
+            # (loaded for this LeaderAndIsr) were known, e.g. cleanup.policy=compact
+            topic_log.update_config(self.topic_configs.log_config(tp[0]))
             topic_id = state.get("topic_id", ZERO_UUID)
             partition = Partition(
                 tp[0],

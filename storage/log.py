@@ -138,6 +138,16 @@ class Log:
             epoch_cache=LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT),
         )
 
+    def update_config(self, config: LogConfig) -> None:
+        """Run with `config` from now on (Kafka's `UnifiedLog.updateConfig`): a log loaded at
+        startup, before its topic's overrides were known, gets them when its partition is
+        hosted; segments roll, retention and the cleaner apply the new values from here."""
+        if config == self.config:
+            return
+        self.config = config
+        for segment in self._segments:
+            segment.config = config
+
     # ---- state -------------------------------------------------------------------------------
     @property
     def segments(self) -> list[LogSegment]:

@@ -120,3 +120,13 @@ def test_quick_group_bench_prints_measured_against_targets():
     assert "| measurement (issue 16) | measured | target | met |" in r.stdout
     assert "rebalance, 10 members join a new group" in r.stdout
     assert "OffsetCommit from 20 client(s), RF 1" in r.stdout
+
+
+def test_quick_cleaner_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.cleaner_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 17) | measured | target | met |" in r.stdout
+    assert r.stdout.count("cleaner throughput, ") == 4
+    assert "while a 64 MB log is cleaned" in r.stdout and "MB/s |" in r.stdout

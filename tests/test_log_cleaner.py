@@ -284,3 +284,17 @@ def test_compact_delete_also_applies_retention_and_compact_alone_does_not(tmp_pa
         log.roll()
         now = 1_000_000 + 5000  # every record is older than retention.ms
         assert bool(log.delete_old_segments(log.log_end_offset, now_ms=now)) == expect_deleted
+
+
+def test_the_throttle_holds_a_cleaning_to_its_rate(tmp_path):
+    log = Log.create(tmp_path / "t-0", CONFIG)
+    fill(log, 40, 10)
+    log.roll()
+    task = task_for(log)
+    total = sum(s.size for s in task.segments)
+    rate = total * 4  # bytes/s: the map pass and the rewrite read everything once each, ~0.5 s
+    from dataclasses import replace as dc_replace
+
+    started = time.monotonic()
+    clean(dc_replace(task, io_bytes_per_second=rate))
+    assert time.monotonic() - started >= 2 * total / rate * 0.9

@@ -110,3 +110,28 @@ async def test_disabled_cleaner_does_nothing(tmp_path):
         nursery.cancel_scope.cancel()
     assert cleaner.cleanings == 0
     lm.shutdown()
+
+
+async def test_two_cleaner_threads_clean_two_logs_at_once(tmp_path):
+    lm = manager(tmp_path, {"a": COMPACT, "b": COMPACT})
+    a, b = lm.get_or_create_log(("a", 0)), lm.get_or_create_log(("b", 0))
+    write(a, 40)
+    write(b, 40)
+    expected = {("a", 0): latest_by_key(a), ("b", 0): latest_by_key(b)}
+    cleaner = LogCleaner(lm, CleanerConfig(threads=2, backoff_ms=50))
+    busy = []
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(cleaner.run)
+
+        async def watch():
+            while True:
+                busy.append(len(cleaner.manager.in_progress))
+                await trio.sleep(0.01)
+
+        nursery.start_soon(watch)
+        await wait_for(lambda: cleaner.cleanings >= 2)
+        nursery.cancel_scope.cancel()
+    assert max(busy) == 2  # both in progress at once, each in its own worker process
+    assert {tp: latest_by_key(lm.get_log(tp)) for tp in expected} == expected
+    lm.shutdown()

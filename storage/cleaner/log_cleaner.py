@@ -54,6 +54,13 @@ class CleanerConfig:
         return capacity_for(self.dedupe_buffer_size, self.threads, self.io_buffer_load_factor)
 
 
+def _init_worker() -> bool:
+    """In each worker process: run at a lower CPU priority (nice 10), so that on a busy machine
+    the broker's event loop gets a core first and a cleaning only takes what is left."""
+    os.nice(10)
+    return True
+
+
 def _retire_after_each_job() -> bool:
     """Worker processes exit after each cleaning, so an offset map's memory goes back to the OS."""
     return True
@@ -108,7 +115,7 @@ class LogCleaner:
             return
         await trio.to_thread.run_sync(self.manager.load_checkpoints)
         async with trio_parallel.open_worker_context(
-            idle_timeout=60, retire=_retire_after_each_job, grace_period=5
+            idle_timeout=60, init=_init_worker, retire=_retire_after_each_job, grace_period=5
         ) as workers:
             async with trio.open_nursery() as nursery:
                 for i in range(self.config.threads):
