@@ -94,7 +94,10 @@ class LogCleaner:
         """A deleted log's checkpoint entry goes (a topic created again under the name starts
         dirty); the file is rewritten at once, deletions being rare."""
         for log_dir in self.manager.forget(tp):
-            checkpoint.write_offsets(*self.manager.checkpoint_snapshot(log_dir))
+            try:
+                checkpoint.write_offsets(*self.manager.checkpoint_snapshot(log_dir))
+            except OSError as e:  # an offline dir: the entry goes with the next write that works
+                log.warning("cannot rewrite %s's cleaner checkpoint: %s", log_dir, e)
 
     def _logs(self):
         return {tp: (self.log_manager.dir_of(tp), lg) for tp, lg in self.log_manager.logs.items()}
@@ -130,7 +133,12 @@ class LogCleaner:
                     await self._wakeup.wait()
                 self._wakeup = trio.Event()
                 continue
-            await self.clean_log(ltc, workers)
+            try:
+                await self.clean_log(ltc, workers)
+            except Exception:  # a bug or a broken worker must not take the broker down (Kafka:
+                # the partition is marked uncleanable and the cleaner goes on)
+                log.exception("cleaning %s-%d failed; it will not be cleaned until a restart", *ltc.tp)
+                self.manager.mark_uncleanable(ltc.tp)
 
     async def clean_log(self, ltc: LogToClean, workers=None) -> CleanResult | None:
         """One cleaning of `ltc` (in progress in the manager): worker process, swap, checkpoint."""
@@ -183,7 +191,10 @@ class LogCleaner:
             self.manager.done_cleaning(tp, log_dir, lg, end_offset)
             if end_offset is not None:
                 path, offsets = self.manager.checkpoint_snapshot(log_dir)
-                await trio.to_thread.run_sync(checkpoint.write_offsets, path, offsets)
+                try:
+                    await trio.to_thread.run_sync(checkpoint.write_offsets, path, offsets)
+                except OSError as e:  # the dir failed: the log manager takes it offline on its own I/O
+                    log.warning("cannot write %s: %s", path, e)
 
     async def _swap(self, lg, result: CleanResult) -> bool:
         """Swap every cleaned group in; False (remaining `.cleaned` files removed) when one no
