@@ -135,3 +135,19 @@ async def test_two_cleaner_threads_clean_two_logs_at_once(tmp_path):
     assert max(busy) == 2  # both in progress at once, each in its own worker process
     assert {tp: latest_by_key(lm.get_log(tp)) for tp in expected} == expected
     lm.shutdown()
+
+
+async def test_replaced_segments_are_removed_file_delete_delay_ms_later(tmp_path):
+    from dataclasses import replace
+
+    lm = manager(tmp_path, {"c": replace(COMPACT, file_delete_delay_ms=700)})
+    lg = lm.get_or_create_log(("c", 0))
+    write(lg, 40)
+    cleaner = LogCleaner(lm, CleanerConfig(backoff_ms=50))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(cleaner.run)
+        await wait_for(lambda: cleaner.cleanings >= 1)
+        assert list(lg.dir.glob("*.deleted"))  # renamed at once (Kafka's asynchronous delete)
+        await wait_for(lambda: not list(lg.dir.glob("*.deleted")), timeout=5)
+        nursery.cancel_scope.cancel()
+    lm.shutdown()

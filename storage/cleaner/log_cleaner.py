@@ -5,7 +5,8 @@
 (trio-parallel; the CPU work of reading, hashing keys and rewriting batches never runs on the
 broker's event loop, and the process is killed if the cleaning is cancelled), then, back on the
 event loop, swap the cleaned segments in (`Log.replace_segments`), unlink the replaced files in a
-worker thread, and write the `cleaner-offset-checkpoint`; it sleeps `log.cleaner.backoff.ms` when
+worker thread `file.delete.delay.ms` later (as Kafka deletes segments), and write the
+`cleaner-offset-checkpoint`; it sleeps `log.cleaner.backoff.ms` when
 nothing is cleanable. A log that was deleted, truncated or lost a cleaned segment to retention
 while its cleaning ran gets nothing swapped in (its `.cleaned` files are removed) and is cleaned
 again later; a cleaning that fails on the log's data marks the log uncleanable (logged).
@@ -87,6 +88,7 @@ class LogCleaner:
         self.cleanings = 0  # completed, for tests and `cluster status`
         self.last_result: dict[TopicPartition, CleanResult] = {}
         self._wakeup = trio.Event()
+        self._nursery: trio.Nursery | None = None  # run()'s, for deferred file deletions
         self.step_hook = step_hook or (lambda step: None)
         log_manager.deletion_listeners.append(self._on_log_deleted)
 
@@ -121,6 +123,7 @@ class LogCleaner:
             idle_timeout=60, init=_init_worker, retire=_retire_after_each_job, grace_period=5
         ) as workers:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 for i in range(self.config.threads):
                     nursery.start_soon(self._cleaner_loop, i, workers)
                 task_status.started()
@@ -207,8 +210,22 @@ class LogCleaner:
                 rest = CleanResult(result.end_offset, result.groups[i:], result.stats)
                 await trio.to_thread.run_sync(_discard, lg.dir, rest)
                 return False
-            await trio.to_thread.run_sync(unlink_all, deleted)
+            await self._delete_later(deleted, lg.config.file_delete_delay_ms)
         return True
+
+    async def _delete_later(self, paths: list[Path], delay_ms: int) -> None:
+        """Remove replaced segments' `.deleted` files `file.delete.delay.ms` from now, in a
+        worker thread (Kafka's asynchronous segment deletion); at once when the cleaner is not
+        running. Files left by a shutdown meanwhile are removed by the next load."""
+
+        async def later() -> None:
+            await trio.sleep(delay_ms / 1000)
+            await trio.to_thread.run_sync(unlink_all, paths)
+
+        if self._nursery is None or delay_ms <= 0:
+            await trio.to_thread.run_sync(unlink_all, paths)
+        else:
+            self._nursery.start_soon(later)
 
     @staticmethod
     def _log_result(tp: TopicPartition, ltc: LogToClean, result: CleanResult) -> None:
