@@ -18,7 +18,6 @@ Results: a markdown table (measured vs target) printed, written to `bench/result
 
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 import tempfile
@@ -26,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench import targets
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
 from protocol import record_batch as rb
@@ -35,8 +35,6 @@ from storage.cleaner.offset_map import capacity_for
 from storage.config import LogConfig
 from storage.log import Log
 
-ROOT = Path(__file__).resolve().parent.parent
-START, END = "<!-- bench:cleaner:start -->", "<!-- bench:cleaner:end -->"
 MB = 1024 * 1024
 
 
@@ -251,26 +249,8 @@ def run(quick: bool) -> list[tuple[str, str, str, bool]]:
     return rows
 
 
-def render(rows) -> str:
-    lines = ["| measurement (issue 17) | measured | target | met |", "|---|---|---|---|"]
-    lines += [f"| {name} | {measured} | {target} | {'yes' if ok else 'NO'} |" for name, measured, target, ok in rows]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (tests); the numbers mean nothing")
-    args = parser.parse_args(argv)
-    table = render(run(args.quick))
-    print(table)
-    if not args.quick:
-        (ROOT / "bench" / "results" / "cleaner.md").write_text(table)
-        readme = ROOT / "README.md"
-        text = readme.read_text()
-        if START in text:
-            text = re.sub(re.escape(START) + ".*?" + re.escape(END), f"{START}\n{table}{END}", text, flags=re.S)
-            readme.write_text(text)
-    return 0
+    return targets.main(argv, __doc__.splitlines()[0], run, 17, "cleaner")
 
 
 if __name__ == "__main__":

@@ -17,22 +17,19 @@ Results: a markdown table (measured vs target) printed, written to `bench/result
 
 from __future__ import annotations
 
-import argparse
-import re
 import tempfile
 import time
 from pathlib import Path
 
 import trio
 
+from bench import targets
 from client import Cluster
 from client import groups as g
 from coordinator.group.records import partition_for
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
 
-ROOT = Path(__file__).resolve().parent.parent
-START, END = "<!-- bench:groups:start -->", "<!-- bench:groups:end -->"
 ZK_SESSION_MS = 6000
 
 
@@ -217,26 +214,8 @@ def run(quick: bool) -> list[tuple[str, str, str, bool]]:
     return rows
 
 
-def render(rows) -> str:
-    lines = ["| measurement (issue 16) | measured | target | met |", "|---|---|---|---|"]
-    lines += [f"| {a} | {m} | {t} | {'yes' if ok else 'NO'} |" for a, m, t, ok in rows]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (tests); the numbers mean nothing")
-    args = parser.parse_args(argv)
-    table = render(run(args.quick))
-    print(table)
-    if not args.quick:
-        (ROOT / "bench" / "results" / "groups.md").write_text(table)
-        readme = ROOT / "README.md"
-        text = readme.read_text()
-        if START in text:
-            text = re.sub(re.escape(START) + ".*?" + re.escape(END), f"{START}\n{table}{END}", text, flags=re.S)
-            readme.write_text(text)
-    return 0
+    return targets.main(argv, __doc__.splitlines()[0], run, 16, "groups")
 
 
 if __name__ == "__main__":

@@ -42,19 +42,6 @@ class RecordColumns(NamedTuple):
     ends: list
 
 
-def _varint(buf, pos: int) -> tuple[int, int]:
-    raw = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordBatch("varint longer than allowed in a record")
-
-
 def record_columns_reference(payload) -> RecordColumns:
     """The Python reference of the compiled walk (`minikafka_native.record_spans`)."""
     buf = bytes(payload)
@@ -63,19 +50,19 @@ def record_columns_reference(payload) -> RecordColumns:
     try:
         while pos < end:
             start = pos
-            length, pos = _varint(buf, pos)
+            length, pos = rb.read_varint(buf, pos, end, 5)
             rec_end = pos + length
             if length <= 0 or rec_end > end:
                 raise CorruptRecordBatch(f"record length {length} overruns the batch")
-            ts_delta, pos = _varint(buf, pos + 1)
-            off_delta, pos = _varint(buf, pos)
-            key_len, pos = _varint(buf, pos)
+            ts_delta, pos = rb.read_varint(buf, pos + 1, rec_end)
+            off_delta, pos = rb.read_varint(buf, pos, rec_end, 5)
+            key_len, pos = rb.read_varint(buf, pos, rec_end, 5)
             key = None
             if key_len >= 0:
                 if key_len > rec_end - pos:
                     raise CorruptRecordBatch(f"key of {key_len} bytes overruns its record")
                 key, pos = buf[pos : pos + key_len], pos + key_len
-            value_len, _ = _varint(buf, pos)
+            value_len, _ = rb.read_varint(buf, pos, rec_end, 5)
             for column, value in zip(cols, (key, off_delta, ts_delta, value_len < 0, start, rec_end)):
                 column.append(value)
             pos = rec_end

@@ -1,0 +1,42 @@
+"""The measured-vs-target tables of the issue benches (`group_bench`, `cleaner_bench`): rendered
+as markdown, printed, written to `bench/results/<name>.md` and copied into README.md between the
+bench's `<!-- bench:<name>:start -->` / `end` markers."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+Row = tuple[str, str, str, bool]  # measurement, measured, target, met
+
+
+def render(rows: list[Row], issue: int) -> str:
+    lines = [f"| measurement (issue {issue}) | measured | target | met |", "|---|---|---|---|"]
+    lines += [f"| {name} | {measured} | {target} | {'yes' if ok else 'NO'} |" for name, measured, target, ok in rows]
+    return "\n".join(lines) + "\n"
+
+
+def publish(table: str, name: str) -> None:
+    """Write `bench/results/<name>.md` and README.md's `bench:<name>` section."""
+    (ROOT / "bench" / "results" / f"{name}.md").write_text(table)
+    start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    if start in text:
+        text = re.sub(re.escape(start) + ".*?" + re.escape(end), f"{start}\n{table}{end}", text, flags=re.S)
+        readme.write_text(text)
+
+
+def main(argv, description: str, run: Callable[[bool], list[Row]], issue: int, name: str) -> int:
+    """A bench's command line: `--quick` (tiny sizes for tests, nothing published)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (tests); the numbers mean nothing")
+    args = parser.parse_args(argv)
+    table = render(run(args.quick), issue)
+    print(table)
+    if not args.quick:
+        publish(table, name)
+    return 0
