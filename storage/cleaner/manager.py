@@ -13,7 +13,9 @@ Per compacted log (`cleanup.policy` holds compact):
 - a log is cleanable when it has dirty bytes and its ratio exceeds `min.cleanable.dirty.ratio`, or
   when its first dirty segment is older than `max.compaction.lag.ms` (it must be cleaned now).
 `grab_filthiest_log` picks the cleanable log with the highest ratio and marks it in progress; a
-log in progress, paused or marked uncleanable (a cleaning failed on damaged data) is skipped.
+log in progress or marked uncleanable (a cleaning failed on damaged data) is skipped. Kafka pauses
+cleaning around truncations and deletions; here the shell instead swaps in nothing cleaned across
+one (`Log.truncations`, the log's identity), which needs no pause bookkeeping.
 
 Checkpoint format: Kafka's offset checkpoint (version 0, count, then `topic partition offset`
 lines), one `cleaner-offset-checkpoint` per log dir; written through `storage.checkpoint`.
@@ -111,7 +113,6 @@ class LogCleanerManager:
         self.log_dirs = list(log_dirs)
         self.checkpoints: dict[Path, dict[TopicPartition, int]] = {}
         self.in_progress: set[TopicPartition] = set()
-        self.paused: dict[TopicPartition, int] = {}  # pause count (Kafka's LogCleaningPaused(n))
         self.uncleanable: set[TopicPartition] = set()
         self.truncations: dict[TopicPartition, int] = {}  # Log.truncations when last cleaned
 
@@ -150,11 +151,11 @@ class LogCleanerManager:
         high_watermark: Callable[[TopicPartition], int],
         now_ms: int | None = None,
     ) -> list[LogToClean]:
-        """Every compacted log's state now (in progress, paused and uncleanable ones excluded)."""
+        """Every compacted log's state now (in progress and uncleanable ones excluded)."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
         out = []
         for tp, (d, lg) in logs.items():
-            if not lg.config.compact or tp in self.in_progress or tp in self.paused or tp in self.uncleanable:
+            if not lg.config.compact or tp in self.in_progress or tp in self.uncleanable:
                 continue
             offset = self.checkpoint_of(d, tp)
             if self.truncations.setdefault(tp, 0) != lg.truncations:
@@ -188,16 +189,6 @@ class LogCleanerManager:
         the broker restarts."""
         self.in_progress.discard(tp)
         self.uncleanable.add(tp)
-
-    def pause(self, tp: TopicPartition) -> None:
-        self.paused[tp] = self.paused.get(tp, 0) + 1
-
-    def resume(self, tp: TopicPartition) -> None:
-        n = self.paused.get(tp, 0) - 1
-        if n > 0:
-            self.paused[tp] = n
-        else:
-            self.paused.pop(tp, None)
 
 
 @dataclass(frozen=True)
