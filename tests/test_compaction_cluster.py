@@ -73,6 +73,21 @@ def produce_kafka_python(bootstrap, topic, n, prefix, tombstones=()):
     producer.close()
 
 
+def consume_when_led(bootstrap, topic, timeout_s=60):
+    """consume_all, retried while the partition has no leader yet (a restarted broker re-registers
+    once ZooKeeper expires its previous session)."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return consume_all(bootstrap, topic)
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def consume_all(bootstrap, topic):
     """(offset, key, value) of every record up to the HW, read by confluent-kafka."""
     from confluent_kafka import Consumer, TopicPartition
@@ -199,3 +214,25 @@ async def test_keyless_records_are_refused_by_a_compacted_topic_and_keyed_ones_l
     assert await trio.to_thread.run_sync(kafka_python) == 1
     read, _ = await trio.to_thread.run_sync(consume_all, bootstrap, "keyed")
     assert [(k, v) for _, k, v in read] == [(b"a", b"1"), (b"b", b"2")]
+
+
+async def test_kill_9_of_a_broker_in_the_middle_of_a_cleaning(start_broker, zk):
+    """A real broker killed while its (throttled) cleaner writes a `.cleaned` segment restarts with
+    a consistent log: every key's latest value, then a completed cleaning."""
+    slow = {**CLEANER, "log_cleaner_io_max_bytes_per_second": 300_000}
+    broker = start_broker(1, **slow)
+    await create_topic({1: broker}, zk, "crashy", rf=1, configs={**COMPACTED, "segment.bytes": "262144"})
+    await trio.to_thread.run_sync(produce_confluent, broker.bootstrap, "crashy", 20_000, b"c")
+    expected = {b"k%d" % k: b"c-%d" % (19_000 + k) for k in range(KEYS)}
+    d = broker.directory / "logs" / "crashy-0"
+    await wait_for(lambda: any(p.stat().st_size > 0 for p in d.glob("*.log.cleaned")), timeout_s=60)
+    broker.kill()
+    assert list(d.glob("*.cleaned"))  # the crash interrupted a cleaning
+    broker.start()  # the same log dir, recovered as after any crash
+    read, high = await trio.to_thread.run_sync(consume_when_led, broker.bootstrap, "crashy")
+    assert high == 20_000 and latest(read) == expected
+    checkpoint = broker.directory / "logs" / "cleaner-offset-checkpoint"
+    await wait_for(lambda: checkpoint.exists() and "crashy 0 " in checkpoint.read_text(), timeout_s=90)
+    read, _ = await trio.to_thread.run_sync(consume_all, broker.bootstrap, "crashy")
+    assert latest(read) == expected and len(read) < 20_000
+    assert "removing" in broker.log_tail(300_000) and "left by an interrupted cleaning" in broker.log_tail(300_000)
