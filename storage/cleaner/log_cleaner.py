@@ -86,7 +86,6 @@ class LogCleaner:
         self.high_watermark = high_watermark or (lambda tp: log_manager.logs[tp].log_end_offset)
         self.manager = LogCleanerManager(log_manager.log_dirs)
         self.cleanings = 0  # completed, for tests and `cluster status`
-        self.last_result: dict[TopicPartition, CleanResult] = {}
         self._wakeup = trio.Event()
         self._nursery: trio.Nursery | None = None  # run()'s, for deferred file deletions
         self.step_hook = step_hook or (lambda step: None)
@@ -181,7 +180,6 @@ class LogCleaner:
                 end_offset = result.end_offset
                 self._log_result(tp, ltc, result)
                 self.cleanings += 1
-                self.last_result[tp] = result
             return result if swapped else None
         except (CorruptRecordBatch, OverflowError, OSError) as e:
             if self.log_manager.logs.get(tp) is not lg or any(s not in lg.segments for s in segments):
@@ -232,12 +230,14 @@ class LogCleaner:
         s = result.stats
         mb = 1024 * 1024
         log.info(
-            "cleaned %s-%d: dirty section [%d, %d) (dirty ratio %.2f), %.1f MB read, %.1f MB written "
-            "(%.0f%% size reduction), %d of %d records kept, %d keys mapped, %.2f s (%.1f MB/s)",
+            "cleaned %s-%d: dirty section [%d, %d) (dirty ratio %.2f), %.1f MB read for the offset map, "
+            "%.1f MB read and %.1f MB written (%.0f%% size reduction), %d of %d records kept, %d keys mapped, "
+            "%.2f s (%.1f MB/s)",
             *tp,
             ltc.first_dirty_offset,
             result.end_offset,
             ltc.dirty_ratio,
+            s.map_bytes_read / mb,
             s.bytes_read / mb,
             s.bytes_written / mb,
             100 * (1 - s.bytes_written / s.bytes_read) if s.bytes_read else 0,
