@@ -384,8 +384,8 @@ class Log:
     ) -> None:
         if self.active_segment.should_roll(parsed.size, max_ts, last_offset):
             self.roll(first_offset)
-        elif self.active_segment.size == 0 and first_offset != self.active_segment.base_offset:
-            self._replace_empty_active(first_offset)
+        # else an empty active segment keeps its base offset even when the first batch starts
+        # later (a compacted leader's gap): the log start offset stays where the leader has it
         self.active_segment.append(buffers, parsed.size, last_offset, max_ts, max_ts_offset)
         self._unflushed_records += parsed.records
         if self._unflushed_records >= self.config.flush_messages:

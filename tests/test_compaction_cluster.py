@@ -27,19 +27,29 @@ COMPACTED = {
 
 
 def replica_records(broker, topic, partition=0):
-    """(offset, key, value) of every record in a replica's segment files, read off its disk
-    (retried while a cleaning swaps files underneath)."""
+    """(offset, key, value) of every record in a replica's segment files, read off its disk as a
+    consistent snapshot: read again while a cleaning swaps files underneath (the set of files, or
+    their sizes, changed during the read, or a swap is in progress)."""
     d = broker.directory / "logs" / f"{topic}-{partition}"
-    for _ in range(50):
+
+    def listing():
+        return sorted((p.name, p.stat().st_size) for p in d.iterdir() if p.name.endswith((".log", ".swap")))
+
+    for _ in range(200):
         try:
+            before = listing()
             out = []
-            for path in sorted(d.glob("*.log")):
-                data = path.read_bytes()
+            for name, _size in before:
+                if name.endswith(".swap"):
+                    raise FileNotFoundError(name)  # mid-swap
+                data = (d / name).read_bytes()
                 for pos, header in rb.iter_batches(data, allow_partial_tail=True):
                     out += [(r.offset, r.key, r.value) for r in rb.decode_records(data, pos, header)]
-            return out
+            if listing() == before:
+                return out
         except (FileNotFoundError, CorruptRecordBatch):
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)
     raise AssertionError(f"cannot read {d}")
 
 

@@ -233,3 +233,10 @@ def test_a_full_disk_is_a_storage_error_and_the_log_keeps_only_whole_appends(log
     assert (log.log_end_offset, read_all(log)[-1][0]) == (leo, leo - 1)
     log.append_as_leader(batch(1), leader_epoch=0)  # space again: appends go on after the last whole one
     assert log.log_end_offset == leo + 1 and log.size > size
+
+
+def test_a_follower_copying_a_compacted_head_keeps_its_log_start_offset(log):
+    # the leader's offsets 0-4 were compacted away: its first batch starts at 5, its log start is 0
+    log.append_as_follower(batch(2, base_offset=5, epoch=1))
+    assert (log.log_start_offset, log.log_end_offset, len(log.segments)) == (0, 7, 1)
+    assert [o for o, _ in values(log.read(0, 10**6).records)] == [5, 6]  # a read from 0 gets them
