@@ -39,7 +39,15 @@ from protocol.errors import CorruptRecordBatch
 from protocol.record_filter import batch_payload, rebuild_batch, record_columns
 from storage.cleaner.offset_map import OffsetMap
 from storage.config import INT_MAX, LogConfig
-from storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name, fsync_directory
+from storage.segment import (
+    CLEANED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    file_name,
+    fsync_directory,
+)
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +143,13 @@ def read_batches(path: Path, size: int, throttler: Throttler | None = None, chun
             pos += used
     finally:
         os.close(fd)
+
+
+def remove_cleaned(directory: Path, base_offset: int) -> None:
+    """Remove the `.cleaned` files (log and indexes) of the cleaned segment at `base_offset`: a
+    cleaning that failed, or one whose result is not swapped in."""
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        (directory / (file_name(base_offset, suffix) + CLEANED_SUFFIX)).unlink(missing_ok=True)
 
 
 def _log_path(directory: Path, base: int) -> Path:
@@ -286,8 +301,7 @@ def _clean_group(
                 os.utime(path, (mtime, mtime))
     except BaseException:
         cleaned.close()
-        for path in (cleaned.log_path, cleaned.offset_index.path, cleaned.time_index.path):
-            path.unlink(missing_ok=True)
+        remove_cleaned(directory, group[0].base_offset)
         raise
 
 
@@ -312,9 +326,9 @@ def clean(task: CleanTask) -> CleanResult:
     horizon = delete_horizon(task)
     end = build_offset_map(task, offset_map, stats, throttler)
     directory = Path(task.dir)
+    # the segments holding offsets below `end`; when the map stopped inside a segment, that one is
+    # rewritten whole and its records from `end` on, not in the map, all stay
     to_clean = [s for s in task.segments if s.base_offset < end]
-    # only segments wholly below `end` (the map may stop inside a segment: that one is cleaned whole,
-    # records after `end` in it are not in the map and stay)
     groups = group_segments(directory, to_clean, task.config)
     done: list[tuple[int, tuple[int, ...]]] = []
     try:
@@ -324,8 +338,7 @@ def clean(task: CleanTask) -> CleanResult:
             done.append((group[0].base_offset, tuple(s.base_offset for s in group)))
     except BaseException:
         for base, _ in done:
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, ".timeindex"):
-                (directory / (file_name(base, suffix) + CLEANED_SUFFIX)).unlink(missing_ok=True)
+            remove_cleaned(directory, base)
         raise
     fsync_directory(directory)
     stats.elapsed_s = time.monotonic() - started

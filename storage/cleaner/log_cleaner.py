@@ -30,10 +30,10 @@ import trio_parallel
 
 from protocol.errors import CorruptRecordBatch
 from storage import checkpoint
-from storage.cleaner.cleaner import CleanResult, CleanTask, SegmentInfo, clean
+from storage.cleaner.cleaner import CleanResult, CleanTask, SegmentInfo, clean, remove_cleaned
 from storage.cleaner.manager import LogCleanerManager, LogToClean, TopicPartition
 from storage.cleaner.offset_map import capacity_for
-from storage.segment import CLEANED_SUFFIX, unlink_all
+from storage.segment import unlink_all
 
 log = logging.getLogger(__name__)
 
@@ -252,5 +252,4 @@ class LogCleaner:
 def _discard(directory: Path, result: CleanResult) -> None:
     """Remove the `.cleaned` files of groups that were not swapped in."""
     for base, _ in result.groups:
-        for path in directory.glob(f"{base:020d}.*{CLEANED_SUFFIX}"):
-            path.unlink(missing_ok=True)
+        remove_cleaned(directory, base)
