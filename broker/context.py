@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.config import BrokerConfig
+from broker.config_manager import DynamicConfigManager
+from broker.dynamic_config import DynamicBrokerConfig
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import LeadershipListener, ReplicaManager
@@ -30,6 +32,8 @@ class BrokerContext:
     producer_ids: ProducerIdManager | None = None  # InitProducerId
     group_coordinator: GroupCoordinator | None = None  # the group APIs
     leadership_listeners: tuple[LeadershipListener, ...] = ()  # coordinators: on_election / on_resignation
+    dynamic_config: DynamicBrokerConfig | None = None  # DescribeConfigs / AlterConfigs of brokers
+    config_manager: DynamicConfigManager | None = None  # applies config changes at once
 
     @property
     def broker_id(self) -> int:

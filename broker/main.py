@@ -24,7 +24,9 @@ from pathlib import Path
 import trio
 
 from broker.config import BrokerConfig, ConfigError, load_config
+from broker.config_manager import DynamicConfigManager
 from broker.context import BrokerContext
+from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import HANDLERS, advertised_api_versions
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
@@ -72,6 +74,8 @@ class Broker:
         )
         self.log_cleaner = LogCleaner(self.log_manager, config.cleaner_config(), self.replica_manager.high_watermark_of)
         self.controller = KafkaController(config.controller_config(), self.zk, self.topic_configs)
+        self.dynamic_config = DynamicBrokerConfig(config.raw, config.broker_id)
+        self.config_manager = DynamicConfigManager(self.zk, self.dynamic_config, self.topic_configs, self.log_manager)
         self.server: KafkaServer | None = None
         self.registration: znodes.BrokerRegistration | None = None
 
@@ -125,6 +129,7 @@ class Broker:
             for path in znodes.PERSISTENT_PATHS:
                 await self.zk.ensure_path(path)
             cluster_id = await self._cluster_id()
+            await self.config_manager.load_broker_configs()
             try:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:
@@ -143,6 +148,8 @@ class Broker:
                 producer_ids=ProducerIdManager(self.zk, self.config.broker_id),
                 group_coordinator=group_coordinator,
                 leadership_listeners=(group_coordinator,),
+                dynamic_config=self.dynamic_config,
+                config_manager=self.config_manager,
             )
             self.server = KafkaServer(
                 self.config.listeners,
@@ -165,6 +172,7 @@ class Broker:
                     await nursery.start(self.replica_manager.run)
                     await nursery.start(group_coordinator.run)
                     await nursery.start(self.controller.run)
+                    await nursery.start(self.config_manager.run)
                     nursery.start_soon(self._watch_session)
                     registration = await self._register(bound)
                     endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in registration.endpoints)

@@ -174,6 +174,17 @@ class LogManager:
         self._locks = []
 
     # ---- logs ----------------------------------------------------------------------------------
+    def reconfigure(self, topics: set[str] | None = None) -> int:
+        """Give the logs of `topics` (None: every log) their topic's current config (a config
+        change arrived); returns how many logs were updated. Retention and rolling use the new
+        values from their next check."""
+        updated = 0
+        for tp, lg in list(self.logs.items()):
+            if topics is None or tp[0] in topics:
+                lg.update_config(self.topic_config(tp[0]))
+                updated += 1
+        return updated
+
     def get_log(self, tp: TopicPartition) -> Log | None:
         return self.logs.get(tp)
 

@@ -35,6 +35,16 @@ class TopicConfigs:
         self._overrides: dict[str, dict[str, str]] = {}
         self._log_configs: dict[str, LogConfig] = {}
 
+    def set_defaults(
+        self, defaults: LogConfig, *, min_insync_replicas: int, unclean_leader_election_enable: bool
+    ) -> None:
+        """Install new broker defaults (a dynamic broker config changed); every topic's log config
+        is recomputed on its next use."""
+        self.defaults = defaults
+        self.default_min_insync_replicas = min_insync_replicas
+        self.default_unclean_leader_election_enable = unclean_leader_election_enable
+        self._log_configs.clear()
+
     def __contains__(self, topic: str) -> bool:
         return topic in self._overrides
 

@@ -48,6 +48,13 @@ REQUIRED = {
     "ElectLeaders": (0, 2),
     "DeleteGroups": (0, 2),
     "OffsetDelete": (0, 0),
+    "AlterConfigs": (0, 2),
+    "IncrementalAlterConfigs": (0, 1),
+    "CreatePartitions": (0, 3),
+    "DeleteRecords": (0, 2),
+    "DescribeLogDirs": (0, 4),
+    "AlterPartitionReassignments": (0, 0),
+    "ListPartitionReassignments": (0, 0),
 }
 
 

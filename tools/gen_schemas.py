@@ -56,6 +56,13 @@ SERVED: dict[str, tuple[int, int]] = {
     "ElectLeaders": (0, 2),
     "DeleteGroups": (0, 2),
     "OffsetDelete": (0, 0),
+    "AlterConfigs": (0, 2),
+    "IncrementalAlterConfigs": (0, 1),
+    "CreatePartitions": (0, 3),
+    "DeleteRecords": (0, 2),
+    "DescribeLogDirs": (0, 4),
+    "AlterPartitionReassignments": (0, 0),
+    "ListPartitionReassignments": (0, 0),
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
 #: record spec name -> versions generated (all Kafka 3.8 writes or may have written)

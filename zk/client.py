@@ -45,10 +45,11 @@ class Stat:
     version: int
     czxid: int
     ephemeral_owner: int
+    ctime_ms: int = 0  # when the znode was created (ms since the epoch)
 
     @classmethod
     def of(cls, zstat) -> Stat:
-        return cls(zstat.version, zstat.czxid, zstat.ephemeralOwner)
+        return cls(zstat.version, zstat.czxid, zstat.ephemeralOwner, zstat.ctime)
 
 
 class ZkClient:

@@ -2,7 +2,8 @@
 
 Paths: /brokers/ids/<id> (ephemeral broker registration), /brokers/topics/<topic> (assignment),
 /brokers/topics/<topic>/partitions/<p>/state (leader and ISR), /controller, /controller_epoch,
-/cluster/id, /config/topics/<topic>, /admin/delete_topics/<topic>,
+/cluster/id, /config/topics/<topic>, /config/brokers/<id>|<default>,
+/config/changes/config_change_<seq>, /admin/delete_topics/<topic>,
 /isr_change_notification/isr_change_<seq>, /log_dir_event_notification/log_dir_event_<seq>,
 /latest_producer_id_block.
 """
@@ -21,6 +22,9 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
@@ -31,6 +35,7 @@ PERSISTENT_PATHS = [
     "/brokers/topics",
     "/brokers/seqid",
     "/config/topics",
+    "/config/brokers",
     "/config/changes",
     "/admin/delete_topics",
     "/isr_change_notification",
@@ -201,3 +206,21 @@ def decode_log_dir_event(data: bytes) -> int:
 
 def decode_partitions(data: bytes) -> list[tuple[str, int]]:
     return [(p["topic"], int(p["partition"])) for p in json.loads(data).get("partitions", [])]
+
+
+def encode_config_change(entity_type: str, entity_name: str) -> bytes:
+    """/config/changes/config_change_<seq>, version 2 (Kafka's ConfigEntityChangeNotificationZNode):
+    `entity_type` is "topics" or "brokers"."""
+    return _dumps({"version": 2, "entity_path": f"{entity_type}/{entity_name}"})
+
+
+def decode_config_change(data: bytes) -> tuple[str, str]:
+    """(entity type, entity name) of a change notification; version 1 notifications (Kafka before
+    0.10.1: {"version":1,"entity_type":...,"entity_name":...}) are read too. Raises ValueError."""
+    body = json.loads(data)
+    if body.get("version") == 1:
+        return str(body["entity_type"]), str(body["entity_name"])
+    entity_type, sep, name = str(body.get("entity_path", "")).partition("/")
+    if not sep or not name:
+        raise ValueError(f"bad config change notification {body!r}")
+    return entity_type, name

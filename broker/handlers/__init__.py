@@ -11,6 +11,7 @@ from __future__ import annotations
 from broker.handlers import (
     admin,
     api_versions,
+    configs,
     controller_requests,
     fetch,
     find_coordinator,
@@ -40,6 +41,7 @@ HANDLERS: dict[int, Handler] = {
     **group_admin.HANDLERS,
     **controller_requests.HANDLERS,
     **admin.HANDLERS,
+    **configs.HANDLERS,
 }
 
 

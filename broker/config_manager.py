@@ -1,0 +1,132 @@
+"""Applies config changes live on one broker (Kafka's `DynamicConfigManager` and its
+`ZkNodeChangeNotificationListener`, ZooKeeper mode).
+
+At startup the dynamic broker layers (`/config/brokers/<default>`, `/config/brokers/<id>`) are read
+before any log is loaded. Then every sequential `/config/changes/config_change_<seq>` above the last
+one processed (all of them after a start; they are idempotent) names an entity whose config is read
+again and applied: a topic's overrides go to `TopicConfigs` and to its logs on this broker
+(`LogManager.reconfigure`), a broker layer recomputes the defaults every log and the replica manager
+use (`min.insync.replicas` is read per acks=all produce, so it applies to the next one). Changes
+older than 15 minutes are deleted after processing, as Kafka does. The ZooKeeper watch only wakes
+the task; the reads and applies happen in it, in sequence order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import trio
+
+from broker.config import BrokerConfig, ConfigError
+from broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
+from storage.log_manager import LogManager
+from storage.topic_configs import TopicConfigs
+from zk import admin, znodes
+from zk.client import NoNodeError, ZkClient
+
+log = logging.getLogger(__name__)
+
+#: notifications older than this are removed (Kafka's changeExpirationMs, 15 minutes)
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+
+
+class DynamicConfigManager:
+    def __init__(
+        self,
+        zk: ZkClient,
+        dynamic: DynamicBrokerConfig,
+        topic_configs: TopicConfigs,
+        log_manager: LogManager,
+    ):
+        self.zk = zk
+        self.dynamic = dynamic
+        self.topic_configs = topic_configs
+        self.log_manager = log_manager
+        self.last_seq = -1
+        self.applied = 0  # notifications processed (tests wait on it)
+        self._wake_send, self._wake_receive = trio.open_memory_channel[None](1)
+
+    # ---- applying --------------------------------------------------------------------------------
+    def apply_broker_config(self, config: BrokerConfig) -> None:
+        """Make `config`'s defaults the ones every log and the replica manager use."""
+        defaults = config.log_config()
+        self.topic_configs.set_defaults(
+            defaults,
+            min_insync_replicas=config["min.insync.replicas"],
+            unclean_leader_election_enable=config["unclean.leader.election.enable"],
+        )
+        self.log_manager.config = defaults
+        self.log_manager.reconfigure()
+
+    async def load_broker_configs(self) -> None:
+        """Read both dynamic broker layers and apply them (startup, and on a broker change)."""
+        per_broker = await admin.fetch_entity_config(self.zk, "brokers", str(self.dynamic.broker_id))
+        default = await admin.fetch_entity_config(self.zk, "brokers", DEFAULT_ENTITY)
+        try:
+            config = self.dynamic.update(per_broker=per_broker, cluster_default=default)
+        except ConfigError as e:
+            log.warning("dynamic broker configs not applied: %s", e)
+            return
+        self.apply_broker_config(config)
+        if per_broker or default:
+            log.info("dynamic broker configs in force: per-broker %s, cluster default %s", per_broker, default)
+
+    async def apply_topic(self, topic: str) -> None:
+        overrides = await admin.fetch_entity_config(self.zk, "topics", topic)
+        self.topic_configs.set(topic, overrides)
+        updated = self.log_manager.reconfigure({topic})
+        log.info("topic %s config changed to %s (%d local logs updated)", topic, overrides, updated)
+
+    async def process(self, entity_type: str, name: str) -> None:
+        """Apply the current config of one entity named by a change notification."""
+        if entity_type == "topics":
+            await self.apply_topic(name)
+        elif entity_type == "brokers" and name in (DEFAULT_ENTITY, str(self.dynamic.broker_id)):
+            await self.load_broker_configs()
+        # other brokers' entities, users, clients, ips: nothing this broker applies
+
+    # ---- the notification listener -----------------------------------------------------------
+    async def process_notifications(self) -> None:
+        """Handle every change notification newer than the last processed, in order."""
+        children = await self.zk.get_children(znodes.CONFIG_CHANGES)
+        prefix = znodes.CONFIG_CHANGE_PREFIX
+        numbered = sorted((int(c[len(prefix) :]), c) for c in children if c.startswith(prefix))
+        now_ms = time.time() * 1000
+        for seq, child in numbered:
+            path = f"{znodes.CONFIG_CHANGES}/{child}"
+            found = await self.zk.get_or_none(path)
+            if found is None:
+                continue
+            if seq > self.last_seq:
+                try:
+                    entity_type, name = znodes.decode_config_change(found[0])
+                except (ValueError, KeyError) as e:
+                    log.warning("ignoring config change %s: %s", child, e)
+                else:
+                    await self.process(entity_type, name)
+                self.last_seq = seq
+                self.applied += 1
+            if found[1].ctime_ms and now_ms - found[1].ctime_ms > CHANGE_EXPIRATION_MS:
+                try:
+                    await self.zk.delete(path)
+                except NoNodeError:
+                    pass  # another broker purged it
+
+    def _wake(self, children: list[str]) -> None:
+        try:
+            self._wake_send.send_nowait(None)
+        except trio.WouldBlock:
+            pass  # a wake-up is already pending
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        watch = await self.zk.watch_children(znodes.CONFIG_CHANGES, self._wake)
+        try:
+            task_status.started()
+            async for _ in self._wake_receive:
+                try:
+                    await self.process_notifications()
+                except Exception:
+                    log.exception("processing config change notifications failed; retrying on the next change")
+        finally:
+            watch.stop()

@@ -1,0 +1,79 @@
+"""What AlterConfigs (API 33) and IncrementalAlterConfigs (API 44) do to one resource's stored
+config, before anything is written (Kafka's `ConfigAdminManager` and `ZkAdminManager`). Pure.
+
+Each function returns the new whole config of the entity or raises `ConfigOpError` carrying the
+error code and message Kafka answers with: INVALID_REQUEST for a malformed request (duplicate keys,
+a null value, an unknown operation), INVALID_CONFIG for an operation a key does not allow
+(APPEND/SUBTRACT on a non-list key). Values are validated afterwards by the caller, against the
+topic or broker rules.
+"""
+
+from __future__ import annotations
+
+from broker.config_docs import BROKER_CONFIG_DOCS
+from broker.config_helper import broker_default
+from protocol.errors import ErrorCode
+from storage.config import TOPIC_CONFIGS, parse_list
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+
+class ConfigOpError(Exception):
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _type_and_default(resource_type: int, key: str) -> tuple[str | None, str | None]:
+    if resource_type == TOPIC:
+        definition = TOPIC_CONFIGS.get(key)
+        return (definition.type, definition.default) if definition else (None, None)
+    type_name = BROKER_CONFIG_DOCS.get(key, (None, ""))[0]
+    return type_name, broker_default(key)
+
+
+def check_duplicates(keys: list[str]) -> None:
+    dup = sorted({key for key in keys if keys.count(key) > 1})
+    if dup:
+        raise ConfigOpError(ErrorCode.INVALID_REQUEST, f"Error due to duplicate config keys: {dup}")
+
+
+def replace_all(entries: list[tuple[str, str | None]]) -> dict[str, str]:
+    """AlterConfigs: the given entries become the entity's whole config."""
+    check_duplicates([k for k, _ in entries])
+    for key, value in entries:
+        if value is None:
+            raise ConfigOpError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {key}")
+    return {k: v for k, v in entries if v is not None}
+
+
+def apply_incremental(
+    resource_type: int, current: dict[str, str], ops: list[tuple[str, int, str | None]]
+) -> dict[str, str]:
+    """IncrementalAlterConfigs: apply `(key, op, value)` to `current` (the stored config).
+    APPEND adds list items not already there (to the key's default when unset); SUBTRACT removes
+    them; DELETE returns a key to its default."""
+    check_duplicates([k for k, _, _ in ops])
+    config = dict(current)
+    for key, op, value in ops:
+        if op not in (SET, DELETE, APPEND, SUBTRACT):
+            raise ConfigOpError(ErrorCode.INVALID_REQUEST, f"Unknown alter config operation {op} for {key}")
+        if op != DELETE and value is None:
+            raise ConfigOpError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {key}")
+        if op == SET:
+            config[key] = value  # type: ignore[assignment]
+        elif op == DELETE:
+            config.pop(key, None)
+        else:
+            type_name, default = _type_and_default(resource_type, key)
+            if type_name != "list":
+                verb = "append" if op == APPEND else "subtract"
+                raise ConfigOpError(
+                    ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {key}"
+                )
+            old = parse_list(config[key] if key in config else (default or ""))
+            given = parse_list(value or "")
+            items = old + [v for v in given if v not in old] if op == APPEND else [v for v in old if v not in given]
+            config[key] = ",".join(dict.fromkeys(items))
+    return config

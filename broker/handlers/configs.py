@@ -1,0 +1,195 @@
+"""DescribeConfigs (API 32, v0-4), AlterConfigs (33, v0-2) and IncrementalAlterConfigs (44,
+v0-1), served by every broker as Kafka's ZooKeeper mode does (`ZkAdminManager`, `ConfigHelper`).
+
+Resources: TOPIC (type 2, name = the topic) and BROKER (type 4, name = this broker's id, or "" for
+the cluster-wide default). A broker resource naming another broker is INVALID_REQUEST ("Unexpected
+broker id"), as clients must send it to that broker. Errors per resource: UNKNOWN_TOPIC_OR_PARTITION
+for a missing topic, INVALID_TOPIC_EXCEPTION for an illegal name, INVALID_CONFIG for an unknown key,
+a bad value or a key that cannot change at runtime, INVALID_REQUEST for duplicate keys, null values
+or other resource types. Nothing is written unless every check of that resource passes, and
+nothing at all with `validate_only`. Writes go to `/config/topics/<t>` or `/config/brokers/<id|
+<default>>` with a change notification; this broker applies the change at once, the others when
+the notification reaches them.
+"""
+
+from __future__ import annotations
+
+from broker.config import ConfigError
+from broker.config_helper import describe_broker, describe_topic
+from broker.config_ops import BROKER, TOPIC, ConfigOpError, apply_incremental, replace_all
+from broker.dynamic_config import DEFAULT_ENTITY
+from broker.server import Handler
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.topic_names import INTERNAL_TOPICS, is_valid_topic_name
+from storage.config import parse_topic_config
+from storage.topic_configs import TopicConfigs
+from zk import admin, znodes
+
+_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER"}
+
+
+class ResourceError(Exception):
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _resource(resource_type: int, name: str) -> str:
+    return f"ConfigResource(type={_TYPE_NAMES.get(resource_type, resource_type)}, name='{name}')"
+
+
+async def _check_topic(ctx, name: str) -> None:
+    if not is_valid_topic_name(name):
+        raise ResourceError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal")
+    if await ctx.zk.exists(znodes.topic_path(name)) is None:
+        raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+
+
+def _broker_entity(ctx, name: str) -> str:
+    """The znode name of a BROKER resource: this broker's id or `<default>`."""
+    if name == "":
+        return DEFAULT_ENTITY
+    if name != str(ctx.broker_id):
+        raise ResourceError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {ctx.broker_id} or empty string, but received {name}",
+        )
+    return name
+
+
+# ---- DescribeConfigs ------------------------------------------------------------------------------
+async def _describe_one(ctx, resource, version: int) -> list[dict]:
+    keys = None if resource.configuration_keys is None else list(resource.configuration_keys)
+    if resource.resource_type == TOPIC:
+        await _check_topic(ctx, resource.resource_name)
+        overrides = await admin.fetch_entity_config(ctx.zk, "topics", resource.resource_name)
+        current = ctx.topic_configs
+        view = TopicConfigs(
+            current.defaults,
+            min_insync_replicas=current.default_min_insync_replicas,
+            unclean_leader_election_enable=current.default_unclean_leader_election_enable,
+        )
+        topic = resource.resource_name
+        view.set(topic, overrides)
+        return describe_topic(
+            view.overrides(topic),
+            view.log_config(topic),
+            ctx.dynamic_config,
+            min_insync_replicas=view.min_insync_replicas(topic),
+            unclean_leader_election_enable=view.unclean_leader_election_enable(topic),
+            keys=keys,
+        )
+    if resource.resource_type == BROKER:
+        entity = _broker_entity(ctx, resource.resource_name)
+        return describe_broker(ctx.dynamic_config, per_broker=entity != DEFAULT_ENTITY, keys=keys)
+    raise ResourceError(
+        ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type} for DescribeConfigs"
+    )
+
+
+def _for_version(entry: dict, version: int, include_synonyms: bool, include_docs: bool) -> dict:
+    """The fields of one entry that `version` has: v0 `is_default`; v1+ `config_source` and
+    `synonyms` (empty unless asked for); v3+ `config_type` and `documentation` (null unless asked)."""
+    out = {k: entry[k] for k in ("name", "value", "read_only", "is_sensitive")}
+    if version == 0:
+        out["is_default"] = entry["is_default"]
+        return out
+    out["config_source"] = entry["config_source"]
+    out["synonyms"] = entry["synonyms"] if include_synonyms else []
+    if version >= 3:
+        out["config_type"] = entry["config_type"]
+        out["documentation"] = entry["documentation"] if include_docs else None
+    return out
+
+
+async def describe_configs(ctx, request):
+    body, version = request.body, request.api_version
+    include_synonyms = version >= 1 and body.include_synonyms
+    include_docs = version >= 3 and body.include_documentation
+    results = []
+    for resource in body.resources:
+        result = {
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "resource_type": resource.resource_type,
+            "resource_name": resource.resource_name,
+            "configs": [],
+        }
+        try:
+            entries = await _describe_one(ctx, resource, version)
+        except ResourceError as e:
+            result.update(error_code=e.code, error_message=str(e))
+        else:
+            result["configs"] = [_for_version(e, version, include_synonyms, include_docs) for e in entries]
+        results.append(result)
+    return {"throttle_time_ms": 0, "results": results}
+
+
+# ---- AlterConfigs and IncrementalAlterConfigs -----------------------------------------------------
+async def _alter_one(ctx, resource, validate_only: bool, incremental: bool) -> None:
+    rtype, name = resource.resource_type, resource.resource_name
+    if rtype == TOPIC:
+        await _check_topic(ctx, name)
+        entity_type, entity = "topics", name
+    elif rtype == BROKER:
+        entity_type, entity = "brokers", _broker_entity(ctx, name)
+    else:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype} for altering configs")
+    try:
+        if incremental:
+            current = await admin.fetch_entity_config(ctx.zk, entity_type, entity)
+            ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
+            new = apply_incremental(rtype, current, ops)
+        else:
+            new = replace_all([(c.name, c.value) for c in resource.configs])
+    except ConfigOpError as e:
+        raise ResourceError(e.code, str(e)) from None
+    try:
+        if rtype == TOPIC:
+            parse_topic_config(new, internal=name in INTERNAL_TOPICS)
+        else:
+            ctx.dynamic_config.validate(new, per_broker=entity != DEFAULT_ENTITY)
+    except (ValueError, ConfigError) as e:
+        raise ResourceError(
+            ErrorCode.INVALID_CONFIG, f"Invalid config value for resource {_resource(rtype, name)}: {e}"
+        ) from None
+    if validate_only:
+        return
+    await admin.change_entity_config(ctx.zk, entity_type, entity, new)
+    await ctx.config_manager.process(entity_type, entity)
+
+
+async def _alter(ctx, request, incremental: bool):
+    body = request.body
+    responses = []
+    for resource in body.resources:
+        code, message = ErrorCode.NONE, None
+        try:
+            await _alter_one(ctx, resource, body.validate_only, incremental)
+        except ResourceError as e:
+            code, message = e.code, str(e)
+        responses.append(
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": resource.resource_type,
+                "resource_name": resource.resource_name,
+            }
+        )
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+async def alter_configs(ctx, request):
+    return await _alter(ctx, request, incremental=False)
+
+
+async def incremental_alter_configs(ctx, request):
+    return await _alter(ctx, request, incremental=True)
+
+
+HANDLERS: dict[int, Handler] = {
+    ApiKey.DESCRIBE_CONFIGS: describe_configs,
+    ApiKey.ALTER_CONFIGS: alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
+}
