@@ -36,7 +36,7 @@ from controller.config import ControllerConfig
 from controller.context import ControllerContext, TopicPartition
 from controller.partition_state_machine import NEW, OFFLINE, ONLINE, Chooser, PartitionStateMachine, set_state
 from controller.topic_deletion import TopicDeletionManager
-from controller.topics import TopicError, plan_topic, write_topic
+from controller.topics import TopicError, plan_new_partitions, plan_topic, write_topic
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
 from storage.topic_configs import TopicConfigs
@@ -81,6 +81,7 @@ class KafkaController:
             ev.CreateTopics: lambda e: self._create_topics(e.body),
             ev.DeleteTopics: lambda e: self.topic_deletion.delete_topics(list(e.names)),
             ev.ControlledShutdown: lambda e: self._controlled_shutdown(e.broker_id, e.broker_epoch),
+            ev.CreatePartitions: lambda e: self._create_partitions(e.body),
             ev.ElectPreferredLeaders: lambda e: self._preferred_election(
                 None if e.partitions is None else list(e.partitions)
             ),
@@ -436,6 +437,39 @@ class KafkaController:
                 result.update(error_code=e.code, error_message=str(e))
             results.append(result)
         return results
+
+    async def _create_partitions(self, body) -> list[dict]:
+        """CreatePartitions: write each topic's grown assignment to /brokers/topics/<topic> (its
+        topic id kept), then bring the new partitions online as a new topic's are."""
+        results = []
+        names = [t.name for t in body.topics]
+        for t in body.topics:
+            result = {"name": t.name, "error_code": ErrorCode.NONE, "error_message": None}
+            try:
+                if names.count(t.name) > 1:
+                    raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+                current = self.ctx.assignments.get(t.name)
+                if current is None:
+                    raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
+                manual = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+                added = plan_new_partitions(t.name, current, t.count, manual, sorted(self.ctx.live_ids))
+                if not body.validate_only:
+                    await self._add_partitions(t.name, added)
+            except TopicError as e:
+                result.update(error_code=e.code, error_message=str(e))
+            results.append(result)
+        return results
+
+    async def _add_partitions(self, topic: str, added: dict[int, list[int]]) -> None:
+        assignment = {**self.ctx.assignments[topic], **added}
+        topic_id = self.ctx.topic_ids.get(topic) or ZERO_UUID
+        await self.zk.set(znodes.topic_path(topic), znodes.encode_topic_assignment(assignment, topic_id))
+        self.ctx.assignments[topic] = assignment
+        created = [(topic, p) for p in sorted(added)]
+        for tp in created:
+            set_state(self.ctx, tp, NEW)
+        log.info("controller: topic %s grows to %d partitions (new %s)", topic, len(assignment), added)
+        await self._elect_leaders(created)
 
     # ---- ISR changes, preferred leaders, controlled shutdown ----------------------------------------
     async def _take_notifications(self, parent: str, children: list[str]) -> list[bytes]:

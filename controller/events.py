@@ -137,3 +137,11 @@ class ElectPreferredLeaders(ControllerEvent):
 
     partitions: tuple[TopicPartition, ...] | None
     reply: Reply = field(compare=False)
+
+
+@dataclass(frozen=True)
+class CreatePartitions(ControllerEvent):
+    """CreatePartitions (key 37): replies [{name, error_code, error_message}]."""
+
+    body: Any
+    reply: Reply = field(compare=False)

@@ -81,3 +81,62 @@ async def write_topic(zk: ZkClient, name: str, assignment: dict[int, list[int]],
     except NodeExistsError:
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists") from None
     return topic_id
+
+
+def plan_new_partitions(
+    name: str,
+    current: dict[int, list[int]],
+    count: int,
+    manual: list[list[int]] | None,
+    live_brokers: list[int],
+) -> dict[int, list[int]]:
+    """CreatePartitions (Kafka's `AdminZkClient.createPartitions` checks): the assignment of the
+    partitions added to a topic that has `current`, to reach `count`; `manual` gives one replica
+    list per new partition, else they are placed as a new topic's would be, continuing from the
+    existing partitions. Raises TopicError: INVALID_PARTITIONS (count not larger),
+    INVALID_REPLICA_ASSIGNMENT (wrong number of lists, another replication factor, duplicate or
+    unknown brokers), INVALID_REPLICATION_FACTOR (more replicas than live brokers)."""
+    existing = len(current)
+    if count < existing:
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS,
+            f"Topic currently has {existing} partitions, which is higher than the requested {count}.",
+        )
+    if count == existing:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {existing} partitions.")
+    rf = len(current[min(current)]) if current else 1
+    added = count - existing
+    if manual is not None:
+        if len(manual) != added:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Increasing the number of partitions by {added} but {len(manual)} assignments provided.",
+            )
+        for i, replicas in enumerate(manual):
+            partition = existing + i
+            unknown = sorted({r for r in replicas if r not in live_brokers})
+            if unknown:
+                raise TopicError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.",
+                )
+            if len(set(replicas)) != len(replicas):
+                raise TopicError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Duplicate brokers not allowed in replica assignment: "
+                    f"{', '.join(map(str, replicas))} for partition id {partition}.",
+                )
+            if len(replicas) != rf:
+                raise TopicError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Inconsistent replication factor between partitions, partition 0 has {rf} while "
+                    f"partitions [{partition}] have replication factors [{len(replicas)}], respectively.",
+                )
+        return {existing + i: list(replicas) for i, replicas in enumerate(manual)}
+    ids = sorted(live_brokers)
+    first = current[min(current)][0] if current else ids[0] if ids else 0
+    start = next((i for i, b in enumerate(ids) if b >= first), 0)
+    try:
+        return assign_replicas(added, rf, ids, fixed_start_index=start, start_partition_id=existing)
+    except InvalidReplicationFactor as e:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None

@@ -1,9 +1,11 @@
 """Admin APIs served by the active controller (others answer NOT_CONTROLLER, as Kafka's
 ZooKeeper mode does): CreateTopics (key 19) v2-7, DeleteTopics (key 20) v1-6,
-ControlledShutdown (key 7) v0-3, ElectLeaders (key 43) v0-2 (preferred elections only: an unclean
+ControlledShutdown (key 7) v0-3, CreatePartitions (key 37) v0-3, ElectLeaders (key 43) v0-2 (preferred elections only: an unclean
 one answers INVALID_REQUEST per partition; `topic_partitions` null means every partition). With
 `delete.topic.enable=false` DeleteTopics answers TOPIC_DELETION_DISABLED, as Kafka does.
 ControlledShutdown v2+ must carry the broker's current epoch (STALE_BROKER_EPOCH otherwise)."""
+
+import trio
 
 from broker.server import Handler
 from controller import events
@@ -45,6 +47,26 @@ async def delete_topics(ctx, request):
         "throttle_time_ms": 0,
         "responses": [{"name": n, "topic_id": ZERO_UUID, "error_code": code} for n, code in results],
     }
+
+
+async def create_partitions(ctx, request):
+    """CreatePartitions v0-3 on the controller; a success is answered once this broker's metadata
+    has leaders for the new partitions (Kafka's DelayedCreatePartitions), or at `timeout_ms`."""
+    body = request.body
+    if _not_controller(ctx):
+        results = [
+            {"name": t.name, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": "not the controller"}
+            for t in body.topics
+        ]
+    else:
+        timeout_s = max(body.timeout_ms / 1000, 5)
+        results = await ctx.controller.request(lambda reply: events.CreatePartitions(body, reply), timeout_s=timeout_s)
+        if not body.validate_only:
+            grown = [(t.name, t.count) for t, r in zip(body.topics, results) if r["error_code"] == ErrorCode.NONE]
+            with trio.move_on_after(max(body.timeout_ms, 0) / 1000):
+                while not all(ctx.metadata_cache.get_partition(name, count - 1) for name, count in grown):
+                    await trio.sleep(0.01)
+    return {"throttle_time_ms": 0, "results": results}
 
 
 async def controlled_shutdown(ctx, request):
@@ -99,4 +121,5 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DELETE_TOPICS: delete_topics,
     ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown,
     ApiKey.ELECT_LEADERS: elect_leaders,
+    ApiKey.CREATE_PARTITIONS: create_partitions,
 }
