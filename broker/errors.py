@@ -59,6 +59,11 @@ OffsetNotAvailable = _error(
     ErrorCode.OFFSET_NOT_AVAILABLE,
     "A new leader whose HW has not yet reached its epoch's start offset (KIP-207).",
 )
+PolicyViolation = _error(
+    "PolicyViolation",
+    ErrorCode.POLICY_VIOLATION,
+    "The topic's configuration forbids the request (DeleteRecords on a compact-only topic).",
+)
 RequestTimedOut = _error("RequestTimedOut", ErrorCode.REQUEST_TIMED_OUT, "A delayed operation timed out.")
 
 

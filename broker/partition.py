@@ -36,6 +36,7 @@ from broker.errors import (
     NotEnoughReplicas,
     NotLeaderOrFollower,
     OffsetNotAvailable,
+    PolicyViolation,
     UnknownLeaderEpoch,
 )
 from storage.errors import OffsetOutOfRange
@@ -108,6 +109,7 @@ class ReplicaState:
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
     last_fetch_leader_leo: int = -1  # the leader's LEO when this follower last fetched
+    log_start_offset: int = -1  # the follower's log start offset, as its last fetch said (-1: unknown)
 
 
 @dataclass
@@ -270,6 +272,39 @@ class Partition:
             raise OffsetOutOfRange(
                 f"follower {replica_id} fetched {self.tp} at {fetch_offset}, above the leader's LEO {self.log.log_end_offset}"
             )
+
+    def update_follower_log_start(self, replica_id: int, log_start_offset: int) -> bool:
+        """A follower's fetch reported its log start offset (Fetch v5+); returns whether it moved."""
+        state = self.remote.get(replica_id)
+        if state is None or log_start_offset < 0 or log_start_offset == state.log_start_offset:
+            return False
+        state.log_start_offset = log_start_offset
+        return True
+
+    def low_watermark(self) -> int:
+        """The smallest log start offset over this leader and its in-sync followers that reported
+        one (Kafka's `lowWatermarkIfLeader`): what DeleteRecords answers and waits for."""
+        starts = [self.log.log_start_offset]
+        starts += [s.log_start_offset for r, s in self.remote.items() if r in self.isr and s.log_start_offset >= 0]
+        return min(starts)
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords (API 21): raise the log start offset to `offset` (-1: the high watermark);
+        returns the offset requested. Raises NotLeaderOrFollower, PolicyViolation for a compact-only
+        topic, OffsetOutOfRange for an offset beyond the high watermark or below -1."""
+        self.require_leader()
+        if "delete" not in self.log.config.cleanup_policy:
+            raise PolicyViolation(
+                f"Records of partition {self.topic}-{self.index} can not be deleted due to the configured policy"
+            )
+        requested = self.high_watermark if offset == -1 else offset
+        if requested < 0 or requested > self.high_watermark:
+            raise OffsetOutOfRange(
+                f"Cannot increment the log start offset to {requested} of partition {self.topic}-{self.index} "
+                f"since it is larger than the high watermark {self.high_watermark}"
+            )
+        self.log.maybe_increment_log_start_offset(requested)
+        return requested
 
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now: int | None = None) -> bool:
         """A follower fetched at `fetch_offset` (its LEO); returns whether the HW moved.

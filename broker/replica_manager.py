@@ -488,7 +488,8 @@ class ReplicaManager:
                 partition.require_leader(p.current_leader_epoch)
                 partition.check_follower_fetch(replica_id, p.fetch_offset)
             if record_fetch:
-                if partition.update_follower_fetch(replica_id, p.fetch_offset):
+                log_start_moved = partition.update_follower_log_start(replica_id, p.log_start_offset)
+                if partition.update_follower_fetch(replica_id, p.fetch_offset) or log_start_moved:
                     self._changed(partition.tp)
                 if partition.should_expand_isr(replica_id) and partition.tp not in self._expand_pending:
                     self._expand_pending.add(partition.tp)

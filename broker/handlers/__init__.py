@@ -13,6 +13,7 @@ from broker.handlers import (
     api_versions,
     configs,
     controller_requests,
+    delete_records,
     fetch,
     find_coordinator,
     group_admin,
@@ -42,6 +43,7 @@ HANDLERS: dict[int, Handler] = {
     **controller_requests.HANDLERS,
     **admin.HANDLERS,
     **configs.HANDLERS,
+    **delete_records.HANDLERS,
 }
 
 
