@@ -82,6 +82,9 @@ class KafkaController:
             ev.DeleteTopics: lambda e: self.topic_deletion.delete_topics(list(e.names)),
             ev.ControlledShutdown: lambda e: self._controlled_shutdown(e.broker_id, e.broker_epoch),
             ev.CreatePartitions: lambda e: self._create_partitions(e.body),
+            ev.ElectUncleanLeaders: lambda e: self._unclean_election(
+                None if e.partitions is None else list(e.partitions)
+            ),
             ev.ElectPreferredLeaders: lambda e: self._preferred_election(
                 None if e.partitions is None else list(e.partitions)
             ),
@@ -566,6 +569,29 @@ class KafkaController:
             else:
                 results[tp] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
         self._send_batch()
+        return results
+
+    async def _unclean_election(self, partitions: list[TopicPartition] | None) -> dict[TopicPartition, ErrorCode]:
+        """ElectLeaders of type unclean: a partition whose leader is live needs none
+        (ELECTION_NOT_NEEDED); one without gets the first live ISR member, else the first live
+        replica even outside the ISR (ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is live).
+        `None` means every partition."""
+        results = {}
+        live = self.ctx.live_ids - self.ctx.shutting_down
+        todo = []
+        for tp in partitions if partitions is not None else self.ctx.all_partitions():
+            state = self.ctx.leadership.get(tp)
+            if state is None or not self.ctx.replicas(tp):
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif state.leader in live:
+                results[tp] = ErrorCode.ELECTION_NOT_NEEDED
+            else:
+                todo.append(tp)
+        await self.partition_state_machine.elect_leaders(todo, allow_unclean=True)
+        self._send_batch()
+        for tp in todo:
+            leader = self.ctx.leadership[tp].leader
+            results[tp] = ErrorCode.NONE if leader in live else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
         return results
 
     async def _auto_rebalance(self) -> None:

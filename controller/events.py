@@ -145,3 +145,11 @@ class CreatePartitions(ControllerEvent):
 
     body: Any
     reply: Reply = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ElectUncleanLeaders(ControllerEvent):
+    """ElectLeaders (key 43), unclean: `partitions` None means all; replies {tp: error code}."""
+
+    partitions: tuple[TopicPartition, ...] | None
+    reply: Reply = field(compare=False)

@@ -186,15 +186,16 @@ class PartitionStateMachine:
                 done[tp] = await self.change_leadership(tp, choose)
         return done
 
-    async def elect_leaders(self, partitions: list[TopicPartition]) -> None:
+    async def elect_leaders(self, partitions: list[TopicPartition], *, allow_unclean: bool = False) -> None:
         """New/Offline -> Online with the offline (or new-partition) selector, honouring each
-        topic's unclean.leader.election.enable; a partition left without a live leader goes
+        topic's unclean.leader.election.enable (`allow_unclean`: an ElectLeaders request of type
+        unclean allows it whatever the config); a partition left without a live leader goes
         Offline. Queues the requests; the caller sends the batch."""
         live = self.ctx.live_ids - self.ctx.shutting_down
 
         def chooser(tp: TopicPartition) -> Chooser:
             replicas = self.ctx.replicas(tp)
-            unclean = self.topic_configs.unclean_leader_election_enable(tp[0])
+            unclean = allow_unclean or self.topic_configs.unclean_leader_election_enable(tp[0])
             usable = live - self.ctx.offline_on(tp)  # a replica in a failed log dir cannot lead
 
             def choose(current):

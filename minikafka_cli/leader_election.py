@@ -1,6 +1,8 @@
-"""`minikafka leader-election --preferred [--topic T [--partition P]]`: move leadership back to each
-partition's preferred (first assigned) replica where it is in sync, through the active controller
-(ElectLeaders), as kafka-leader-election.sh does."""
+"""`minikafka leader-election --election-type PREFERRED|UNCLEAN [--topic T [--partition P]]`
+(`--preferred` is short for the first): through the active controller (ElectLeaders), as
+kafka-leader-election.sh does. PREFERRED moves leadership back to each partition's first assigned
+replica where it is in sync; UNCLEAN gives a partition with no live leader the first live replica,
+even one outside the ISR (records only the lost ISR held are gone)."""
 
 from __future__ import annotations
 
@@ -15,17 +17,20 @@ from protocol.errors import ErrorCode
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
-    parser.add_argument(
-        "--preferred",
-        action="store_true",
-        required=True,
-        help="elect each partition's preferred replica (the only election type offered)",
+    kind = parser.add_mutually_exclusive_group(required=True)
+    kind.add_argument(
+        "--election-type",
+        type=str.upper,
+        choices=["PREFERRED", "UNCLEAN"],
+        help="PREFERRED: each partition's first replica; UNCLEAN: any live replica where no leader is live",
     )
+    kind.add_argument("--preferred", action="store_true", help="the same as --election-type PREFERRED")
     parser.add_argument("--topic", help="only this topic (default: every partition)")
     parser.add_argument("--partition", type=int, help="only this partition of --topic")
 
 
 async def _run(args) -> int:
+    election_type = 1 if args.election_type == "UNCLEAN" else 0
     async with Cluster.open(args.bootstrap_server) as cluster:
         partitions = None
         if args.topic:
@@ -37,7 +42,8 @@ async def _run(args) -> int:
             md = await cluster.refresh_metadata([])
             conn = await cluster.broker_connection(md.controller_id)
             r = await conn.request(
-                ApiKey.ELECT_LEADERS, {"election_type": 0, "topic_partitions": partitions, "timeout_ms": 30000}
+                ApiKey.ELECT_LEADERS,
+                {"election_type": election_type, "topic_partitions": partitions, "timeout_ms": 30000},
             )
             if r.get("error_code", 0) == ErrorCode.NOT_CONTROLLER:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER, "the controller moved")

@@ -14,6 +14,7 @@ from broker.handlers import (
     configs,
     controller_requests,
     delete_records,
+    describe_log_dirs,
     fetch,
     find_coordinator,
     group_admin,
@@ -44,6 +45,7 @@ HANDLERS: dict[int, Handler] = {
     **admin.HANDLERS,
     **configs.HANDLERS,
     **delete_records.HANDLERS,
+    **describe_log_dirs.HANDLERS,
 }
 
 

@@ -1,7 +1,7 @@
 """Admin APIs served by the active controller (others answer NOT_CONTROLLER, as Kafka's
 ZooKeeper mode does): CreateTopics (key 19) v2-7, DeleteTopics (key 20) v1-6,
-ControlledShutdown (key 7) v0-3, CreatePartitions (key 37) v0-3, ElectLeaders (key 43) v0-2 (preferred elections only: an unclean
-one answers INVALID_REQUEST per partition; `topic_partitions` null means every partition). With
+ControlledShutdown (key 7) v0-3, CreatePartitions (key 37) v0-3, ElectLeaders (key 43) v0-2 (preferred, and from v1 unclean;
+`topic_partitions` null means every partition). With
 `delete.topic.enable=false` DeleteTopics answers TOPIC_DELETION_DISABLED, as Kafka does.
 ControlledShutdown v2+ must carry the broker's current epoch (STALE_BROKER_EPOCH otherwise)."""
 
@@ -89,12 +89,13 @@ async def elect_leaders(ctx, request):
     if _not_controller(ctx):
         results = {tp: ErrorCode.NOT_CONTROLLER for tp in partitions or []}
         top = ErrorCode.NOT_CONTROLLER
-    elif body.election_type != 0:
+    elif body.election_type not in (0, 1):
         results = {tp: ErrorCode.INVALID_REQUEST for tp in partitions or []}
         top = ErrorCode.NONE
     else:
+        event = events.ElectPreferredLeaders if body.election_type == 0 else events.ElectUncleanLeaders
         results = await ctx.controller.request(
-            lambda reply: events.ElectPreferredLeaders(None if partitions is None else tuple(partitions), reply),
+            lambda reply: event(None if partitions is None else tuple(partitions), reply),
             timeout_s=max(body.timeout_ms / 1000, 5),
         )
         top = ErrorCode.NONE
