@@ -14,6 +14,18 @@ TopicPartition = tuple[str, int]
 
 
 @dataclass
+class Reassignment:
+    """An ongoing partition reassignment (KIP-455): the target replica set, the replicas being
+    added (target minus origin) and removed (origin minus target); `legacy`: it was requested
+    through /admin/reassign_partitions, which is updated when it completes."""
+
+    target: list[int]
+    adding: list[int]
+    removing: list[int]
+    legacy: bool = False
+
+
+@dataclass
 class ControllerContext:
     epoch: int = 0
     epoch_zk_version: int = -1
@@ -26,6 +38,8 @@ class ControllerContext:
     partition_states: dict[TopicPartition, str] = field(default_factory=dict)
     #: broker -> its replicas in a failed log dir (Kafka's OfflineReplica), until it re-registers
     offline_replicas: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    #: ongoing reassignments; the assignment holds the full replica set (target + origin) meanwhile
+    reassignments: dict[TopicPartition, Reassignment] = field(default_factory=dict)
 
     def offline_on(self, tp: TopicPartition) -> set[int]:
         """The brokers whose replica of `tp` is offline (its log dir failed)."""
@@ -51,5 +65,6 @@ class ControllerContext:
         for tp in self.partitions_of(topic):
             self.leadership.pop(tp, None)
             self.partition_states.pop(tp, None)
+            self.reassignments.pop(tp, None)
         self.assignments.pop(topic, None)
         self.topic_ids.pop(topic, None)

@@ -33,8 +33,9 @@ from controller import election
 from controller import events as ev
 from controller.channel import BrokerChannels, RequestBatch
 from controller.config import ControllerConfig
-from controller.context import ControllerContext, TopicPartition
+from controller.context import ControllerContext, Reassignment, TopicPartition
 from controller.partition_state_machine import NEW, OFFLINE, ONLINE, Chooser, PartitionStateMachine, set_state
+from controller.reassignment import ReassignmentManager
 from controller.topic_deletion import TopicDeletionManager
 from controller.topics import TopicError, plan_new_partitions, plan_topic, write_topic
 from protocol.errors import ErrorCode
@@ -82,6 +83,11 @@ class KafkaController:
             ev.DeleteTopics: lambda e: self.topic_deletion.delete_topics(list(e.names)),
             ev.ControlledShutdown: lambda e: self._controlled_shutdown(e.broker_id, e.broker_epoch),
             ev.CreatePartitions: lambda e: self._create_partitions(e.body),
+            ev.AlterPartitionReassignments: lambda e: self.reassignment.alter(
+                {tp: None if target is None else list(target) for tp, target in e.requests}
+            ),
+            ev.ListPartitionReassignments: self._list_reassignments,
+            ev.LegacyReassignment: lambda e: self.reassignment.on_legacy_request(e.data),
             ev.ElectUncleanLeaders: lambda e: self._unclean_election(
                 None if e.partitions is None else list(e.partitions)
             ),
@@ -97,6 +103,9 @@ class KafkaController:
             self.zk, self.ctx, self.batch, self.topic_configs, is_active=lambda: self.active, on_fenced=self._resign
         )
         self.topic_deletion = TopicDeletionManager(self.zk, self.ctx, self.batch, self.topic_configs, self._send_batch)
+        self.reassignment = ReassignmentManager(
+            self.zk, self.ctx, self.batch, self.partition_state_machine, self._send_batch
+        )
 
     # ---- plumbing ----------------------------------------------------------------------------------
     def post(self, event: ev.ControllerEvent) -> None:
@@ -218,6 +227,9 @@ class KafkaController:
                 ),
             )
         )
+        self._watches.append(
+            await self.zk.watch_data(znodes.REASSIGN_PARTITIONS, lambda data: self.post(ev.LegacyReassignment(data)))
+        )
         started = trio.current_time()
         await self._load_context()
         log.info(
@@ -244,6 +256,7 @@ class KafkaController:
         deleting = await self.zk.get_children(znodes.DELETE_TOPICS)
         if deleting:
             await self.topic_deletion.on_notification(deleting)
+        await self.reassignment.resume()
 
     def _post_children(self, event_type: type, children: list[str]) -> None:
         self.post(event_type(tuple(children)))
@@ -286,6 +299,11 @@ class KafkaController:
             return
         assignment, topic_id = znodes.decode_topic_assignment(found[0])
         self.ctx.assignments[topic] = assignment
+        adding, removing = znodes.decode_reassignment_state(found[0])
+        for p in set(adding) | set(removing):
+            if p in assignment:
+                target = [r for r in assignment[p] if r not in removing.get(p, [])]
+                self.ctx.reassignments[(topic, p)] = Reassignment(target, adding.get(p, []), removing.get(p, []))
         config = await self.zk.get_or_none(f"{znodes.CONFIG_TOPICS}/{topic}")
         self.topic_configs.set(topic, znodes.decode_topic_config(config[0]) if config else {})
         if topic_id is not None:
@@ -499,6 +517,7 @@ class KafkaController:
                 refreshed.append(tp)
         if changed:
             self._update_metadata_everywhere(refreshed)
+            await self.reassignment.on_isr_change(refreshed)
 
     # ---- log dir failures (Kafka's LogDirEventNotification and OfflineReplica) ---------------------
     async def _on_log_dir_events(self, children: list[str]) -> None:
@@ -570,6 +589,10 @@ class KafkaController:
                 results[tp] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
         self._send_batch()
         return results
+
+    async def _list_reassignments(self, event: ev.ListPartitionReassignments) -> dict:
+        partitions = None if event.partitions is None else list(event.partitions)
+        return {tp: (list(self.ctx.replicas(tp)), r) for tp, r in self.reassignment.ongoing(partitions).items()}
 
     async def _unclean_election(self, partitions: list[TopicPartition] | None) -> dict[TopicPartition, ErrorCode]:
         """ElectLeaders of type unclean: a partition whose leader is live needs none

@@ -153,3 +153,27 @@ class ElectUncleanLeaders(ControllerEvent):
 
     partitions: tuple[TopicPartition, ...] | None
     reply: Reply = field(compare=False)
+
+
+@dataclass(frozen=True)
+class AlterPartitionReassignments(ControllerEvent):
+    """AlterPartitionReassignments (key 45): `requests` partition -> target replicas (None:
+    cancel); replies {tp: (error code, message)}."""
+
+    requests: tuple[tuple[TopicPartition, tuple[int, ...] | None], ...]
+    reply: Reply = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ListPartitionReassignments(ControllerEvent):
+    """ListPartitionReassignments (key 46): `partitions` None means all; replies {tp: Reassignment}."""
+
+    partitions: tuple[TopicPartition, ...] | None
+    reply: Reply = field(compare=False)
+
+
+@dataclass(frozen=True)
+class LegacyReassignment(ControllerEvent):
+    """/admin/reassign_partitions was written (or deleted: data None)."""
+
+    data: bytes | None

@@ -28,6 +28,7 @@ CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
 LOG_DIR_FAILURE_EVENT = 1  # Kafka's LogDirEventNotificationHandler.LogDirFailureEvent
 PERSISTENT_PATHS = [
@@ -127,17 +128,54 @@ def topic_id_from_str(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
-def encode_topic_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID) -> bytes:
-    """/brokers/topics/<topic>, version 3 (topic ids, KIP-516)."""
+def encode_topic_assignment(
+    assignment: dict[int, list[int]],
+    topic_id: uuid.UUID,
+    adding: dict[int, list[int]] | None = None,
+    removing: dict[int, list[int]] | None = None,
+) -> bytes:
+    """/brokers/topics/<topic>, version 3 (topic ids, KIP-516), with the replicas being added and
+    removed by ongoing reassignments (KIP-455)."""
     return _dumps(
         {
             "version": 3,
             "topic_id": topic_id_to_str(topic_id),
             "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": {str(p): list(r) for p, r in sorted((adding or {}).items()) if r},
+            "removing_replicas": {str(p): list(r) for p, r in sorted((removing or {}).items()) if r},
         }
     )
+
+
+def decode_reassignment_state(data: bytes) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """(adding replicas, removing replicas) per partition of a /brokers/topics/<topic> znode."""
+    body = json.loads(data)
+    return (
+        {int(p): list(r) for p, r in (body.get("adding_replicas") or {}).items()},
+        {int(p): list(r) for p, r in (body.get("removing_replicas") or {}).items()},
+    )
+
+
+def encode_reassign_partitions(targets: dict[tuple[str, int], list[int]]) -> bytes:
+    """/admin/reassign_partitions (Kafka's ReassignPartitionsZNode, version 1)."""
+    return _dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": list(r), "log_dirs": ["any"] * len(r)}
+                for (t, p), r in sorted(targets.items())
+            ],
+        }
+    )
+
+
+def decode_reassign_partitions(data: bytes) -> dict[tuple[str, int], list[int]]:
+    """The targets in /admin/reassign_partitions; raises ValueError for malformed JSON."""
+    try:
+        body = json.loads(data)
+        return {(str(e["topic"]), int(e["partition"])): [int(r) for r in e["replicas"]] for e in body["partitions"]}
+    except (KeyError, TypeError, json.JSONDecodeError) as e:
+        raise ValueError(f"malformed /admin/reassign_partitions: {e}") from None
 
 
 def decode_topic_assignment(data: bytes) -> tuple[dict[int, list[int]], uuid.UUID | None]:

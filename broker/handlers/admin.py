@@ -1,6 +1,7 @@
 """Admin APIs served by the active controller (others answer NOT_CONTROLLER, as Kafka's
 ZooKeeper mode does): CreateTopics (key 19) v2-7, DeleteTopics (key 20) v1-6,
-ControlledShutdown (key 7) v0-3, CreatePartitions (key 37) v0-3, ElectLeaders (key 43) v0-2 (preferred, and from v1 unclean;
+ControlledShutdown (key 7) v0-3, CreatePartitions (key 37) v0-3,
+AlterPartitionReassignments (key 45) v0, ListPartitionReassignments (key 46) v0, ElectLeaders (key 43) v0-2 (preferred, and from v1 unclean;
 `topic_partitions` null means every partition). With
 `delete.topic.enable=false` DeleteTopics answers TOPIC_DELETION_DISABLED, as Kafka does.
 ControlledShutdown v2+ must carry the broker's current epoch (STALE_BROKER_EPOCH otherwise)."""
@@ -69,6 +70,65 @@ async def create_partitions(ctx, request):
     return {"throttle_time_ms": 0, "results": results}
 
 
+async def alter_partition_reassignments(ctx, request):
+    """AlterPartitionReassignments v0 (KIP-455) on the controller: start, replace or cancel
+    (null replicas) each partition's reassignment; the answer does not wait for completion."""
+    body = request.body
+    requests = tuple(
+        ((t.name, p.partition_index), None if p.replicas is None else tuple(p.replicas))
+        for t in body.topics
+        for p in t.partitions
+    )
+    if _not_controller(ctx):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.NOT_CONTROLLER,
+            "error_message": "not the controller",
+            "responses": [],
+        }
+    results = await ctx.controller.request(
+        lambda reply: events.AlterPartitionReassignments(requests, reply), timeout_s=max(body.timeout_ms / 1000, 5)
+    )
+    topics: dict[str, list] = {}
+    for (topic, partition), _ in requests:
+        code, message = results[(topic, partition)]
+        topics.setdefault(topic, []).append(
+            {"partition_index": partition, "error_code": code, "error_message": message or None}
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "responses": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+    }
+
+
+async def list_partition_reassignments(ctx, request):
+    """ListPartitionReassignments v0 (KIP-455) on the controller: the ongoing reassignments (of
+    the partitions named, or all) with their full replica set and adding / removing replicas."""
+    body = request.body
+    if _not_controller(ctx):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": None, "topics": []}
+    partitions = None if body.topics is None else tuple((t.name, p) for t in body.topics for p in t.partition_indexes)
+    ongoing = await ctx.controller.request(lambda reply: events.ListPartitionReassignments(partitions, reply))
+    topics: dict[str, list] = {}
+    for (topic, partition), (replicas, r) in ongoing.items():
+        topics.setdefault(topic, []).append(
+            {
+                "partition_index": partition,
+                "replicas": replicas,
+                "adding_replicas": r.adding,
+                "removing_replicas": r.removing,
+            }
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+    }
+
+
 async def controlled_shutdown(ctx, request):
     body = request.body
     if _not_controller(ctx):
@@ -123,4 +183,6 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown,
     ApiKey.ELECT_LEADERS: elect_leaders,
     ApiKey.CREATE_PARTITIONS: create_partitions,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments,
 }
