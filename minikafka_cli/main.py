@@ -1,6 +1,7 @@
 """The `minikafka` command line, one subcommand per module (each with `add_arguments` and `run`):
 `broker` (one broker process), `cluster` (a local ZooKeeper + brokers in the background), `topics`
-(create/list/describe/delete), `produce`, `consume`, `groups`, `leader-election`, `perf` (Kafka-style perf tools), and `run`, the main job
+(create/list/describe/alter/delete), `configs`, `delete-records`, `reassign-partitions`, `log-dirs`,
+`produce`, `consume`, `groups`, `leader-election`, `perf` (Kafka-style perf tools), and `run`, the main job
 (examples/flights.py). Bad arguments exit 2 with argparse's one-line message.
 """
 
@@ -10,17 +11,34 @@ import argparse
 import sys
 
 from broker import main as broker_main
-from minikafka_cli import cluster, consume, groups, leader_election, perf, produce, run_job, topics
+from minikafka_cli import (
+    cluster,
+    configs,
+    consume,
+    delete_records,
+    groups,
+    leader_election,
+    log_dirs,
+    perf,
+    produce,
+    reassign,
+    run_job,
+    topics,
+)
 
 COMMANDS = {
     "run": (run_job, "the main job: the flights table through a local cluster, read by PySpark"),
     "broker": (broker_main, "run one broker process (Kafka's server.properties keys)"),
     "cluster": (cluster, "a local cluster: up, status, down, kill, stop, start"),
-    "topics": (topics, "create, list, describe or delete topics"),
+    "topics": (topics, "create, list, describe, alter (add partitions) or delete topics"),
+    "configs": (configs, "describe or alter topic and broker configs (like kafka-configs.sh)"),
+    "delete-records": (delete_records, "delete a partition's records below an offset"),
+    "reassign-partitions": (reassign, "generate, execute, verify or cancel partition reassignments"),
+    "log-dirs": (log_dirs, "describe the brokers' log dirs"),
     "produce": (produce, "produce records, one per line, from stdin or a file"),
     "consume": (consume, "print a topic's records (alone, or as a member of a consumer group)"),
     "groups": (groups, "list, describe, delete consumer groups; reset or delete their offsets"),
-    "leader-election": (leader_election, "elect preferred replicas as leaders"),
+    "leader-election": (leader_election, "elect preferred replicas (or, unclean, any live replica) as leaders"),
     "perf": (perf, "produce, consume and end-to-end perf tests (ours or confluent-kafka)"),
 }
 

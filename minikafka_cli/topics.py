@@ -1,8 +1,9 @@
-"""`minikafka topics create|list|describe|delete`, as Kafka's kafka-topics.sh does it in ZooKeeper
-mode: CreateTopics/DeleteTopics go to the active controller (found through Metadata, retried while
-NOT_CONTROLLER); `describe` prints leader, replicas and ISR per partition, and, for a local cluster (`--dir`, the
-`minikafka cluster up` directory), each replica's log cleaner state (dirty ratio) read off its log
-dir for the compacted partitions cleaned so far."""
+"""`minikafka topics create|list|describe|alter|delete`, as Kafka's kafka-topics.sh does it in
+ZooKeeper mode: CreateTopics/DeleteTopics/CreatePartitions (`alter --partitions N`) go to the active
+controller (found through Metadata, retried while NOT_CONTROLLER); `describe` prints the topic's
+own configs (DescribeConfigs), leader, replicas and ISR per partition, and, for a local cluster
+(`--dir`, the `minikafka cluster up` directory), each replica's log cleaner state (dirty ratio)
+read off its log dir for the compacted partitions cleaned so far."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from client import Cluster, KafkaError
+from client.admin import TOPIC, create_partitions, describe_configs, on_controller
 from minikafka_cli.common import run_trio
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -24,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("create", "create a topic"),
         ("list", "list topics"),
         ("describe", "show partitions"),
+        ("alter", "add partitions to a topic"),
         ("delete", "delete a topic"),
     ):
         p = sub.add_parser(name, help=text)
@@ -43,22 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 "--replication-factor", type=int, default=-1, help="default: the broker's default.replication.factor"
             )
             p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="topic config")
-
-
-async def _on_controller(cluster: Cluster, api_key: ApiKey, make_body, errors_of) -> list:
-    """Send make_body(version) to the active controller, retrying while NOT_CONTROLLER."""
-
-    async def attempt(refresh):
-        md = await cluster.refresh_metadata([])
-        conn = await cluster.broker_connection(md.controller_id)
-        version = conn.version_for(api_key)
-        response = await conn.request(api_key, make_body(version), version=version)
-        results = errors_of(response)
-        if any(code == ErrorCode.NOT_CONTROLLER for _, code, _ in results):
-            raise KafkaError(ErrorCode.NOT_CONTROLLER, "the controller moved")
-        return results
-
-    return await cluster.retry(attempt, "controller request")
+        if name == "alter":
+            p.add_argument("--partitions", type=int, required=True, help="the new, larger partition count")
 
 
 async def _run(args) -> int:
@@ -81,7 +70,7 @@ async def _run(args) -> int:
                 ],
                 "timeout_ms": 30000,
             }
-            results = await _on_controller(
+            results = await on_controller(
                 cluster,
                 ApiKey.CREATE_TOPICS,
                 lambda version: body,
@@ -94,13 +83,16 @@ async def _run(args) -> int:
                 names = {"topics": [{"name": args.topic}]} if version >= 6 else {"topic_names": [args.topic]}
                 return {**names, "timeout_ms": 30000}
 
-            results = await _on_controller(
+            results = await on_controller(
                 cluster,
                 ApiKey.DELETE_TOPICS,
                 delete_body,
                 lambda r: [(t.name, t.error_code, None) for t in r.responses],
             )
             return _report(results, "Deleted topic {}.")
+        if args.action == "alter":
+            results = await create_partitions(cluster, args.topic, args.partitions)
+            return _report(results, f"Topic {{}} now has {args.partitions} partitions.")
         md = await cluster.refresh_metadata(None if args.action == "list" or not args.topic else [args.topic])
         if args.action == "list":
             for name in sorted(md.topics):
@@ -112,7 +104,9 @@ async def _run(args) -> int:
                 raise KafkaError(md.topic_errors.get(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name)
             parts = md.topics[name]
             rf = max((len(p.replicas) for p in parts.values()), default=0)
-            print(f"Topic: {name}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}")
+            own = [e for e in await describe_configs(cluster, TOPIC, name) if e.config_source == 1]
+            configs = ",".join(f"{e.name}={e.value}" for e in sorted(own, key=lambda e: e.name))
+            print(f"Topic: {name}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}\tConfigs: {configs}")
             cleaner = _cleaner_state(args.dir, name)
             for index, p in sorted(parts.items()):
                 dirty = cleaner.get(index, {})
