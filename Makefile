@@ -56,6 +56,7 @@ bench: setup
 	$(PY) -m bench.replication_bench
 	$(PY) -m bench.group_bench
 	$(PY) -m bench.cleaner_bench
+	$(PY) -m bench.admin_bench
 
 # Regenerates protocol/schemas from ../shared/kafka-message-specs (checked in; a test keeps it a no-op).
 regen: setup

@@ -130,3 +130,12 @@ def test_quick_cleaner_bench_prints_measured_against_targets():
     assert "| measurement (issue 17) | measured | target | met |" in r.stdout
     assert r.stdout.count("cleaner throughput, ") == 4
     assert "while a 64 MB log is cleaned" in r.stdout and "MB/s |" in r.stdout
+
+
+def test_quick_admin_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.admin_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 18) | measured | target | met |" in r.stdout
+    assert "DescribeConfigs of a topic" in r.stdout and "reassign a 5 MB partition" in r.stdout
