@@ -73,6 +73,10 @@ class DynamicConfigManager:
             log.info("dynamic broker configs in force: per-broker %s, cluster default %s", per_broker, default)
 
     async def apply_topic(self, topic: str) -> None:
+        """Apply a topic's stored overrides; a topic that no longer exists is forgotten."""
+        if await self.zk.exists(znodes.topic_path(topic)) is None:
+            self.topic_configs.remove(topic)
+            return
         overrides = await admin.fetch_entity_config(self.zk, "topics", topic)
         self.topic_configs.set(topic, overrides)
         updated = self.log_manager.reconfigure({topic})

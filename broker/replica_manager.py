@@ -253,7 +253,9 @@ class ReplicaManager:
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             log.warning("rejected UpdateMetadata: %s", e)
             return {"error_code": error_code_for(e)}
-        self.metadata_cache.update(body)
+        for topic in {t for t, _ in self.metadata_cache.update(body)}:
+            if topic not in self.metadata_cache.partitions:
+                self.topic_configs.remove(topic)  # deleted: a topic re-created later reads its own
         return {"error_code": ErrorCode.NONE}
 
     def stop_replicas(

@@ -277,3 +277,46 @@ def test_a_restarted_broker_keeps_dynamic_configs(start_broker):
     assert describe(broker, "broker", "1", {"log.segment.bytes"}) == {"log.segment.bytes": ("2048", DYNAMIC_BROKER)}
     create_topics(broker.bootstrap, {"after": 1})
     assert describe(broker, "topic", "after", {"segment.bytes"}) == {"segment.bytes": ("2048", DYNAMIC_BROKER)}
+
+
+def test_a_re_created_topic_runs_with_its_own_configs_on_every_broker(start_broker, zk):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    brokers = {i: start_broker(i) for i in (1, 2)}
+    admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
+    create_topics(brokers[1].bootstrap, {"again": 2}, rf=2)
+    incremental(brokers[1], "topic", "again", [("max.message.bytes", "SET", "200")])
+
+    def produce_to_each_leader(size):
+        codes = set()
+        for p in (0, 1):
+            leader = brokers[partition_state(zk, "again", p)["leader"]]
+
+            async def one(p=p, leader=leader):
+                async with Connection.open(leader.host, leader.port) as conn:
+                    from protocol import record_batch as rb
+
+                    r = await conn.request(
+                        0,
+                        {
+                            "acks": 1,
+                            "timeout_ms": 5000,
+                            "topic_data": [
+                                {
+                                    "name": "again",
+                                    "partition_data": [{"index": p, "records": rb.build_batch([(None, b"x" * size)])}],
+                                }
+                            ],
+                        },
+                    )
+                return r.responses[0].partition_responses[0].error_code
+
+            codes.add(ErrorCode(trio.run(one)).name)
+        return codes
+
+    wait(lambda: produce_to_each_leader(500) == {"MESSAGE_TOO_LARGE"}, "max.message.bytes on both leaders")
+    admin.delete_topics(["again"])["again"].result(TIMEOUT)
+    wait(lambda: not zk.exists("/brokers/topics/again"), "the deletion")
+    time.sleep(1)
+    admin.create_topics([NewTopic("again", 2, 2)])["again"].result(TIMEOUT)
+    wait(lambda: produce_to_each_leader(500) == {"NONE"}, "the new topic's default max.message.bytes on both leaders")
