@@ -86,6 +86,9 @@ def test_delete_records_moves_every_replica_and_consumers_reset(start_broker, zk
     deleted = admin.delete_records([TopicPartition("dr", 0, 50)], operation_timeout=30)
     [(tp, future)] = deleted.items()
     assert future.result(TIMEOUT).low_watermark == 50
+    leader = brokers[leader_of(zk, "dr")]
+    checkpoint = (leader.directory / "logs" / "log-start-offset-checkpoint").read_text().splitlines()
+    assert "dr 0 50" in checkpoint, "the leader checkpoints the new log start offset at once"
 
     # every replica drops the segments wholly below 50 at its next retention check
     def trimmed(b):
@@ -112,7 +115,6 @@ def test_delete_records_moves_every_replica_and_consumers_reset(start_broker, zk
         assert msg is not None and msg.offset() == first, policy
 
     # fetching below the log start offset directly is OFFSET_OUT_OF_RANGE
-    leader = brokers[leader_of(zk, "dr")]
     r = raw(
         leader,
         1,
