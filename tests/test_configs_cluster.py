@@ -269,10 +269,11 @@ def test_bad_input_gets_kafkas_errors_and_changes_nothing(start_broker):
 
 def test_a_restarted_broker_keeps_dynamic_configs(start_broker):
     broker = start_broker(1)
+    # librdkafka stalls if its first Metadata lists no brokers: ask once the broker knows itself
+    wait(lambda: raw(broker, 3, {"topics": []}).brokers, "the broker's metadata")
     incremental(broker, "broker", "1", [("log.segment.bytes", "SET", "2048")])
     broker.stop()
     broker.start()
-    # librdkafka stalls if its first Metadata lists no brokers: ask once the broker knows itself
     wait(lambda: raw(broker, 3, {"topics": []}).brokers, "the restarted broker's metadata")
     assert describe(broker, "broker", "1", {"log.segment.bytes"}) == {"log.segment.bytes": ("2048", DYNAMIC_BROKER)}
     create_topics(broker.bootstrap, {"after": 1})
