@@ -38,7 +38,7 @@ from bench.ceiling import CeilingServer, measure
 from client import Cluster
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
-from minikafka_cli.topics import _on_controller
+from client.admin import on_controller
 from perf.stats import Result
 
 RESULTS = Path(__file__).parent / "results"
@@ -135,7 +135,7 @@ async def _create_and_wait(bootstrap: str, name: str, partitions: int, rf: int, 
                 if len(md.brokers) == 3 and md.controller_id >= 0:
                     break
                 await trio.sleep(0.1)
-            results = await _on_controller(
+            results = await on_controller(
                 cluster, 19, lambda v: body, lambda r: [(t.name, t.error_code, t.error_message) for t in r.topics]
             )
             if results[0][1] not in (0, 36):

@@ -92,7 +92,7 @@ def render(value: Any) -> str | None:
 
 def broker_default(key: str) -> str | None:
     """Kafka's default of a broker key as a string (None: the key has no default)."""
-    parse, default = SCHEMA.get(key, (str, None))
+    _, default = SCHEMA.get(key, (str, None))
     return default if isinstance(default, str) or default is None else render(default)
 
 

@@ -39,7 +39,7 @@ from broker.errors import (
     PolicyViolation,
     UnknownLeaderEpoch,
 )
-from storage.errors import OffsetOutOfRange
+from storage.errors import InvalidAppendOffset, OffsetOutOfRange
 from storage.log import Log, LogAppendInfo, LogReadInfo
 
 NO_EPOCH = -1
@@ -392,7 +392,18 @@ class Partition:
         offset and take HW = min(leader's HW, own LEO). Raises the log's errors (StorageError,
         ProtocolError) with nothing changed but what was appended."""
         if records:
-            self.log.append_as_follower(records)
+            try:
+                self.log.append_as_follower(records)
+            except InvalidAppendOffset as e:
+                # Kafka's recovery: an empty log started at the leader's log start offset, which
+                # DeleteRecords put inside a batch; the leader sends that whole batch. Start the
+                # log at the batch instead (the leader's log start offset is taken just below).
+                leo = self.log.log_end_offset
+                first, last = e.first_offset, e.last_offset
+                if leo != self.log.log_start_offset or first is None or last is None or not first < leo <= last:
+                    raise
+                self.log.truncate_fully_and_start_at(first)
+                self.log.append_as_follower(records)
         if leader_log_start_offset > self.log.log_start_offset:
             self.log.maybe_increment_log_start_offset(leader_log_start_offset)
         self.high_watermark = min(leader_high_watermark, self.log.log_end_offset)

@@ -37,9 +37,15 @@ class InvalidTimestamp(StorageError):
 
 class InvalidAppendOffset(StorageError):
     """A follower append whose batches are not contiguous or start below the log end offset
-    (Kafka's UnexpectedAppendOffsetException / OffsetsOutOfOrderException)."""
+    (Kafka's UnexpectedAppendOffsetException / OffsetsOutOfOrderException). `first_offset` and
+    `last_offset` are the offending batch's when it is the first one appended (else None)."""
 
     error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str, first_offset: int | None = None, last_offset: int | None = None):
+        super().__init__(message)
+        self.first_offset = first_offset
+        self.last_offset = last_offset
 
 
 class UnsafeLogPath(StorageError):

@@ -330,9 +330,10 @@ class Log:
         expected = self.log_end_offset
         first = parsed.batches[0][1].base_offset
         max_ts, max_ts_offset = -1, first
-        for _, header in parsed.batches:
+        for index, (_, header) in enumerate(parsed.batches):
             if header.base_offset < expected:
-                raise InvalidAppendOffset(f"batch at offset {header.base_offset}, expected >= {expected}")
+                bounds = (header.base_offset, header.last_offset) if index == 0 else (None, None)
+                raise InvalidAppendOffset(f"batch at offset {header.base_offset}, expected >= {expected}", *bounds)
             if header.partition_leader_epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
             if header.max_timestamp > max_ts:

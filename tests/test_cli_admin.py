@@ -5,8 +5,8 @@ arguments exit 2, Kafka errors exit 1 with the error's name."""
 import json
 import subprocess
 import sys
-import time
 
+from tests.admin_helpers import wait
 from tests.group_helpers import create_topics, produce
 
 TIMEOUT = 60
@@ -19,13 +19,6 @@ def cli(*args, check=True):
     if check:
         assert r.returncode == 0, (args, r.stdout, r.stderr)
     return r
-
-
-def wait(predicate, what, timeout_s=TIMEOUT):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def test_admin_commands(start_broker, zk, tmp_path):

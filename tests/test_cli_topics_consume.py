@@ -45,7 +45,7 @@ async def test_topics_and_consume(start_broker, zk):
         lambda: cli("topics", "describe", "--bootstrap-server", bootstrap, "--topic", "tc")
     )
     lines = r.stdout.splitlines()
-    assert lines[0] == "Topic: tc\tPartitionCount: 3\tReplicationFactor: 3"
+    assert lines[0] == "Topic: tc\tPartitionCount: 3\tReplicationFactor: 3\tConfigs: min.insync.replicas=2"
     assert all("Replicas: " in line and "Isr: " in line for line in lines[1:]) and len(lines) == 4
     assert (
         "tc" in (await trio.to_thread.run_sync(lambda: cli("topics", "list", "--bootstrap-server", bootstrap))).stdout

@@ -9,18 +9,11 @@ import trio
 
 from client.connection import Connection
 from protocol.errors import ErrorCode
+from tests.admin_helpers import raw, wait
 from tests.group_helpers import create_topics
 from tests.replication_helpers import partition_state, produce
 
 TIMEOUT = 30
-
-
-def raw(broker, api_key, body, version=None):
-    async def go():
-        async with Connection.open(broker.host, broker.port) as conn:
-            return await conn.request(api_key, body, version=version)
-
-    return trio.run(go)
 
 
 def admin(broker):
@@ -54,13 +47,6 @@ def incremental(broker, kind, name, ops):
     resource = ConfigResource(kind, name, incremental_configs=entries)
     client = admin(broker)
     return client.incremental_alter_configs([resource])[resource].result(TIMEOUT)
-
-
-def wait(predicate, what, timeout_s=TIMEOUT):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT = 1, 2, 3, 4, 5

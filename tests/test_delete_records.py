@@ -6,22 +6,12 @@ kafka-python as judges; bad requests get Kafka's codes."""
 import json
 import time
 
-import trio
-
-from client.connection import Connection
 from protocol.errors import ErrorCode
+from tests.admin_helpers import raw, wait
 from tests.group_helpers import create_topics, produce
 
 TIMEOUT = 60
 SETTINGS = {"log_retention_check_interval_ms": 300, "log_segment_delete_delay_ms": 0, "replica_fetch_wait_max_ms": 100}
-
-
-def raw(broker, api_key, body, version=None):
-    async def go():
-        async with Connection.open(broker.host, broker.port) as conn:
-            return await conn.request(api_key, body, version=version)
-
-    return trio.run(go)
 
 
 def leader_of(zk, topic, partition=0):
@@ -54,13 +44,6 @@ def produce_one_by_one(bootstrap, topic, values):
     for value in values:
         producer.produce(topic, value=value)
         assert producer.flush(TIMEOUT) == 0
-
-
-def wait(predicate, what, timeout_s=TIMEOUT):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def test_delete_records_moves_every_replica_and_consumers_reset(start_broker, zk):

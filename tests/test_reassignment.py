@@ -8,21 +8,11 @@ import json
 import threading
 import time
 
-import trio
-
-from client.connection import Connection
 from protocol.errors import ErrorCode
+from tests.admin_helpers import raw, wait
 from tests.replication_helpers import log_bytes
 
 TIMEOUT = 90
-
-
-def raw(broker, api_key, body, version=None):
-    async def go():
-        async with Connection.open(broker.host, broker.port) as conn:
-            return await conn.request(api_key, body, version=version)
-
-    return trio.run(go)
 
 
 def topic_znode(zk, topic):
@@ -31,13 +21,6 @@ def topic_znode(zk, topic):
 
 def controller_id(zk):
     return json.loads(zk.get("/controller")[0])["brokerid"]
-
-
-def wait(predicate, what, timeout_s=TIMEOUT):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def create(bootstrap, topic, replicas):

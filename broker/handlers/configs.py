@@ -59,7 +59,7 @@ def _broker_entity(ctx, name: str) -> str:
 
 
 # ---- DescribeConfigs ------------------------------------------------------------------------------
-async def _describe_one(ctx, resource, version: int) -> list[dict]:
+async def _describe_one(ctx, resource) -> list[dict]:
     keys = None if resource.configuration_keys is None else list(resource.configuration_keys)
     if resource.resource_type == TOPIC:
         await _check_topic(ctx, resource.resource_name)
@@ -117,7 +117,7 @@ async def describe_configs(ctx, request):
             "configs": [],
         }
         try:
-            entries = await _describe_one(ctx, resource, version)
+            entries = await _describe_one(ctx, resource)
         except ResourceError as e:
             result.update(error_code=e.code, error_message=str(e))
         else:
