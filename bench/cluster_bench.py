@@ -36,9 +36,9 @@ import trio
 from bench import cluster_report
 from bench.ceiling import CeilingServer, measure
 from client import Cluster
+from client.admin import on_controller
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
-from client.admin import on_controller
 from perf.stats import Result
 
 RESULTS = Path(__file__).parent / "results"
