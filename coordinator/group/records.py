@@ -14,24 +14,22 @@ wrote and raise `CorruptCoordinatorRecord` (a ValueError) for anything else.
 
 from __future__ import annotations
 
-import io
-import struct
 from dataclasses import dataclass
 
-from protocol.errors import MalformedMessage
+from coordinator.record_codec import (
+    VERSION_PREFIX,
+    build_versioned,
+    parse_versioned,
+    partition_for_key,
+)
+from coordinator.record_codec import CorruptCoordinatorRecord as CorruptCoordinatorRecord  # re-exported
 from protocol.schemas import coordinator_records as specs
-from protocol.types import BufferReader
 
-_VERSION = struct.Struct(">h")
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
 OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_VALUE_VERSION = 3
-
-
-class CorruptCoordinatorRecord(ValueError):
-    """A `__consumer_offsets` record this coordinator cannot read (unknown version, truncated)."""
 
 
 @dataclass(frozen=True)
@@ -59,60 +57,30 @@ class OffsetAndMetadata:
     expire_timestamp_ms: int | None = None
 
 
-_COMPILED: dict[int, object] = {}
-
-
-def _compiled(schema):
-    found = _COMPILED.get(id(schema))
-    if found is None:
-        found = _COMPILED[id(schema)] = schema.compile()
-    return found
-
-
-def _parse(maps: dict, data: bytes, what: str):
-    if data is None or len(data) < 2:
-        raise CorruptCoordinatorRecord(f"{what}: {len(data or b'')} bytes, too short for a version")
-    (version,) = _VERSION.unpack_from(data)
-    schema = maps.get(version)
-    if schema is None:
-        raise CorruptCoordinatorRecord(f"{what}: unknown version {version}")
-    reader = BufferReader(data, 2)
-    try:
-        value = _compiled(schema).parsefunc(reader, None)
-    except (MalformedMessage, struct.error, ValueError) as e:
-        raise CorruptCoordinatorRecord(f"{what} v{version}: {e}") from None
-    return version, value
-
-
-def _build(maps: dict, version: int, value: dict) -> bytes:
-    out = io.BytesIO()
-    out.write(_VERSION.pack(version))
-    _compiled(maps[version]).buildfunc(value, out, None)
-    return out.getvalue()
-
-
 # ---- keys --------------------------------------------------------------------------------------
 def offset_key(group: str, topic: str, partition: int) -> bytes:
-    return _build(specs.OFFSET_COMMIT_KEY, OFFSET_KEY_VERSION, {"group": group, "topic": topic, "partition": partition})
+    return build_versioned(
+        specs.OFFSET_COMMIT_KEY, OFFSET_KEY_VERSION, {"group": group, "topic": topic, "partition": partition}
+    )
 
 
 def group_key(group: str) -> bytes:
-    return _build(specs.GROUP_METADATA_KEY, GROUP_KEY_VERSION, {"group": group})
+    return build_versioned(specs.GROUP_METADATA_KEY, GROUP_KEY_VERSION, {"group": group})
 
 
 def decode_key(data: bytes) -> OffsetKey | GroupKey:
     """A record key of `__consumer_offsets`. Raises CorruptCoordinatorRecord."""
-    if data is not None and len(data) >= 2 and _VERSION.unpack_from(data)[0] == GROUP_KEY_VERSION:
-        _, k = _parse(specs.GROUP_METADATA_KEY, data, "group metadata key")
+    if data is not None and len(data) >= 2 and VERSION_PREFIX.unpack_from(data)[0] == GROUP_KEY_VERSION:
+        _, k = parse_versioned(specs.GROUP_METADATA_KEY, data, "group metadata key")
         return GroupKey(k["group"])
-    _, k = _parse(specs.OFFSET_COMMIT_KEY, data, "offset commit key")
+    _, k = parse_versioned(specs.OFFSET_COMMIT_KEY, data, "offset commit key")
     return OffsetKey(k["group"], k["topic"], k["partition"])
 
 
 # ---- offset values -----------------------------------------------------------------------------
 def offset_value(om: OffsetAndMetadata) -> bytes:
     if om.expire_timestamp_ms is not None:
-        return _build(
+        return build_versioned(
             specs.OFFSET_COMMIT_VALUE,
             OFFSET_VALUE_VERSION_WITH_EXPIRY,
             {
@@ -122,7 +90,7 @@ def offset_value(om: OffsetAndMetadata) -> bytes:
                 "expire_timestamp": om.expire_timestamp_ms,
             },
         )
-    return _build(
+    return build_versioned(
         specs.OFFSET_COMMIT_VALUE,
         OFFSET_VALUE_VERSION,
         {
@@ -135,7 +103,7 @@ def offset_value(om: OffsetAndMetadata) -> bytes:
 
 
 def decode_offset_value(data: bytes) -> OffsetAndMetadata:
-    version, v = _parse(specs.OFFSET_COMMIT_VALUE, data, "offset commit value")
+    version, v = parse_versioned(specs.OFFSET_COMMIT_VALUE, data, "offset commit value")
     expire = v["expire_timestamp"] if version == 1 and v["expire_timestamp"] != -1 else None
     return OffsetAndMetadata(v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"], expire)
 
@@ -166,7 +134,7 @@ class StoredGroup:
 
 
 def group_value(g: StoredGroup) -> bytes:
-    return _build(
+    return build_versioned(
         specs.GROUP_METADATA_VALUE,
         GROUP_VALUE_VERSION,
         {
@@ -193,7 +161,7 @@ def group_value(g: StoredGroup) -> bytes:
 
 
 def decode_group_value(data: bytes) -> StoredGroup:
-    version, v = _parse(specs.GROUP_METADATA_VALUE, data, "group metadata value")
+    version, v = parse_versioned(specs.GROUP_METADATA_VALUE, data, "group metadata value")
     members = tuple(
         StoredMember(
             m["member_id"],
@@ -214,17 +182,6 @@ def decode_group_value(data: bytes) -> StoredGroup:
 
 
 # ---- where a group lives -----------------------------------------------------------------------
-def java_string_hash(s: str) -> int:
-    """Java's `String.hashCode` (UTF-16 code units, int32 overflow)."""
-    h = 0
-    data = s.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def partition_for(group_id: str, num_partitions: int) -> int:
-    """The `__consumer_offsets` partition of a group: Kafka's `Utils.abs(groupId.hashCode) %
-    offsets.topic.num.partitions` (`Utils.abs(Integer.MIN_VALUE)` is 0, not an overflow)."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+    """The `__consumer_offsets` partition of a group (`offsets.topic.num.partitions`)."""
+    return partition_for_key(group_id, num_partitions)
