@@ -7,10 +7,8 @@ import json
 import threading
 import time
 
-import trio
-
-from client.connection import Connection
 from protocol.errors import ErrorCode
+from tests.admin_helpers import raw
 from tests.group_helpers import GROUP_BROKER, create_topics
 
 TIMEOUT = 60
@@ -18,14 +16,7 @@ TIMEOUT = 60
 
 def create_partitions(broker, topics, validate_only=False):
     """Raw CreatePartitions to the controller `broker`: [(name, error name, message)]."""
-
-    async def go():
-        async with Connection.open(broker.host, broker.port) as conn:
-            return await conn.request(
-                37, {"topics": topics, "timeout_ms": 10000, "validate_only": validate_only}, version=3
-            )
-
-    r = trio.run(go)
+    r = raw(broker, 37, {"topics": topics, "timeout_ms": 10000, "validate_only": validate_only}, version=3)
     return [(x.name, ErrorCode(x.error_code).name, x.error_message) for x in r.results]
 
 
