@@ -174,9 +174,10 @@ def describe_broker(dynamic: DynamicBrokerConfig, *, per_broker: bool, keys: lis
         if not per_broker and name not in dynamic.cluster_default:
             continue
         synonyms = _synonyms(broker_synonyms(name), dynamic, per_broker=per_broker)
-        found = dynamic.source_of(name)
-        value = found[1] if found is not None else broker_default(name)
-        if not per_broker:
+        if per_broker:
+            found = dynamic.source_of(name)
+            value = found[1] if found is not None else broker_default(name)
+        else:
             value = dynamic.cluster_default[name]
         entries.append(_entry(name, value, synonyms, type_name, doc, read_only=name not in RECONFIGURABLE))
     return entries

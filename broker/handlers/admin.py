@@ -19,13 +19,17 @@ def _not_controller(ctx) -> bool:
     return ctx.controller is None or not ctx.controller.active
 
 
+def _not_controller_results(topics) -> list[dict]:
+    """Per-topic NOT_CONTROLLER results (CreateTopics, CreatePartitions)."""
+    return [
+        {"name": t.name, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": "not the controller"} for t in topics
+    ]
+
+
 async def create_topics(ctx, request):
     body = request.body
     if _not_controller(ctx):
-        results = [
-            {"name": t.name, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": "not the controller"}
-            for t in body.topics
-        ]
+        results = _not_controller_results(body.topics)
     else:
         results = await ctx.controller.request(
             lambda reply: events.CreateTopics(body, reply), timeout_s=max(body.timeout_ms / 1000, 5)
@@ -55,10 +59,7 @@ async def create_partitions(ctx, request):
     has leaders for the new partitions (Kafka's DelayedCreatePartitions), or at `timeout_ms`."""
     body = request.body
     if _not_controller(ctx):
-        results = [
-            {"name": t.name, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": "not the controller"}
-            for t in body.topics
-        ]
+        results = _not_controller_results(body.topics)
     else:
         timeout_s = max(body.timeout_ms / 1000, 5)
         results = await ctx.controller.request(lambda reply: events.CreatePartitions(body, reply), timeout_s=timeout_s)
