@@ -1,19 +1,18 @@
-# The minikafka broker image: configured through KAFKA_* environment variables
+# The minikafka broker image, configured through KAFKA_* environment variables
 # (KAFKA_BROKER_ID -> broker.id, KAFKA_ZOOKEEPER_CONNECT -> zookeeper.connect, ...).
-FROM python:3.11-slim
-WORKDIR /opt/minikafka
-COPY pyproject.toml README.md ./
-COPY protocol ./protocol
-COPY storage ./storage
-COPY broker ./broker
-COPY controller ./controller
-COPY zk ./zk
-COPY client ./client
-COPY local_cluster ./local_cluster
-COPY minikafka_cli ./minikafka_cli
-# (native/, the compiled record validator, needs cargo: without it the broker validates records with
-# its Python reference, protocol/record_validation.py)
-RUN pip install --no-cache-dir . && mkdir -p /var/lib/minikafka
+#
+# `make images` builds it. Elsewhere it starts from the official Python image; on machines without a
+# registry `make images` passes BASE_IMAGE=minikafka-base:bookworm (docker/build-base.sh, debootstrap).
+# Nothing here uses the network: the project, its compiled record validator and their dependencies
+# come in as wheels built on the host into docker/wheels/, installed with --no-index.
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+FROM ${BASE_IMAGE}
+COPY docker/wheels /tmp/wheels
+RUN python3 -m venv /opt/minikafka \
+ && /opt/minikafka/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheels minikafka minikafka-native \
+ && rm -rf /tmp/wheels \
+ && mkdir -p /var/lib/minikafka
+ENV PATH=/opt/minikafka/bin:$PATH PYTHONUNBUFFERED=1
 VOLUME /var/lib/minikafka
 EXPOSE 9092
 ENTRYPOINT ["minikafka", "broker", "--env-config"]

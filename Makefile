@@ -3,9 +3,9 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := zookeeper kcat default-jre-headless iptables
+APT_PACKAGES := zookeeper kcat default-jre-headless iptables debootstrap
 
-.PHONY: setup apt venv test test-fast lint run bench chaos regen clean
+.PHONY: setup apt venv test test-fast lint run bench chaos regen clean images compose-up compose-down chaos-docker
 
 setup: apt venv
 
@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml native/pyproject.toml native/Cargo.toml native/src/lib.
 	touch $(STAMP)
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30
 
 # The pure tests only (no ZooKeeper, broker, client or Spark processes): a minute or two.
 test-fast: setup
@@ -57,6 +57,26 @@ bench: setup
 	$(PY) -m bench.group_bench
 	$(PY) -m bench.cleaner_bench
 	$(PY) -m bench.admin_bench
+	$(PY) -m bench.txn_bench
+	$(PY) -m bench.security_bench
+	$(PY) -m bench.request_bench
+	$(PY) -m bench.compose_bench
+
+# The docker-compose cluster (docker-compose.yml). `images` builds the base image from Debian's
+# archive with debootstrap (docker/build-base.sh, once per machine), the wheels and both images;
+# compose-up also starts ZooKeeper and brokers 1-3 and waits until they are healthy.
+images: setup
+	$(VENV)/bin/minikafka compose build
+
+compose-up: setup
+	$(VENV)/bin/minikafka compose up
+
+compose-down: setup
+	$(VENV)/bin/minikafka compose down
+
+# The chaos scenarios against the docker-compose cluster (Docker's nemeses; also in `make test`).
+chaos-docker: setup
+	$(PY) -m chaos.docker_runner
 
 # Regenerates protocol/schemas from ../shared/kafka-message-specs (checked in; a test keeps it a no-op).
 regen: setup

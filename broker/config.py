@@ -18,6 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import ControllerConfig
+from security.config import (
+    ClientSecurity,
+    ListenerSecurity,
+    SecurityConfigError,
+    inter_broker_client,
+    inter_broker_listener_name,
+    listener_security,
+)
 from storage.cleaner.log_cleaner import CleanerConfig
 from storage.config import LogConfig
 from storage.topic_configs import TopicConfigs
@@ -207,7 +215,48 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "group.min.session.timeout.ms": (_int_at_least(0), 6000),
     "group.max.session.timeout.ms": (_int_at_least(0), 1800000),
     "group.max.size": (_int_at_least(1), (1 << 31) - 1),
+    # the transaction coordinator (Kafka's TransactionStateManagerConfig / TransactionLogConfig)
+    "transaction.state.log.num.partitions": (_int_at_least(1), 50),
+    "transaction.state.log.replication.factor": (_int_at_least(1), 3),
+    "transaction.state.log.min.isr": (_int_at_least(1), 2),
+    "transaction.state.log.segment.bytes": (_int_at_least(1), 104857600),
+    "transaction.state.log.load.buffer.size": (_int_at_least(1), 5242880),
+    "transaction.max.timeout.ms": (_int_at_least(1), 900000),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_int_at_least(1), 10000),
+    "transactional.id.expiration.ms": (_int_at_least(1), 604800000),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (_int_at_least(1), 3600000),
+    # security (security/config.py reads them, per listener where Kafka allows
+    # `listener.name.<listener>.<key>`)
+    "listener.security.protocol.map": (str, ""),
+    "inter.broker.listener.name": (str, ""),
+    "security.inter.broker.protocol": (str, ""),
+    "sasl.enabled.mechanisms": (str, "GSSAPI"),
+    "sasl.mechanism.inter.broker.protocol": (str, "GSSAPI"),
+    "sasl.jaas.config": (str, ""),
+    "ssl.keystore.type": (str, "PEM"),
+    "ssl.keystore.location": (str, ""),
+    "ssl.keystore.password": (str, ""),
+    "ssl.keystore.certificate.chain": (str, ""),
+    "ssl.keystore.key": (str, ""),
+    "ssl.key.password": (str, ""),
+    "ssl.truststore.type": (str, "PEM"),
+    "ssl.truststore.location": (str, ""),
+    "ssl.truststore.password": (str, ""),
+    "ssl.truststore.certificates": (str, ""),
+    "ssl.client.auth": (str, "none"),
+    "ssl.enabled.protocols": (str, "TLSv1.2,TLSv1.3"),
+    "ssl.endpoint.identification.algorithm": (str, "https"),
+    "ssl.principal.mapping.rules": (str, "DEFAULT"),
+    "authorizer.class.name": (str, ""),
+    "super.users": (str, ""),
+    "allow.everyone.if.no.acl.found": (_bool, False),
 }
+
+#: `authorizer.class.name` values that turn authorization on (Kafka's ZooKeeper-mode authorizers)
+ACL_AUTHORIZERS = {"kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer"}
+
+#: per-listener keys (`listener.name.<listener>.<key>`) are read by security/config.py
+LISTENER_PREFIX = "listener.name."
 
 #: Kafka keys that size thread pools: trio needs none, so they are accepted and have no effect
 NO_EFFECT_KEYS = {
@@ -250,8 +299,20 @@ class BrokerConfig:
 
     @property
     def inter_broker_listener(self) -> Listener:
-        """The listener clients and followers use: the first that is not the control plane's."""
-        return next(lst for lst in self.listeners if lst.name != self.control_plane_listener_name)
+        """The listener brokers use to reach each other (`inter.broker.listener.name`, else the
+        one named after `security.inter.broker.protocol`, else the first that is not the control
+        plane's)."""
+        names = [lst.name for lst in self.listeners]
+        name = inter_broker_listener_name(self.raw, names, self.control_plane_listener_name)
+        return next(lst for lst in self.listeners if lst.name == name)
+
+    def listener_security(self) -> dict[str, ListenerSecurity]:
+        """Each listener's protocol, TLS settings and SASL mechanisms (security/config.py)."""
+        return listener_security(self.raw, [lst.name for lst in self.listeners])
+
+    def inter_broker_security(self) -> ClientSecurity:
+        """How this broker connects to the others' inter-broker listener."""
+        return inter_broker_client(self.raw, self.listener_security()[self.inter_broker_listener.name])
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -274,6 +335,9 @@ class BrokerConfig:
             leader_imbalance_check_interval_seconds=self["leader.imbalance.check.interval.seconds"],
             control_plane_listener_name=self.control_plane_listener_name,
             inter_broker_listener_name=self.inter_broker_listener.name,
+            client_security=inter_broker_client(
+                self.raw, self.listener_security()[self.control_plane_listener_name or self.inter_broker_listener.name]
+            ),
         )
 
     def cleaner_config(self) -> CleanerConfig:
@@ -324,7 +388,7 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
     for key in props:
         if key in NO_EFFECT_KEYS:
             log.info("configuration key %r has no effect in minikafka (trio needs no thread pools)", key)
-        elif key not in SCHEMA:
+        elif key not in SCHEMA and not key.startswith(LISTENER_PREFIX):
             log.warning("unknown configuration key %r is ignored", key)
     values: dict[str, Any] = {}
     for key, (parse, default) in SCHEMA.items():
@@ -346,8 +410,18 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
             raise ConfigError("control.plane.listener.name needs another listener for clients and replication")
     if values["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
         raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+    authorizer = values["authorizer.class.name"].strip()
+    if authorizer and authorizer not in ACL_AUTHORIZERS:
+        raise ConfigError(
+            f"authorizer.class.name {authorizer} is not supported (use kafka.security.authorizer.AclAuthorizer)"
+        )
+    values["authorizer.class.name"] = authorizer
     config = BrokerConfig(values, dict(props))
     config.log_config()  # validates the log.* keys together
+    try:  # validates the listeners' security settings together
+        config.inter_broker_security()
+    except SecurityConfigError as e:
+        raise ConfigError(str(e)) from None
     return config
 
 

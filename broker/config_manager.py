@@ -6,7 +6,9 @@ before any log is loaded. Then every sequential `/config/changes/config_change_<
 one processed (all of them after a start; they are idempotent) names an entity whose config is read
 again and applied: a topic's overrides go to `TopicConfigs` and to its logs on this broker
 (`LogManager.reconfigure`), a broker layer recomputes the defaults every log and the replica manager
-use (`min.insync.replicas` is read per acks=all produce, so it applies to the next one). Changes
+use (`min.insync.replicas` is read per acks=all produce, so it applies to the next one), a user's
+node (`/config/users/<user>`) refreshes its SCRAM credentials in the `CredentialCache` (all users
+are read at startup). Changes
 older than 15 minutes are deleted after processing, as Kafka does. The ZooKeeper watch only wakes
 the task; the reads and applies happen in it, in sequence order.
 """
@@ -20,6 +22,7 @@ import trio
 
 from broker.config import BrokerConfig, ConfigError
 from broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
+from security.credentials import CredentialCache, user_from_node_name
 from storage.log_manager import LogManager
 from storage.topic_configs import TopicConfigs
 from zk import admin, znodes
@@ -38,8 +41,10 @@ class DynamicConfigManager:
         dynamic: DynamicBrokerConfig,
         topic_configs: TopicConfigs,
         log_manager: LogManager,
+        credentials: CredentialCache | None = None,
     ):
         self.zk = zk
+        self.credentials = credentials if credentials is not None else CredentialCache()
         self.dynamic = dynamic
         self.topic_configs = topic_configs
         self.log_manager = log_manager
@@ -82,13 +87,29 @@ class DynamicConfigManager:
         updated = self.log_manager.reconfigure({topic})
         log.info("topic %s config changed to %s (%d local logs updated)", topic, overrides, updated)
 
+    async def load_user(self, node_name: str) -> None:
+        """Refresh one user's SCRAM credentials (`node_name` is url-encoded, as Kafka stores it)."""
+        config = await admin.fetch_entity_config(self.zk, "users", node_name)
+        self.credentials.update_user(user_from_node_name(node_name), config)
+
+    async def load_users(self) -> None:
+        """Read every user's SCRAM credentials (startup)."""
+        try:
+            names = await self.zk.get_children(znodes.CONFIG_USERS)
+        except NoNodeError:
+            return
+        for name in names:
+            await self.load_user(name)
+
     async def process(self, entity_type: str, name: str) -> None:
         """Apply the current config of one entity named by a change notification."""
         if entity_type == "topics":
             await self.apply_topic(name)
         elif entity_type == "brokers" and name in (DEFAULT_ENTITY, str(self.dynamic.broker_id)):
             await self.load_broker_configs()
-        # other brokers' entities, users, clients, ips: nothing this broker applies
+        elif entity_type == "users":
+            await self.load_user(name)
+        # other brokers' entities, clients, ips: nothing this broker applies
 
     # ---- the notification listener -----------------------------------------------------------
     async def process_notifications(self) -> None:

@@ -1,13 +1,14 @@
 """What request handlers may use: the broker's state holders (no sockets, no bytes).
 
 Built once by the broker process (`broker.main.Broker`) and never changed after. `zk`,
-`controller`, `producer_ids` and `group_coordinator` are None only in tests that serve a subset of the APIs.
+`controller`, `producer_ids`, `group_coordinator` and `txn_coordinator` are None only in tests that serve a subset of the APIs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker.acl_store import ZkAclStore
 from broker.config import BrokerConfig
 from broker.config_manager import DynamicConfigManager
 from broker.dynamic_config import DynamicBrokerConfig
@@ -16,6 +17,8 @@ from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import LeadershipListener, ReplicaManager
 from controller.controller import KafkaController
 from coordinator.group.coordinator import GroupCoordinator
+from coordinator.transaction.coordinator import TransactionCoordinator
+from security.authorizer import Authorizer
 from storage.topic_configs import TopicConfigs
 from zk.client import ZkClient
 
@@ -31,9 +34,12 @@ class BrokerContext:
     controller: KafkaController | None = None  # CreateTopics, DeleteTopics, ... (when active)
     producer_ids: ProducerIdManager | None = None  # InitProducerId
     group_coordinator: GroupCoordinator | None = None  # the group APIs
+    txn_coordinator: TransactionCoordinator | None = None  # the transaction APIs
     leadership_listeners: tuple[LeadershipListener, ...] = ()  # coordinators: on_election / on_resignation
     dynamic_config: DynamicBrokerConfig | None = None  # DescribeConfigs / AlterConfigs of brokers
     config_manager: DynamicConfigManager | None = None  # applies config changes at once
+    authorizer: Authorizer | None = None  # authorizer.class.name set: every API checks ACLs
+    acl_store: ZkAclStore | None = None  # CreateAcls / DescribeAcls / DeleteAcls
 
     @property
     def broker_id(self) -> int:

@@ -23,21 +23,29 @@ from pathlib import Path
 
 import trio
 
+from broker.acl_store import ZkAclStore
 from broker.config import BrokerConfig, ConfigError, load_config
 from broker.config_manager import DynamicConfigManager
 from broker.context import BrokerContext
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import HANDLERS, advertised_api_versions
+from broker.listener_transport import build_transports
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer
+from broker.txn_marker_channel import TransactionMarkerChannel
 from client.connection import Connection, ConnectionClosed
 from controller import events as controller_events
 from controller.controller import KafkaController
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.coordinator import GroupCoordinator
+from coordinator.transaction.config import TransactionConfig
+from coordinator.transaction.coordinator import TransactionCoordinator
 from protocol.api_keys import ApiKey
+from security.authorizer import AclCache, Authorizer, parse_super_users
+from security.config import SecurityConfigError
+from security.credentials import CredentialCache
 from storage.cleaner.log_cleaner import LogCleaner
 from storage.errors import StorageError
 from storage.log_manager import LogManager
@@ -69,13 +77,27 @@ class Broker:
             retention_check_interval_ms=config["log.retention.check.interval.ms"],
         )
         self.metadata_cache = MetadataCache(listener=config.inter_broker_listener.name)
+        self.credentials = CredentialCache()
+        self.transports = build_transports(config.listener_security(), self.credentials)
+        self.client_security = config.inter_broker_security()
+        self.acl_store: ZkAclStore | None = None
+        self.authorizer: Authorizer | None = None
+        if config["authorizer.class.name"]:
+            cache = AclCache()
+            self.acl_store = ZkAclStore(self.zk, cache)
+            self.authorizer = Authorizer(
+                cache, parse_super_users(config["super.users"]), config["allow.everyone.if.no.acl.found"]
+            )
         self.replica_manager = ReplicaManager(
             config, self.log_manager, self.metadata_cache, self.topic_configs, self.zk
         )
+        self.replica_manager.client_security = self.client_security
         self.log_cleaner = LogCleaner(self.log_manager, config.cleaner_config(), self.replica_manager.high_watermark_of)
         self.controller = KafkaController(config.controller_config(), self.zk, self.topic_configs)
         self.dynamic_config = DynamicBrokerConfig(config.raw, config.broker_id)
-        self.config_manager = DynamicConfigManager(self.zk, self.dynamic_config, self.topic_configs, self.log_manager)
+        self.config_manager = DynamicConfigManager(
+            self.zk, self.dynamic_config, self.topic_configs, self.log_manager, self.credentials
+        )
         self.server: KafkaServer | None = None
         self.registration: znodes.BrokerRegistration | None = None
 
@@ -95,8 +117,9 @@ class Broker:
         advertised = self.config.advertised_listeners
         ports = {listener.name: port for listener, port in bound}
         endpoints = [(a.name, a.host or "127.0.0.1", a.port or ports.get(a.name, 0)) for a in advertised]
+        protocols = {name: s.protocol.name for name, s in self.config.listener_security().items()}
         registration = self.registration = znodes.BrokerRegistration(
-            self.config.broker_id, endpoints, self.config["broker.rack"] or None
+            self.config.broker_id, endpoints, self.config["broker.rack"] or None, protocols
         )
         path = znodes.broker_path(self.config.broker_id)
         # A registration left by a killed process of this broker vanishes when its session expires:
@@ -130,12 +153,23 @@ class Broker:
                 await self.zk.ensure_path(path)
             cluster_id = await self._cluster_id()
             await self.config_manager.load_broker_configs()
+            await self.config_manager.load_users()
             try:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:
                 raise BrokerStartupError(str(e)) from None
             group_coordinator = GroupCoordinator(
                 self.replica_manager, self.metadata_cache, GroupCoordinatorConfig.from_broker_config(self.config)
+            )
+            producer_ids = ProducerIdManager(self.zk, self.config.broker_id)
+            marker_channel = TransactionMarkerChannel(
+                self.metadata_cache, f"broker-{self.config.broker_id}-txn-markers", self.client_security
+            )
+            txn_coordinator = TransactionCoordinator(
+                self.replica_manager,
+                TransactionConfig.from_broker_config(self.config),
+                marker_channel,
+                producer_ids.generate,
             )
             context = BrokerContext(
                 self.config,
@@ -145,11 +179,14 @@ class Broker:
                 zk=self.zk,
                 controller=self.controller,
                 topic_configs=self.topic_configs,
-                producer_ids=ProducerIdManager(self.zk, self.config.broker_id),
+                producer_ids=producer_ids,
                 group_coordinator=group_coordinator,
-                leadership_listeners=(group_coordinator,),
+                txn_coordinator=txn_coordinator,
+                leadership_listeners=(group_coordinator, txn_coordinator),
                 dynamic_config=self.dynamic_config,
                 config_manager=self.config_manager,
+                authorizer=self.authorizer,
+                acl_store=self.acl_store,
             )
             self.server = KafkaServer(
                 self.config.listeners,
@@ -163,14 +200,19 @@ class Broker:
                 max_connections_per_ip_overrides=self.config["max.connections.per.ip.overrides"],
                 queued_max_requests=self.config["queued.max.requests"],
                 queued_max_request_bytes=self.config["queued.max.request.bytes"],
+                transports=self.transports,
             )
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:
+                    if self.acl_store is not None:
+                        await nursery.start(self.acl_store.run)  # ACLs are loaded before anything is served
                     bound = await nursery.start(self.server.run)
                     await nursery.start(self.log_manager.run, self.replica_manager.high_watermark_of)
                     await nursery.start(self.log_cleaner.run)
                     await nursery.start(self.replica_manager.run)
                     await nursery.start(group_coordinator.run)
+                    await nursery.start(marker_channel.run)
+                    await nursery.start(txn_coordinator.run)
                     await nursery.start(self.controller.run)
                     await nursery.start(self.config_manager.run)
                     nursery.start_soon(self._watch_session)
@@ -249,7 +291,7 @@ class Broker:
                         host, port = znodes.BrokerRegistration.decode(controller_id, reg[0]).endpoint_for(
                             self.config.inter_broker_listener.name
                         )
-                        async with Connection.open(host, port) as conn:
+                        async with Connection.open(host, port, security=self.client_security) as conn:
                             response = await conn.request(ApiKey.CONTROLLED_SHUTDOWN, body, timeout_s=10)
                         code, remaining = response.error_code, response.remaining_partitions
                     if code == 0 and not remaining:
@@ -356,7 +398,12 @@ def run(args: argparse.Namespace) -> int:
     raise_open_files_limit()
     failure = None
     try:
-        trio.run(Broker(config).run)
+        broker = Broker(config)
+    except SecurityConfigError as e:  # a keystore or truststore that cannot be loaded
+        print(f"minikafka broker: configuration error: {e}", file=sys.stderr)
+        return 2
+    try:
+        trio.run(broker.run)
     except* BrokerStartupError as group:  # raised inside the broker's nursery, so grouped
         failure = group.exceptions[0]
     if failure is not None:

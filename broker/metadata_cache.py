@@ -24,10 +24,21 @@ NO_LEADER = -1
 
 @dataclass(frozen=True)
 class BrokerEndpoint:
+    """A live broker: its inter-broker endpoint (`host`, `port`) and every listener's."""
+
     broker_id: int
     host: str
     port: int
     rack: str | None = None
+    listeners: tuple[tuple[str, str, int], ...] = ()  # (listener name, host, port)
+
+    def on(self, listener: str) -> tuple[str, int]:
+        """(host, port) of `listener` (what a client connected to that listener is told, as
+        Kafka's Metadata does); the inter-broker endpoint when the broker lacks it."""
+        for name, host, port in self.listeners:
+            if name == listener:
+                return host, port
+        return self.host, self.port
 
 
 @dataclass(frozen=True)
@@ -72,7 +83,8 @@ class MetadataCache:
         for b in body.live_brokers:
             if b.get("endpoints"):
                 ep = next((e for e in b.endpoints if e.listener == self.listener), b.endpoints[0])
-                brokers[b.id] = BrokerEndpoint(b.id, ep.host, ep.port, b.rack)
+                listeners = tuple((e.listener, e.host, e.port) for e in b.endpoints)
+                brokers[b.id] = BrokerEndpoint(b.id, ep.host, ep.port, b.rack, listeners)
             else:
                 brokers[b.id] = BrokerEndpoint(b.id, b.v0_host, b.v0_port)
         self.brokers = brokers

@@ -206,16 +206,26 @@ class Partition:
             raise NotLeaderOrFollower(f"broker {self.local_broker_id} does not lead {self.tp}")
 
     # ---- leader operations ---------------------------------------------------------------------
-    def append_records_as_leader(self, records, required_acks: int, min_insync_replicas: int) -> LogAppendInfo:
-        """Append a produce request's records. Raises NotLeaderOrFollower, NotEnoughReplicas
-        (acks=-1 with |ISR| < min.insync.replicas), and the log's CorruptRecordBatch /
-        RecordTooLarge."""
+    def append_records_as_leader(
+        self,
+        records,
+        required_acks: int,
+        min_insync_replicas: int,
+        *,
+        validate_records: bool = True,
+        markers: bool = False,
+    ) -> LogAppendInfo:
+        """Append a produce request's records (`validate_records=False`: a coordinator's own
+        batches; `markers`: transaction markers from WriteTxnMarkers). Raises
+        NotLeaderOrFollower, NotEnoughReplicas (acks=-1 with |ISR| < min.insync.replicas), and the
+        log's CorruptRecordBatch / RecordTooLarge / InvalidProducerEpoch /
+        TransactionCoordinatorFenced."""
         self.require_leader()
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise NotEnoughReplicas(
                 f"{self.tp}: ISR {self.isr} is smaller than min.insync.replicas {min_insync_replicas}"
             )
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, validate_records=validate_records, markers=markers)
         self.maybe_increment_high_watermark()
         return info
 
@@ -235,6 +245,12 @@ class Partition:
             return True
         return False
 
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO (KIP-98): the first offset of the oldest transaction not yet decided and
+        replicated, never above the HW; read_committed consumers read below it."""
+        return self.log.last_stable_offset(self.high_watermark)
+
     def read(
         self,
         fetch_offset: int,
@@ -243,15 +259,16 @@ class Partition:
         committed_only: bool,
         min_one_batch: bool,
         current_leader_epoch: int = NO_EPOCH,
+        read_committed: bool = False,
     ) -> LogReadInfo:
-        """Read for a consumer (committed_only: up to the HW, leader only) or a follower (to the
-        LEO). Raises NotLeaderOrFollower, fencing errors, OffsetOutOfRange."""
+        """Read for a consumer (committed_only: up to the HW, or with `read_committed` up to the
+        LSO; leader only) or a follower (to the LEO). Raises NotLeaderOrFollower, fencing errors,
+        OffsetOutOfRange."""
         self.require_leader(current_leader_epoch)
         if committed_only:
             self._require_caught_up_high_watermark()
-        return self.log.read(
-            fetch_offset, max_bytes, self.high_watermark if committed_only else None, min_one_batch=min_one_batch
-        )
+        end = (self.last_stable_offset if read_committed else self.high_watermark) if committed_only else None
+        return self.log.read(fetch_offset, max_bytes, end, min_one_batch=min_one_batch)
 
     def _require_caught_up_high_watermark(self) -> None:
         """A new leader may know a lower HW than its predecessor told consumers; until its HW
@@ -409,15 +426,23 @@ class Partition:
         self.high_watermark = min(leader_high_watermark, self.log.log_end_offset)
 
     def offset_for_timestamp(
-        self, timestamp: int, *, committed_only: bool, current_leader_epoch: int = NO_EPOCH
+        self,
+        timestamp: int,
+        *,
+        committed_only: bool,
+        current_leader_epoch: int = NO_EPOCH,
+        read_committed: bool = False,
     ) -> tuple[int, int, int]:
-        """ListOffsets: (timestamp, offset, leader epoch of that offset); -1 timestamp = latest,
+        """ListOffsets: (timestamp, offset, leader epoch of that offset); -1 timestamp = latest
+        (the HW, or the LSO for `read_committed`),
         -2 = earliest, -3 = the record with the max timestamp (KIP-734). A lookup by time that
         finds nothing below the fetchable end returns (-1, -1, -1)."""
         self.require_leader(current_leader_epoch)
         if committed_only:
             self._require_caught_up_high_watermark()
         end = self.high_watermark if committed_only else self.log.log_end_offset
+        if committed_only and read_committed:
+            end = self.last_stable_offset
         if timestamp == -2:
             offset = self.log.log_start_offset
             return -1, offset, self.log.epoch_cache.epoch_for_offset(offset)

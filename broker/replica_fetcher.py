@@ -41,8 +41,11 @@ class FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, broker_id: int, leader_id: int, host: str, port: int, config, on_change, on_storage_error):
+    def __init__(
+        self, broker_id: int, leader_id: int, host: str, port: int, config, on_change, on_storage_error, security=None
+    ):
         self.broker_id, self.leader_id = broker_id, leader_id
+        self.security = security  # ClientSecurity of the inter-broker listener (None: PLAINTEXT)
         self.host, self.port = host, port
         self.config = config
         self.on_change = on_change  # called with a tp after its log or HW changed
@@ -65,7 +68,7 @@ class ReplicaFetcher:
             while True:
                 try:
                     async with Connection.open(
-                        self.host, self.port, client_id=f"replica-fetcher-{self.broker_id}"
+                        self.host, self.port, client_id=f"replica-fetcher-{self.broker_id}", security=self.security
                     ) as conn:
                         self.session.reset()
                         while True:

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, Protocol
 import trio
 
 from broker.config import BrokerConfig
-from broker.delayed import Watchers
+from broker.delayed import OffsetWaiters, Watchers
 from broker.errors import (
     NotEnoughReplicasAfterAppend,
     NotLeaderOrFollower,
@@ -51,6 +51,7 @@ from broker.replica_fetcher import ReplicaFetcher
 from protocol.errors import ErrorCode
 from protocol.topic_names import is_valid_topic_name
 from protocol.types import ZERO_UUID
+from security.config import ClientSecurity
 from storage.errors import KafkaStorageError
 from storage.log import LogAppendInfo
 from storage.log_manager import LogManager
@@ -63,6 +64,7 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 CONSUMER_REPLICA_ID = -1
+READ_COMMITTED = 1  # isolation_level (Fetch v4+, ListOffsets v2+)
 
 
 class LeadershipListener(Protocol):
@@ -90,6 +92,21 @@ class FetchView(NamedTuple):
     max_bytes: int
     min_bytes: int
     topics: list[FetchTopic]
+    read_committed: bool = False  # isolation_level 1 (KIP-98): up to the LSO, with aborted transactions
+    denied: frozenset[str] = frozenset()  # topics the fetcher may not read (TOPIC_AUTHORIZATION_FAILED)
+
+
+def _denied_read(partition: int) -> dict:
+    return {
+        "partition_index": partition,
+        "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "records": b"",
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+    }
 
 
 class ReplicaManager:
@@ -110,6 +127,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.broker_epoch = -1
         self.watchers = Watchers()
+        self.replication_waiters = OffsetWaiters()  # acks=-1 appends waiting for the HW
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
         self.topic_configs = topic_configs
@@ -121,6 +139,7 @@ class ReplicaManager:
         self.offline_partitions: set[TopicPartition] = set()  # their log dir failed (until restart)
         self._log_dir_events_send, self._log_dir_events = trio.open_memory_channel(math.inf)
         self._isr_lock = trio.Lock()
+        self.client_security: ClientSecurity | None = None  # the replica fetchers' (None: PLAINTEXT)
 
     def min_insync_replicas(self, topic: str) -> int:
         """`min.insync.replicas`: the topic's override, else the broker's."""
@@ -139,6 +158,12 @@ class ReplicaManager:
 
     def _changed(self, tp: TopicPartition) -> None:
         self.watchers.notify(tp)
+        if self.replication_waiters.waiting(tp):
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader or len(partition.isr) < self.min_insync_replicas(tp[0]):
+                self.replication_waiters.notify(tp, None)  # every waiter's outcome is now an error
+            else:
+                self.replication_waiters.notify(tp, partition.high_watermark)
 
     # ---- controller requests -------------------------------------------------------------------
     def _check_controller(self, body, carries_broker_epoch: bool) -> None:
@@ -371,12 +396,30 @@ class ReplicaManager:
         def done() -> bool:
             return all(settled(tp, off) is not None for tp, off in waiting.items())
 
-        await self.watchers.wait_for(list(waiting), done, timeout_ms / 1000)
+        await self.replication_waiters.wait_for(waiting, done, timeout_ms / 1000)
         for tp, required in waiting.items():
             outcome = settled(tp, required)
             code = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
             if code != ErrorCode.NONE:
                 results[tp]["error_code"] = code
+
+    async def append_markers(self, tp: TopicPartition, records: bytes, timeout_ms: int) -> ErrorCode:
+        """WriteTxnMarkers for one partition: append the markers with acks=-1 and wait for the HW
+        to cover them; returns Kafka's error code for the partition."""
+        try:
+            partition = self.get_partition(*tp)
+            info = partition.append_records_as_leader(records, -1, self.min_insync_replicas(tp[0]), markers=True)
+        except Exception as e:
+            code = error_code_for(e)
+            if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+                log.exception("markers for %s failed", tp)
+            if isinstance(e, KafkaStorageError):
+                self.handle_log_dir_failure(e.log_dir)
+            return code
+        self._changed(tp)
+        results = {tp: {"error_code": ErrorCode.NONE}}
+        await self._await_replication({tp: info.last_offset + 1}, results, timeout_ms)
+        return ErrorCode(results[tp]["error_code"])
 
     async def append_internal(self, tp: TopicPartition, records: bytes, timeout_ms: int) -> LogAppendInfo:
         """Append `records` (whole v2 batches) to a partition this broker leads, as a coordinator
@@ -385,7 +428,7 @@ class ReplicaManager:
         min.insync.replicas before the append), NotEnoughReplicasAfterAppend, RequestTimedOut
         (`timeout_ms` passed first), and the log's errors (CorruptRecordBatch, RecordTooLarge)."""
         partition = self.get_partition(*tp)
-        info = partition.append_records_as_leader(records, -1, self.min_insync_replicas(tp[0]))
+        info = partition.append_records_as_leader(records, -1, self.min_insync_replicas(tp[0]), validate_records=False)
         self._changed(tp)
         results = {tp: {"error_code": ErrorCode.NONE}}
         await self._await_replication({tp: info.last_offset + 1}, results, timeout_ms)
@@ -395,14 +438,23 @@ class ReplicaManager:
         return info
 
     # ---- fetch ---------------------------------------------------------------------------------
-    async def fetch(self, body) -> dict:
+    async def fetch(self, body, may_read: Callable[[str], bool] | None = None) -> dict:
         """Fetch v4-12 -> response body, with incremental fetch sessions (KIP-227,
-        `broker/fetch_sessions.py`): a session's response holds only partitions with news."""
+        `broker/fetch_sessions.py`): a session's response holds only partitions with news.
+        `may_read(topic)` (authorization): a topic it refuses answers TOPIC_AUTHORIZATION_FAILED."""
         try:
             context = self.fetch_sessions.context(body)
         except SessionError as e:
             return {"error_code": e.code, "session_id": 0, "responses": []}
-        view = FetchView(body.replica_id, body.max_bytes, body.min_bytes, context.topics)
+        denied = frozenset(t.topic for t in context.topics if may_read is not None and not may_read(t.topic))
+        view = FetchView(
+            body.replica_id,
+            body.max_bytes,
+            body.min_bytes,
+            context.topics,
+            body.isolation_level == READ_COMMITTED,
+            denied,
+        )
         follower = body.replica_id >= 0
         responses, total, errors = self._read(view, follower)
         if not errors and body.max_wait_ms > 0 and total < body.min_bytes:
@@ -442,7 +494,9 @@ class ReplicaManager:
                 if follower:
                     if partition.log.log_end_offset > p.fetch_offset:
                         return True
-                elif partition.high_watermark > p.fetch_offset:
+                elif (
+                    partition.last_stable_offset if body.read_committed else partition.high_watermark
+                ) > p.fetch_offset:
                     return True
         return False
 
@@ -453,6 +507,11 @@ class ReplicaManager:
         budget = body.max_bytes
         for topic in body.topics:
             parts = []
+            if topic.topic in body.denied:
+                errors = True
+                parts = [_denied_read(p.partition) for p in topic.partitions]
+                responses.append({"topic": topic.topic, "partitions": parts})
+                continue
             for p in topic.partitions:
                 entry = self._read_one(
                     topic.topic,
@@ -462,6 +521,7 @@ class ReplicaManager:
                     budget,
                     first=(total == 0),
                     replica_id=body.replica_id,
+                    read_committed=body.read_committed,
                 )
                 size = len(entry["records"] or b"")
                 total += size
@@ -472,7 +532,15 @@ class ReplicaManager:
         return responses, total, errors
 
     def _read_one(
-        self, topic: str, p, record_fetch: bool, follower: bool, budget: int, first: bool, replica_id: int
+        self,
+        topic: str,
+        p,
+        record_fetch: bool,
+        follower: bool,
+        budget: int,
+        first: bool,
+        replica_id: int,
+        read_committed: bool = False,
     ) -> dict:
         entry = {
             "partition_index": p.partition,
@@ -504,8 +572,14 @@ class ReplicaManager:
                     committed_only=not follower,
                     min_one_batch=first,
                     current_leader_epoch=p.current_leader_epoch,
+                    read_committed=read_committed and not follower,
                 )
                 entry["records"] = info.records
+                if read_committed and not follower:
+                    aborted = partition.log.collect_aborted_txns(p.fetch_offset, info.next_offset)
+                    entry["aborted_transactions"] = [
+                        {"producer_id": t.producer_id, "first_offset": t.first_offset} for t in aborted
+                    ]
         except Exception as e:
             entry["error_code"] = error_code_for(e)
             if isinstance(e, KafkaStorageError):
@@ -515,7 +589,8 @@ class ReplicaManager:
                 log.exception("fetch from %s-%d failed", topic, p.partition)
         hosted = self.partitions.get((topic, p.partition))
         if hosted is not None and entry["error_code"] in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
-            entry["high_watermark"] = entry["last_stable_offset"] = hosted.high_watermark
+            entry["high_watermark"] = hosted.high_watermark
+            entry["last_stable_offset"] = hosted.last_stable_offset
             entry["log_start_offset"] = hosted.log.log_start_offset
         return entry
 
@@ -576,6 +651,7 @@ class ReplicaManager:
                         p.timestamp,
                         committed_only=body.replica_id == CONSUMER_REPLICA_ID,
                         current_leader_epoch=p.current_leader_epoch,
+                        read_committed=version >= 2 and body.isolation_level == READ_COMMITTED,
                     )
                     entry.update(timestamp=ts, offset=offset)
                     if version >= 4:  # not in v1-3 (and not ignorable)
@@ -639,6 +715,7 @@ class ReplicaManager:
                 self.config,
                 self._changed,
                 self.handle_log_dir_failure,
+                self.client_security,
             )
             self.fetchers[partition.leader_id] = fetcher
             if self._nursery is not None:

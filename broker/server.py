@@ -20,6 +20,12 @@ Rules (Kafka's `SocketServer` semantics, with one relaxation):
   work at once across all connections; connections past `max.connections` /
   `max.connections.per.ip` (and its overrides) are closed at once.
 
+Security (per listener, `broker/listener_transport.py`): an SSL / SASL_SSL listener wraps each
+connection in TLS (trio's `SSLStream`; a failed handshake closes it, within
+`HANDSHAKE_TIMEOUT_S`); a SASL_PLAINTEXT / SASL_SSL listener runs the SASL exchange
+(`broker/sasl_phase.py`) before serving anything else. Each request carries the connection's
+principal (`User:ANONYMOUS`, the certificate's, or the SASL user).
+
 Shutdown (`stop()`): listeners close at once; each connection finishes the request it is handling,
 sends the response, and closes; connections still busy after the grace period are cancelled.
 """
@@ -28,16 +34,20 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import trio
 
+from broker import sasl_phase
 from broker.config import Listener
+from broker.listener_transport import PLAINTEXT_TRANSPORT, ListenerTransport
 from protocol.api import Request, decode_request, encode_response_parts
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, FrameTooLarge, ProtocolError, UnsupportedVersion
 from protocol.framing import FrameDecoder
+from security.principal import ANONYMOUS
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +56,8 @@ MAX_PIPELINED = 16
 #: A connection whose computed responses not yet written to its socket exceed this many bytes is
 #: not read from until they are (Kafka mutes a connection while its response is being sent).
 MAX_UNSENT_RESPONSE_BYTES = 1 << 20
+#: a TLS handshake (and the SASL exchange) must finish within this many seconds
+HANDSHAKE_TIMEOUT_S = 10.0
 
 Handler = Callable[[Any, Request], Awaitable[dict | None]]
 
@@ -65,6 +77,7 @@ class KafkaServer:
         max_connections_per_ip_overrides: Mapping[str, int] | None = None,
         queued_max_requests: int = 500,
         queued_max_request_bytes: int = -1,
+        transports: Mapping[str, ListenerTransport] | None = None,
     ):
         """`max_connections` (broker-wide), `max_connections_per_ip` and its per-host overrides are
         Kafka's `max.connections*` keys: a connection beyond them is closed at once (and logged).
@@ -73,8 +86,10 @@ class KafkaServer:
         appends, not while it waits for replication, as in Kafka's purgatory);
         `queued_max_request_bytes` (Kafka's `queued.max.request.bytes`, -1 unbounded) bounds the
         bytes of the requests in progress across all connections: a connection waits to start its
-        next request until enough of the others are done (one request is always let through)."""
+        next request until enough of the others are done (one request is always let through).
+        `transports` gives each listener's TLS and SASL requirements (PLAINTEXT when absent)."""
         self.listeners = listeners
+        self.transports = dict(transports or {})
         self.handlers = handlers
         self.context = context
         self.api_versions = api_versions
@@ -132,61 +147,160 @@ class KafkaServer:
             return f"max.connections.per.ip {limit} reached for {ip}"
         return None
 
-    async def _serve(self, listener: str, stream: trio.SocketStream) -> None:
-        peer = _peer(stream)
+    async def _serve(self, listener: str, tcp: trio.SocketStream) -> None:
+        peer = _peer(tcp)
         ip = peer.rsplit(":", 1)[0]
         refused = self._over_connection_limits(ip)
         if refused is not None:
             log.warning("closing %s at once: %s", peer, refused)
-            await trio.aclose_forcefully(stream)
+            await trio.aclose_forcefully(tcp)
             return
         self.active_connections += 1
         self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
         backlog = _Backlog()
+        transport = self.transports.get(listener, PLAINTEXT_TRANSPORT)
+        stream: trio.abc.Stream = tcp
         try:
-            async with stream:
+            async with tcp:
+                decoder = FrameDecoder(self.max_request_bytes)
+                frames: list = []
+                with trio.move_on_after(HANDSHAKE_TIMEOUT_S) as handshake:
+                    opened = await self._open_session(tcp, transport, decoder, frames, peer)
+                if opened is None or handshake.cancelled_caught:
+                    if handshake.cancelled_caught:
+                        log.info("closing %s: the TLS / SASL handshake took over %.0f s", peer, HANDSHAKE_TIMEOUT_S)
+                    return
+                stream, principal = opened
                 slots_in, slots_out = trio.open_memory_channel(MAX_PIPELINED - 1)
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._write_responses, stream, slots_out, peer, nursery.cancel_scope, backlog)
                     async with slots_in:
-                        await self._read_requests(stream, slots_in, nursery, peer, listener, backlog)
+                        session = _Session(listener, peer, principal)
+                        await self._read_requests(stream, slots_in, nursery, session, backlog, decoder, frames)
         finally:
             self.active_connections -= 1
             self._per_ip[ip] -= 1
             if not self._per_ip[ip]:
                 del self._per_ip[ip]
 
+    async def _open_session(
+        self,
+        tcp: trio.SocketStream,
+        transport: ListenerTransport,
+        decoder: FrameDecoder,
+        leftover: list,
+        peer: str,
+    ) -> tuple[trio.abc.Stream, str] | None:
+        """TLS and SASL as the listener requires: (the stream to serve, the principal), or None
+        when the connection must close. Frames read past the SASL exchange go to `leftover`."""
+        stream: trio.abc.Stream = tcp
+        principal = ANONYMOUS
+        if transport.ssl_context is not None:
+            tls = trio.SSLStream(tcp, transport.ssl_context, server_side=True)
+            try:
+                await tls.do_handshake()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+                log.info("closing %s: TLS handshake failed: %s", peer, e.__cause__ or e)
+                return None
+            stream = tls
+            mapped = transport.principal_from_certificate(tls.getpeercert())
+            if mapped is None:
+                return None
+            principal = mapped
+        if transport.new_authenticator is None:
+            return stream, principal
+        pending: list = []
+
+        async def next_frame():
+            while not pending:
+                try:
+                    data = await stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    return None
+                if not data:
+                    return None
+                try:
+                    pending.extend(decoder.feed(data))
+                except FrameTooLarge as e:
+                    log.warning("closing %s: %s (socket.request.max.bytes)", peer, e)
+                    return None
+            return pending.pop(0)
+
+        async def send(parts: list) -> None:
+            await _send_parts(stream, parts)
+
+        async def api_versions(frame):
+            response = await self._respond(frame, _Session(transport.name, peer, ANONYMOUS), lambda: None)
+            return None if response is _CLOSE else response
+
+        # until authenticated, a frame may not exceed Kafka's sasl.server.max.receive.size
+        decoder.max_frame_size = min(decoder.max_frame_size, sasl_phase.MAX_TOKEN_BYTES)
+        try:
+            sasl_principal = await sasl_phase.authenticate(
+                next_frame, send, transport.new_authenticator(), api_versions, peer
+            )
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return None
+        decoder.max_frame_size = self.max_request_bytes
+        if sasl_principal is None:
+            return None
+        leftover.extend(pending)
+        return stream, sasl_principal
+
     async def _read_requests(
         self,
-        stream: trio.SocketStream,
+        stream: trio.abc.Stream,
         slots: trio.MemorySendChannel,
         nursery: trio.Nursery,
-        peer: str,
-        listener: str,
+        session: _Session,
         backlog: _Backlog,
+        decoder: FrameDecoder,
+        first_frames: list,
     ) -> None:
         """Read frames and start each request once the previous one has released (its ordered
         work is done) and while the connection's unsent responses stay under
         MAX_UNSENT_RESPONSE_BYTES; stop at EOF, an idle timeout, an oversize frame, a request that
-        closes the connection, or shutdown."""
-        decoder = FrameDecoder(self.max_request_bytes)
+        closes the connection, or shutdown. `first_frames` were read already (after SASL)."""
+        peer = session.peer
+        last: list = [None]  # the latest request started on this connection
+        if first_frames and not await self._start_requests(first_frames, slots, nursery, session, backlog, last):
+            return
+        sock = stream if isinstance(stream, trio.SocketStream) else None
+        direct = 0  # reads in a row taken straight from the socket, without a scheduler pass
         while not self._closing:
             await backlog.wait_below(MAX_UNSENT_RESPONSE_BYTES)
-            reading = trio.CancelScope(deadline=trio.current_time() + self.idle_timeout_s)
-            self._reading.add(reading)
-            try:
-                with reading:
-                    # a large frame in progress is read in big pieces (fewer syscalls and appends)
-                    data = await stream.receive_some(min(max(65536, decoder.wanted), 4 << 20))
-            except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
-                log.debug("connection %s ended: %s", peer, e)
-                return
-            finally:
-                self._reading.discard(reading)
-            if reading.cancelled_caught:
-                if not self._closing:
-                    log.info("closing %s: idle for %.0f s", peer, self.idle_timeout_s)
-                return
+            # a large frame in progress is read in big pieces (fewer syscalls and appends)
+            size = min(max(65536, decoder.wanted), 4 << 20)
+            data: bytes | bytearray | None = None
+            if sock is not None and direct < _DIRECT_READS:
+                data = _receive_now(sock, size)
+            elif sock is not None:
+                direct = 0
+                await trio.lowlevel.checkpoint()  # let the other tasks run now and then
+            if data is not None:
+                direct += 1
+            else:
+                direct = 0
+                reading = trio.CancelScope(deadline=trio.current_time() + self.idle_timeout_s)
+                self._reading.add(reading)
+                try:
+                    with reading:
+                        if sock is not None:
+                            # wait, then read straight from the socket: trio's receive_some
+                            # would add a scheduler pass after the read
+                            await trio.lowlevel.wait_readable(sock.socket)
+                            data = _receive_now(sock, size)
+                        if data is None:
+                            data = await stream.receive_some(size)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
+                    log.debug("connection %s ended: %s", peer, e)
+                    return
+                finally:
+                    self._reading.discard(reading)
+                if reading.cancelled_caught:
+                    if not self._closing:
+                        log.info("closing %s: idle for %.0f s", peer, self.idle_timeout_s)
+                    return
             if not data:
                 return
             try:
@@ -194,23 +308,55 @@ class KafkaServer:
             except FrameTooLarge as e:
                 log.warning("closing %s: %s (socket.request.max.bytes)", peer, e)
                 return
-            for frame in frames:
-                await backlog.wait_below(MAX_UNSENT_RESPONSE_BYTES)
-                slot = _Slot()
+            if not await self._start_requests(frames, slots, nursery, session, backlog, last):
+                return
+
+    async def _start_requests(
+        self,
+        frames: list,
+        slots: trio.MemorySendChannel,
+        nursery: trio.Nursery,
+        session: _Session,
+        backlog: _Backlog,
+        last: list,
+    ) -> bool:
+        """Start each frame's request in order, each once the one before it (`last[0]`, the
+        connection's latest) has released; False once one closes the connection. The reader does
+        not wait for the release of the request it just started: it goes back to its socket, and
+        waits only when the next frame is there (a request a frame costs no extra task switch).
+        The primitives are tried without blocking first: each blocking call is a trio checkpoint,
+        a pass through the scheduler, and these passes were a large share of a small request's cost."""
+        for frame in frames:
+            previous = last[0]
+            if previous is not None:
+                if not previous.released.is_set():
+                    await previous.released.wait()
+                if previous.response is _CLOSE:
+                    return False
+            await backlog.wait_below(MAX_UNSENT_RESPONSE_BYTES)
+            slot = _Slot()
+            try:
+                slots.send_nowait(slot)
+            except trio.WouldBlock:
                 await slots.send(slot)  # waits while MAX_PIPELINED are in progress
-                await self._queued.acquire()  # queued.max.requests across all connections
+            try:
+                self._queued.acquire_nowait()  # queued.max.requests across all connections
+            except trio.WouldBlock:
+                await self._queued.acquire()
+            slot.on_release = self._queued.release
+            if self._request_bytes.limit > 0:
                 try:
                     await self._request_bytes.acquire(len(frame))  # queued.max.request.bytes
-                    nursery.start_soon(self._handle, frame, peer, listener, slot, backlog)
-                    await slot.released.wait()
-                finally:
-                    self._queued.release()
-                if slot.response is _CLOSE:
-                    return
+                except BaseException:  # cancelled while waiting: the queued.max.requests place goes back
+                    slot.release()
+                    raise
+            nursery.start_soon(self._handle, frame, session, slot, backlog)
+            last[0] = slot
+        return True
 
     async def _write_responses(
         self,
-        stream: trio.SocketStream,
+        stream: trio.abc.Stream,
         slots: trio.MemoryReceiveChannel,
         peer: str,
         connection: trio.CancelScope,
@@ -221,25 +367,38 @@ class KafkaServer:
         connections.max.idle.ms."""
         try:
             async with slots:
-                async for slot in slots:
-                    await slot.done.wait()
+                while True:
+                    try:
+                        slot = slots.receive_nowait()
+                    except trio.WouldBlock:
+                        try:
+                            slot = await slots.receive()
+                        except trio.EndOfChannel:
+                            break
+                    except trio.EndOfChannel:
+                        break
+                    if not slot.done.is_set():
+                        await slot.done.wait()
                     if slot.response is _CLOSE:
                         break
                     if slot.response is not None:
-                        with trio.move_on_after(self.idle_timeout_s) as sending:
-                            await _send_parts(stream, slot.response)
-                        if sending.cancelled_caught:
-                            log.info("closing %s: a response was not read for %.0f s", peer, self.idle_timeout_s)
-                            break
-                        backlog.remove(_size(slot.response))
+                        size = _size(slot.response)
+                        unsent = _send_now(stream, slot.response, size)
+                        if unsent:
+                            with trio.move_on_after(self.idle_timeout_s) as sending:
+                                await _send_parts(stream, unsent)
+                            if sending.cancelled_caught:
+                                log.info("closing %s: a response was not read for %.0f s", peer, self.idle_timeout_s)
+                                break
+                        backlog.remove(size)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
             log.debug("connection %s ended: %s", peer, e)
         connection.cancel()
 
-    async def _handle(self, frame: bytes | bytearray, peer: str, listener: str, slot: _Slot, backlog: _Backlog) -> None:
+    async def _handle(self, frame: bytes | bytearray, session: _Session, slot: _Slot, backlog: _Backlog) -> None:
         size = len(frame)
         try:
-            slot.response = await self._respond(frame, peer, listener, slot.release)
+            slot.response = await self._respond(frame, session, slot.release)
             if slot.response is not None and slot.response is not _CLOSE:
                 backlog.add(_size(slot.response))
         finally:
@@ -247,7 +406,8 @@ class KafkaServer:
             slot.release()
             slot.done.set()
 
-    async def _respond(self, frame: bytes | bytearray, peer: str, listener: str, release: Callable[[], None]):
+    async def _respond(self, frame: bytes | bytearray, session: _Session, release: Callable[[], None]):
+        peer = session.peer
         try:
             request = decode_request(frame)
         except UnsupportedVersion as e:
@@ -268,8 +428,9 @@ class KafkaServer:
             log.warning("closing %s: API %d is not served (ApiVersions does not advertise it)", peer, request.api_key)
             return _CLOSE
         request.release = release
-        request.listener = listener
+        request.listener = session.listener
         request.peer = peer
+        request.principal = session.principal
         try:
             body = await handler(self.context, request)
             if body is None:
@@ -283,36 +444,96 @@ class KafkaServer:
 _IOV_MAX = 512  # buffers per sendmsg call (Linux allows 1024)
 
 
-async def _send_parts(stream: trio.SocketStream, parts: list) -> None:
+#: reads taken straight from a socket in a row before the reader lets other tasks run
+_DIRECT_READS = 16
+
+
+def _receive_now(stream: trio.SocketStream, size: int) -> bytes | None:
+    """Up to `size` bytes the socket holds now (b"" at its end, or when it failed: the connection
+    is over either way), or None when it holds nothing yet; one `os.read` of the non-blocking
+    socket, no scheduler pass."""
+    try:
+        return os.read(stream.socket.fileno(), size)
+    except BlockingIOError:
+        return None
+    except OSError as e:
+        log.debug("socket read failed: %s", e)
+        return b""
+
+
+def _send_now(stream: trio.abc.Stream, parts: list, size: int) -> list:
+    """Write what the socket takes at once, without a pass through trio's scheduler (a plaintext
+    stream only: one `os.writev` on its non-blocking socket); returns the buffers still unsent
+    ([] when all went, `parts` itself for a TLS stream or a full socket buffer); `size` is
+    their total length in bytes. A small
+    response nearly always goes whole, so it costs one system call and no task switch. An error
+    of the socket raises trio.BrokenResourceError, as trio's own send does."""
+    if not isinstance(stream, trio.SocketStream):
+        return parts
+    try:
+        sent = os.writev(stream.socket.fileno(), parts[:_IOV_MAX])
+    except BlockingIOError:
+        return parts
+    except OSError as e:
+        raise trio.BrokenResourceError(f"socket write failed: {e}") from e
+    if sent == size:
+        return []
+    pending = [memoryview(p).cast("B") for p in parts]
+    _drop_sent(pending, sent)
+    return pending
+
+
+def _drop_sent(pending: list, sent: int) -> None:
+    """Remove the first `sent` bytes from `pending` (memoryviews), after a partial write."""
+    while sent and pending:
+        if sent >= len(pending[0]):
+            sent -= len(pending.pop(0))
+        else:
+            pending[0] = pending[0][sent:]
+            sent = 0
+
+
+async def _send_parts(stream: trio.abc.Stream, parts: list) -> None:
     """Send a response given as buffers: one send_all for one buffer, else vectored sends
-    (sendmsg) so referenced record batches are not copied into one frame first."""
+    (sendmsg) so referenced record batches are not copied into one frame first (TLS streams get
+    the joined frame: their records are encrypted anyway)."""
     if len(parts) == 1:
         await stream.send_all(parts[0])
         return
+    if not isinstance(stream, trio.SocketStream):
+        await stream.send_all(b"".join(parts))
+        return
     pending = [memoryview(p).cast("B") for p in parts]
     while pending:
-        sent = await stream.socket.sendmsg(pending[:_IOV_MAX])
-        while sent and pending:
-            if sent >= len(pending[0]):
-                sent -= len(pending.pop(0))
-            else:
-                pending[0] = pending[0][sent:]
-                sent = 0
+        _drop_sent(pending, await stream.socket.sendmsg(pending[:_IOV_MAX]))
+
+
+class _Session:
+    """What a connection's requests share: its listener, peer and authenticated principal."""
+
+    __slots__ = ("listener", "peer", "principal")
+
+    def __init__(self, listener: str, peer: str, principal: str):
+        self.listener, self.peer, self.principal = listener, peer, principal
 
 
 class _Slot:
     """One request in progress on a connection: `released` once its ordered work is done,
     `done` once `response` (a list of buffers, None for no response, or _CLOSE) is final."""
 
-    __slots__ = ("released", "done", "response")
+    __slots__ = ("released", "done", "response", "on_release")
 
     def __init__(self) -> None:
         self.released = trio.Event()
         self.done = trio.Event()
         self.response = None
+        self.on_release: Callable[[], None] | None = None  # called once, at the release
 
     def release(self) -> None:
-        self.released.set()
+        if not self.released.is_set():
+            self.released.set()
+            if self.on_release is not None:
+                self.on_release()
 
 
 _CLOSE = object()

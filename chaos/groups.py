@@ -26,7 +26,7 @@ ERRORS = (KafkaError, ConnectionClosed, trio.TooSlowError)
 async def group_consumer_task(env, name: str, topic: str, stop: trio.Event) -> None:
     """One member: (re)join, read the assigned partitions from the committed offsets (earliest
     when none), commit after every round that read something, heartbeat every second."""
-    async with Cluster.open(env.bootstrap, retries=30, backoff_ms=100) as cluster:
+    async with Cluster.open(env.bootstrap, security=env.security, retries=30, backoff_ms=100) as cluster:
         member = GroupMember(cluster, GROUP, [topic], session_timeout_ms=6000, rebalance_timeout_ms=10000)
         while not stop.is_set():
             try:
@@ -64,7 +64,7 @@ async def group_consumer_task(env, name: str, topic: str, stop: trio.Event) -> N
 
 async def committed_observer_task(env, topic: str, stop: trio.Event) -> None:
     """Read the group's committed offsets every 0.3 s (from whichever broker coordinates it)."""
-    async with Cluster.open(env.bootstrap, retries=0) as cluster:
+    async with Cluster.open(env.bootstrap, security=env.security, retries=0) as cluster:
         while not stop.is_set():
             try:
                 with trio.fail_after(5):
@@ -84,7 +84,7 @@ async def coordinator_of(env) -> int:
         if not b.alive:
             continue
         try:
-            async with Cluster.open(b.bootstrap, retries=0) as cluster:
+            async with Cluster.open(b.bootstrap, retries=0, security=env.security) as cluster:
                 md = await cluster.refresh_metadata(["__consumer_offsets"])
                 info = md.topics.get("__consumer_offsets", {}).get(partition_for(GROUP, OFFSETS_PARTITIONS))
                 return info.leader if info else -1

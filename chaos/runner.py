@@ -37,8 +37,10 @@ from local_cluster.zookeeper import ZooKeeperProcess
 from protocol import record_batch as rb
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from security.config import ClientSecurity
 
 TOPIC, PARTITIONS = "chaos", 3
+TXN_SCENARIO = "txn-kill-coordinator-and-leader"  # chaos/transactions.py (its own workload and checker)
 
 
 @dataclass
@@ -49,6 +51,8 @@ class Env:
     rng: random.Random
     history: list
     last_committed: dict = field(default_factory=dict)  # the group's, as its observer last read them
+    security: ClientSecurity | None = None  # the clients' settings on a secured cluster
+    topic: str = TOPIC  # the workload's topic (the docker target uses one per scenario)
 
     @property
     def bootstrap(self) -> str:
@@ -63,9 +67,11 @@ class Env:
             if not b.alive:
                 continue
             try:
-                async with Connection.open(b.host, b.port, connect_timeout_s=2) as conn:
+                async with Connection.open(b.host, b.port, connect_timeout_s=2, security=self.security) as conn:
                     return await conn.request(
-                        ApiKey.METADATA, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}, timeout_s=3
+                        ApiKey.METADATA,
+                        {"topics": [{"name": self.topic}], "allow_auto_topic_creation": False},
+                        timeout_s=3,
                     )
             except (ConnectionClosed, trio.TooSlowError):
                 continue
@@ -91,7 +97,7 @@ async def producer_task(env: Env, name: str, stop: trio.Event, outstanding: int 
     acknowledgement at once (so a stalled partition does not stop the others); within a partition
     the producer keeps one request in flight, so send order is log order."""
     slots = trio.Semaphore(outstanding)
-    async with Cluster.open(env.bootstrap, retries=60, backoff_ms=100) as cluster:
+    async with Cluster.open(env.bootstrap, security=env.security, retries=60, backoff_ms=100) as cluster:
         async with Producer.open(cluster, max_in_flight=1, linger_ms=1, delivery_timeout_ms=60000) as producer:
             async with trio.open_nursery() as settling:
                 seq = 0
@@ -100,7 +106,7 @@ async def producer_task(env: Env, name: str, stop: trio.Event, outstanding: int 
                     value = f"{name}-{seq}".encode()
                     partition = seq % PARTITIONS
                     env.record(op="send", producer=name, partition=partition, value=value)
-                    delivery = await producer.send(TOPIC, value, partition=partition)
+                    delivery = await producer.send(env.topic, value, partition=partition)
 
                     async def settle(delivery=delivery, value=value, partition=partition):
                         try:
@@ -117,10 +123,10 @@ async def producer_task(env: Env, name: str, stop: trio.Event, outstanding: int 
 
 async def consumer_task(env: Env, partition: int, stop: trio.Event) -> None:
     position = 0
-    async with Cluster.open(env.bootstrap, retries=0) as cluster:
+    async with Cluster.open(env.bootstrap, security=env.security, retries=0) as cluster:
         while not stop.is_set():
             try:
-                conn = await cluster.leader_connection(TOPIC, partition, refresh=True)
+                conn = await cluster.leader_connection(env.topic, partition, refresh=True)
                 r = await conn.request(
                     ApiKey.FETCH,
                     {
@@ -130,7 +136,7 @@ async def consumer_task(env: Env, partition: int, stop: trio.Event) -> None:
                         "max_bytes": 1 << 20,
                         "topics": [
                             {
-                                "topic": TOPIC,
+                                "topic": env.topic,
                                 "partitions": [
                                     {"partition": partition, "fetch_offset": position, "partition_max_bytes": 1 << 20}
                                 ],
@@ -171,6 +177,15 @@ async def observer_task(env: Env, stop: trio.Event) -> None:
                 leader = part.leader_id if part.error_code == 0 else -1
             env.record(op="leader", partition=p, leader=leader)
         await trio.sleep(0.1)
+
+
+def start_workload(nursery: trio.Nursery, env: Env, stop: trio.Event) -> None:
+    """Two producers, a consumer per partition and the leader observer, until `stop`."""
+    for producer in ("p1", "p2"):
+        nursery.start_soon(producer_task, env, producer, stop)
+    for p in range(PARTITIONS):
+        nursery.start_soon(consumer_task, env, p, stop)
+    nursery.start_soon(observer_task, env, stop)
 
 
 # ---- the nemeses --------------------------------------------------------------------------------
@@ -383,6 +398,39 @@ SCENARIOS = {
 }
 #: scenarios that also run a consumer group (and judge it: chaos/checker.py properties 5-7)
 GROUP_SCENARIOS = {"group-kill-coordinator"}
+#: scenarios on a SASL_SSL cluster (clients and inter-broker traffic): the same workload and checks
+SECURED_SCENARIOS = {"kill-leader-sasl-ssl": "kill-leader"}
+for _secured, _plain in SECURED_SCENARIOS.items():
+    SCENARIOS[_secured] = SCENARIOS[_plain]
+
+
+def secured_cluster(directory: Path) -> tuple[dict, ClientSecurity]:
+    """Broker keys of a SASL_SSL-only cluster (a new CA under `directory`) and its clients' settings."""
+    from local_cluster.pki import make_pki
+    from security.config import client_security
+
+    pki = make_pki(directory / "pki")
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="chaos" password="chaos-secret" user_chaos="chaos-secret";'
+    )
+    brokers = {
+        "listeners": "SASL_SSL://127.0.0.1:0",
+        "inter.broker.listener.name": "SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+        "ssl.keystore.location": str(pki.broker_keystore),
+        "ssl.truststore.location": str(pki.ca_file),
+    }
+    client = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "chaos",
+        "sasl.password": "chaos-secret",
+        "ssl.truststore.location": str(pki.ca_file),
+    }
+    return brokers, client_security(client)
 
 
 # ---- running and judging ----------------------------------------------------------------------------
@@ -405,38 +453,37 @@ async def heal(env: Env) -> None:
             broker.process.send_signal(signal.SIGCONT)
         else:
             await env.restart(broker_id)
-    with trio.move_on_after(60):
+    await wait_full_isr(env, 60)
+
+
+async def wait_full_isr(env: Env, timeout_s: float) -> None:
+    """Until every partition of the workload's topic has a leader and all 3 replicas in its ISR
+    (at most `timeout_s`: the checker judges what it finds), then 2 s of quiescence so the
+    followers learn the final HW."""
+    with trio.move_on_after(timeout_s):
         while True:
             md = await env.metadata()
             if md and md.topics and all(len(p.isr_nodes) == 3 and p.leader_id >= 0 for p in md.topics[0].partitions):
                 break
             await trio.sleep(0.2)
-    await trio.sleep(2)  # quiescence: followers learn the final HW
+    await trio.sleep(2)
 
 
 async def drain_group(env: Env, timeout_s: float = 60) -> None:
     """After the producers stop: wait until the group has committed every partition's log end."""
     await trio.sleep(2)  # the last acknowledgements settle
     with trio.move_on_after(timeout_s):
-        async with Cluster.open(env.bootstrap, retries=30) as cluster:
+        async with Cluster.open(env.bootstrap, security=env.security, retries=30) as cluster:
             ends = {p: await list_offset(cluster, TOPIC, p, LATEST) for p in range(PARTITIONS)}
         while any(env.last_committed.get(p, -1) < end for p, end in ends.items()):
             await trio.sleep(0.3)
 
 
-async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.0) -> tuple[Report, str]:
-    nemesis, extra = SCENARIOS[name]
-    directory = root / name
-    directory.mkdir(parents=True)
-    zk = ZooKeeperProcess.start(directory / "zk")
+async def start_env(
+    directory: Path, zk: ZooKeeperProcess, rng: random.Random, extra: dict, security: ClientSecurity | None = None
+) -> Env:
+    """Three brokers on `zk` (Kafka keys in `extra` override the chaos defaults), ready."""
     brokers = {}
-    mounted = None
-    if name == "disk-full":  # broker 1's log dir is a small tmpfs the nemesis fills
-        import subprocess
-
-        mounted = directory / f"b{DISK_FULL_BROKER}" / "logs"
-        mounted.mkdir(parents=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_FULL_SIZE}", "tmpfs", str(mounted)], check=True)
     for i in (1, 2, 3):
         brokers[i] = BrokerProcess.create(
             i,
@@ -446,51 +493,72 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
             zookeeper_session_timeout_ms="4000",
             offsets_topic_num_partitions=str(groups.OFFSETS_PARTITIONS),
             group_initial_rebalance_delay_ms="0",
-            **{k.replace(".", "_"): v for k, v in extra.items()},
+            **extra,
         ).start()
-    env = Env(directory, zk, brokers, random.Random(f"{seed}-{name}"), [])
+    env = Env(directory, zk, brokers, rng, [], security=security)
+    with trio.fail_after(30):  # every registration processed by the controller
+        while not ((md := await env.metadata()) and len(md.brokers) == 3 and md.controller_id >= 0):
+            await trio.sleep(0.1)
+    return env
+
+
+async def create_topic(env: Env) -> None:
+    """The chaos topic (PARTITIONS partitions, RF 3, min.insync.replicas=2), its ISR full."""
+    async with Cluster.open(env.bootstrap, security=env.security, retries=30) as cluster:
+
+        async def create(refresh):
+            md = await cluster.refresh_metadata([])
+            conn = await cluster.broker_connection(md.controller_id)
+            r = await conn.request(
+                ApiKey.CREATE_TOPICS,
+                {
+                    "topics": [
+                        {
+                            "name": env.topic,
+                            "num_partitions": PARTITIONS,
+                            "replication_factor": 3,
+                            "configs": [{"name": "min.insync.replicas", "value": "2"}],
+                        }
+                    ],
+                    "timeout_ms": 10000,
+                },
+            )
+            if r.topics[0].error_code != 0:
+                raise KafkaError(r.topics[0].error_code, "CreateTopics")
+
+        await cluster.retry(create, "CreateTopics")
+    with trio.fail_after(30):
+        while not (
+            (md := await env.metadata())
+            and md.topics
+            and md.topics[0].error_code == 0
+            and all(len(p.isr_nodes) == 3 for p in md.topics[0].partitions)
+        ):
+            await trio.sleep(0.2)
+
+
+async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.0) -> tuple[Report, str]:
+    nemesis, extra = SCENARIOS[name]
+    directory = root / name
+    directory.mkdir(parents=True)
+    zk = ZooKeeperProcess.start(directory / "zk")
+    mounted = None
+    if name == "disk-full":  # broker 1's log dir is a small tmpfs the nemesis fills
+        import subprocess
+
+        mounted = directory / f"b{DISK_FULL_BROKER}" / "logs"
+        mounted.mkdir(parents=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_FULL_SIZE}", "tmpfs", str(mounted)], check=True)
+    security = None
+    if name in SECURED_SCENARIOS:
+        secured, security = secured_cluster(directory)
+        extra = {**extra, **secured}
+    env = await start_env(directory, zk, random.Random(f"{seed}-{name}"), extra, security)
     try:
-        with trio.fail_after(30):  # every registration processed by the controller
-            while not ((md := await env.metadata()) and len(md.brokers) == 3 and md.controller_id >= 0):
-                await trio.sleep(0.1)
-        async with Cluster.open(env.bootstrap, retries=30) as cluster:
-
-            async def create(refresh):
-                md = await cluster.refresh_metadata([])
-                conn = await cluster.broker_connection(md.controller_id)
-                r = await conn.request(
-                    ApiKey.CREATE_TOPICS,
-                    {
-                        "topics": [
-                            {
-                                "name": TOPIC,
-                                "num_partitions": PARTITIONS,
-                                "replication_factor": 3,
-                                "configs": [{"name": "min.insync.replicas", "value": "2"}],
-                            }
-                        ],
-                        "timeout_ms": 10000,
-                    },
-                )
-                if r.topics[0].error_code != 0:
-                    raise KafkaError(r.topics[0].error_code, "CreateTopics")
-
-            await cluster.retry(create, "CreateTopics")
-        with trio.fail_after(30):
-            while not (
-                (md := await env.metadata())
-                and md.topics
-                and md.topics[0].error_code == 0
-                and all(len(p.isr_nodes) == 3 for p in md.topics[0].partitions)
-            ):
-                await trio.sleep(0.2)
+        await create_topic(env)
         stop, group_stop = trio.Event(), trio.Event()
         async with trio.open_nursery() as nursery:
-            for name_ in ("p1", "p2"):
-                nursery.start_soon(producer_task, env, name_, stop)
-            for p in range(PARTITIONS):
-                nursery.start_soon(consumer_task, env, p, stop)
-            nursery.start_soon(observer_task, env, stop)
+            start_workload(nursery, env, stop)
             if name in GROUP_SCENARIOS:
                 for member in ("g1", "g2"):
                     nursery.start_soon(groups.group_consumer_task, env, member, TOPIC, group_stop)
@@ -543,7 +611,9 @@ def format_row(name: str, report: Report, what: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="chaos scenarios against a local 3-broker cluster")
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--only", action="append", choices=sorted(SCENARIOS), help="run only these scenarios")
+    parser.add_argument(
+        "--only", action="append", choices=sorted(SCENARIOS) + [TXN_SCENARIO], help="run only these scenarios"
+    )
     parser.add_argument("--dir", type=Path, default=None, help="keep histories and logs here")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
@@ -553,12 +623,24 @@ def main(argv: list[str] | None = None) -> int:
         f"{'scenario':20} {'sent':>7} {'acked':>6} {'failed':>6} {'lost':>5} {'dups':>5} {'no leader s':>10}  verdict"
     )
     failures = 0
-    for name in args.only or list(SCENARIOS):
+    for name in args.only or list(SCENARIOS) + [TXN_SCENARIO]:
         if name == "partition-broker" and not iptables_works():
             print(f"{name:20} skipped: iptables does not work on this machine (needs root and CAP_NET_ADMIN)")
             continue
         if name == "disk-full" and not tmpfs_works(root):
             print(f"{name:20} skipped: a tmpfs cannot be mounted on this machine (needs root)")
+            continue
+        if name == TXN_SCENARIO:
+            from chaos.transactions import run_txn_scenario
+
+            txn_report, what = trio.run(run_txn_scenario, seed, root)
+            print(
+                f"{name:20} committed {txn_report.committed}, aborted {txn_report.aborted}, unknown "
+                f"{txn_report.unknown}, visible {txn_report.records_visible}  "
+                f"{'ok' if txn_report.ok else 'VIOLATIONS ' + str(txn_report.violations())}  [{what}]",
+                flush=True,
+            )
+            failures += 0 if txn_report.ok else 1
             continue
         report, what = trio.run(run_scenario, name, seed, root)
         print(format_row(name, report, what), flush=True)

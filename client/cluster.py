@@ -22,6 +22,7 @@ import trio
 from client.connection import Connection, ConnectionClosed, unwrap_single
 from protocol.api_keys import ApiKey
 from protocol.errors import RETRIABLE, ErrorCode
+from security.config import ClientSecurity
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -81,8 +82,10 @@ class Cluster:
         backoff_ms: int,
         max_backoff_ms: int,
         request_timeout_ms: int,
+        security: ClientSecurity | None = None,
     ):
         self.bootstrap = bootstrap
+        self.security = security
         self._nursery = nursery
         self.client_id = client_id
         self.retries = retries
@@ -105,7 +108,9 @@ class Cluster:
         backoff_ms: int = 100,
         max_backoff_ms: int = 2000,
         request_timeout_ms: int = 30000,
+        security: ClientSecurity | None = None,
     ) -> AsyncIterator[Cluster]:
+        """`security`: TLS / SASL settings for every connection (None: PLAINTEXT)."""
         bootstrap_servers = parse_bootstrap(bootstrap)
         with unwrap_single():
             async with trio.open_nursery() as nursery:
@@ -117,6 +122,7 @@ class Cluster:
                     backoff_ms=backoff_ms,
                     max_backoff_ms=max_backoff_ms,
                     request_timeout_ms=request_timeout_ms,
+                    security=security,
                 )
                 try:
                     yield cluster
@@ -150,7 +156,7 @@ class Cluster:
     async def _hold(self, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         with trio.CancelScope() as scope:
             try:
-                async with Connection.open(host, port, client_id=self.client_id) as conn:
+                async with Connection.open(host, port, client_id=self.client_id, security=self.security) as conn:
                     task_status.started((conn, scope))
                     await trio.sleep_forever()
             finally:

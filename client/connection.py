@@ -6,13 +6,21 @@ reader task in its own nursery. `await conn.request(api_key, body)` may be calle
 once: requests are written whole and in order, responses are matched by correlation id. The version
 used is the highest both sides serve. A broken connection fails every pending request with
 `ConnectionClosed`; nothing is retried here (that is `Cluster`'s job).
+
+Security (`security=ClientSecurity(...)`, Kafka's client keys via `security/config.py`): SSL and
+SASL_SSL wrap the socket in TLS (checking the broker's certificate, and its host name unless
+`ssl.endpoint.identification.algorithm` is empty); SASL_PLAINTEXT and SASL_SSL then authenticate
+with SaslHandshake v1 + SaslAuthenticate (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) right after
+ApiVersions. A refusal raises `AuthenticationFailed` (a `ConnectionClosed`) with the broker's message.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
+import ssl
 from collections.abc import AsyncIterator
 
 import trio
@@ -22,6 +30,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, MalformedMessage, ProtocolError
 from protocol.framing import FrameDecoder
 from protocol.types import FieldDict
+from security import plain
+from security.config import PLAINTEXT_CLIENT, ClientSecurity, SecurityConfigError, SslSettings
+from security.scram import ScramClient, ScramError
+from security.ssl_context import client_context
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +55,16 @@ class ConnectionClosed(Exception):
     """The connection broke (or could not be made) before the response arrived."""
 
 
+class AuthenticationFailed(ConnectionClosed):
+    """TLS or SASL refused the connection (a wrong password, an unknown user, a certificate the
+    other side does not trust); the message says why."""
+
+
+@functools.lru_cache(maxsize=16)
+def _tls_context(settings: SslSettings) -> ssl.SSLContext:
+    return client_context(settings)
+
+
 class UnsupportedByBroker(Exception):
     """No version of the API is served by both sides."""
 
@@ -58,7 +80,7 @@ class _Pending:
 
 
 class Connection:
-    def __init__(self, stream: trio.SocketStream, host: str, port: int, client_id: str):
+    def __init__(self, stream: trio.abc.Stream, host: str, port: int, client_id: str):
         self.stream = stream
         self.host, self.port = host, port
         self.client_id = client_id
@@ -71,25 +93,66 @@ class Connection:
     @classmethod
     @contextlib.asynccontextmanager
     async def open(
-        cls, host: str, port: int, *, client_id: str = "minikafka", connect_timeout_s: float = 10.0
+        cls,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "minikafka",
+        connect_timeout_s: float = 10.0,
+        security: ClientSecurity | None = None,
     ) -> AsyncIterator[Connection]:
+        security = security or PLAINTEXT_CLIENT
         try:
             with trio.fail_after(connect_timeout_s):
-                stream = await trio.open_tcp_stream(host, port)
+                tcp = await trio.open_tcp_stream(host, port)
         except (OSError, trio.TooSlowError) as e:
             raise ConnectionClosed(f"cannot connect to {host}:{port}: {e or 'timed out'}") from None
-        conn = cls(stream, host, port, client_id)
-        async with stream:
+        stream: trio.abc.Stream = tcp
+        async with tcp:
+            if security.protocol.uses_tls:
+                stream = await _start_tls(tcp, host, port, security.ssl or SslSettings(), connect_timeout_s)
+            conn = cls(stream, host, port, client_id)
             with unwrap_single():
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(conn._read_loop)
                     try:
                         await conn._negotiate()
+                        if security.protocol.uses_sasl:
+                            await conn._authenticate(security)
                         yield conn
                     finally:
                         nursery.cancel_scope.cancel()
 
+    async def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1, then the mechanism's tokens in SaslAuthenticate requests."""
+        mechanism = security.sasl_mechanism
+        where = f"{self.host}:{self.port}"
+        response = await self.request(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+        if response.error_code != ErrorCode.NONE:
+            raise AuthenticationFailed(
+                f"{where} refused SASL mechanism {mechanism}: {ErrorCode(response.error_code).name} "
+                f"(enabled: {', '.join(response.mechanisms or [])})"
+            )
+        user, password = security.username or "", security.password or ""
+
+        async def step(token: bytes) -> bytes:
+            r = await self.request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
+            if r.error_code != ErrorCode.NONE:
+                raise AuthenticationFailed(f"{where}: {ErrorCode(r.error_code).name}: {r.error_message}")
+            return bytes(r.auth_bytes)
+
+        if mechanism == "PLAIN":
+            await step(plain.client_message(user, password))
+            return
+        try:
+            scram = ScramClient(mechanism, user, password)
+            server_first = await step(scram.first())
+            scram.verify(await step(scram.final(server_first)))
+        except ScramError as e:
+            raise AuthenticationFailed(f"{where}: SCRAM exchange failed: {e}") from None
+
     async def _negotiate(self) -> None:
+        """ApiVersions (allowed before SASL authentication, KIP-35)."""
         ours = SCHEMAS[ApiKey.API_VERSIONS].max_version
         response = await self.request(
             ApiKey.API_VERSIONS, {"client_software_name": "minikafka", "client_software_version": "0.1.0"}, version=ours
@@ -195,3 +258,19 @@ class Connection:
         for pending in list(self._pending.values()):
             pending.error = error
             pending.done.set()
+
+
+async def _start_tls(tcp: trio.SocketStream, host: str, port: int, settings: SslSettings, timeout_s: float):
+    try:
+        context = _tls_context(settings)
+    except SecurityConfigError as e:
+        raise AuthenticationFailed(str(e)) from None
+    tls = trio.SSLStream(tcp, context, server_hostname=host)
+    try:
+        with trio.fail_after(timeout_s):
+            await tls.do_handshake()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, trio.TooSlowError) as e:
+        raise AuthenticationFailed(
+            f"TLS handshake with {host}:{port} failed: {e.__cause__ or e or 'timed out'}"
+        ) from None
+    return tls

@@ -23,6 +23,7 @@ import trio
 from client.connection import Connection, ConnectionClosed
 from protocol.api_keys import ApiKey
 from protocol.types import ZERO_UUID
+from security.config import PLAINTEXT_CLIENT, ClientSecurity, SecurityProtocol
 from zk.znodes import BrokerRegistration, LeaderIsr
 
 log = logging.getLogger(__name__)
@@ -31,9 +32,10 @@ VERSIONS = {ApiKey.LEADER_AND_ISR: 7, ApiKey.STOP_REPLICA: 4, ApiKey.UPDATE_META
 
 
 class BrokerChannels:
-    def __init__(self, nursery: trio.Nursery, client_id: str):
+    def __init__(self, nursery: trio.Nursery, client_id: str, security: ClientSecurity = PLAINTEXT_CLIENT):
         self._nursery = nursery
         self._client_id = client_id
+        self._security = security
         self._queues: dict[int, trio.MemorySendChannel] = {}
         self._scopes: dict[int, trio.CancelScope] = {}
 
@@ -75,7 +77,7 @@ class BrokerChannels:
             pending = None
             while True:
                 try:
-                    async with Connection.open(host, port, client_id=self._client_id) as conn:
+                    async with Connection.open(host, port, client_id=self._client_id, security=self._security) as conn:
                         backoff = 0.1
                         while True:
                             if pending is None:
@@ -182,7 +184,8 @@ class RequestBatch:
                     "id": b,
                     "rack": r.rack,
                     "endpoints": [
-                        {"port": p, "host": h, "listener": n, "security_protocol": 0} for n, h, p in r.endpoints
+                        {"port": p, "host": h, "listener": n, "security_protocol": SecurityProtocol[r.protocol_of(n)]}
+                        for n, h, p in r.endpoints
                     ],
                 }
                 for b, r in live.items()

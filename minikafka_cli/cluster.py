@@ -3,7 +3,10 @@ apt package + N broker processes) that lives in the background, under `--dir` (d
 `./.minikafka`).
 
 `up` writes `<dir>/cluster.json` (pids, ports, directories) and returns once every broker is
-registered and a controller is active, printing the bootstrap address. The other subcommands read
+registered and a controller is active, printing the bootstrap address. `up --security ssl |
+sasl_plaintext | sasl_ssl` secures every listener (`local_cluster/secure.py`: a CA and
+certificates, SASL users, the ACL authorizer with an admin super user) and writes the admin's
+client settings to `<dir>/client.properties`; `status` then connects with them. The other subcommands read
 that file and act only on the processes it lists (a pid is only signalled while its command line is
 still the one recorded, so a recycled pid is never hit).
 """
@@ -21,6 +24,7 @@ from pathlib import Path
 import trio
 
 from client import Cluster, ConnectionClosed
+from local_cluster import secure
 from local_cluster.brokers import BrokerProcess, BrokerStartError
 from local_cluster.zookeeper import ZooKeeperError, ZooKeeperProcess, four_letter
 from storage.cleaner.manager import dirty_state_on_disk
@@ -40,6 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="extra broker configuration for every broker (repeatable)",
+    )
+    up.add_argument(
+        "--security",
+        choices=secure.PROTOCOLS,
+        default="plaintext",
+        help="secure the listeners: TLS, SASL or both, with ACLs and an admin super user (default plaintext)",
     )
     for name, text in (
         ("status", "brokers, controller, topics, under-replicated and offline partitions, log cleaner state"),
@@ -105,6 +115,9 @@ def _wait_gone(entry: dict, timeout_s: float) -> None:
 
 
 def _start_broker(directory: Path, broker_id: int, entry: dict, zk_connect: str, overrides: dict) -> dict:
+    protocol = overrides.get("inter.broker.listener.name")
+    if protocol:  # a secured cluster: its one listener, on the same port layout
+        overrides = {**overrides, "listeners": f"{protocol}://127.0.0.1:{entry['port']}"}
     broker = BrokerProcess.create(
         broker_id, directory / f"broker-{broker_id}", zk_connect, port=entry["port"], **overrides
     )
@@ -113,11 +126,20 @@ def _start_broker(directory: Path, broker_id: int, entry: dict, zk_connect: str,
     return {**entry, "pid": broker.process.pid, "marker": config, "dir": str(broker.directory)}
 
 
-async def _wait_ready(bootstrap: str, brokers: int, timeout_s: float = 60) -> int:
+def _client_security(directory: Path):
+    """The admin's settings of a secured cluster (its client.properties), else PLAINTEXT."""
+    from broker.config import parse_properties
+    from security.config import client_security
+
+    path = directory / "client.properties"
+    return client_security(parse_properties(path.read_text())) if path.exists() else None
+
+
+async def _wait_ready(bootstrap: str, brokers: int, timeout_s: float = 60, security=None) -> int:
     with trio.fail_after(timeout_s):
         while True:
             try:
-                async with Cluster.open(bootstrap, retries=0) as cluster:
+                async with Cluster.open(bootstrap, retries=0, security=security) as cluster:
                     md = await cluster.refresh_metadata([])
                     if md.controller_id >= 0 and len(md.brokers) == brokers:
                         return md.controller_id
@@ -139,15 +161,26 @@ def up(args) -> int:
         if not sep:
             raise ClusterError(f"--override {item!r} is not KEY=VALUE")
         overrides[key.replace(".", "_")] = value
-    # as Kafka's quickstart server.properties: groups work on a cluster smaller than 3 brokers and
-    # the first rebalance does not wait
+    # as Kafka's quickstart server.properties: groups and transactions work on a cluster smaller
+    # than 3 brokers and the first rebalance does not wait
     overrides.setdefault("offsets_topic_replication_factor", str(min(3, args.brokers)))
+    overrides.setdefault("transaction_state_log_replication_factor", str(min(3, args.brokers)))
+    overrides.setdefault("transaction_state_log_min_isr", str(min(2, args.brokers)))
     overrides.setdefault("group_initial_rebalance_delay_ms", "0")
+    (directory / "client.properties").unlink(missing_ok=True)
+    setup = None
+    if args.security != "plaintext":
+        setup = secure.prepare(directory, args.security)
+        overrides.update(setup.broker_overrides)
+        (directory / "client.properties").write_text(secure.properties_text(setup.client_properties))
+        (directory / "client.properties").chmod(0o600)
     started = time.monotonic()
     try:
         zk = ZooKeeperProcess.start(directory / "zookeeper", port=args.zookeeper_port)
     except ZooKeeperError as e:
         raise ClusterError(str(e)) from None
+    if setup is not None:
+        secure.write_admin_credentials(zk.connect, setup)
     state = {
         "zookeeper": {"pid": zk.process.pid, "port": zk.port, "marker": str(directory / "zookeeper" / "zoo.cfg")},
         "brokers": {},
@@ -164,16 +197,20 @@ def up(args) -> int:
             raise ClusterError(f"broker {i} did not start: {str(e).splitlines()[0]}") from None
         _save(directory, state)
     bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in state["brokers"].values())
-    controller = trio.run(_wait_ready, bootstrap, args.brokers)
+    controller = trio.run(_wait_ready, bootstrap, args.brokers, 60, _client_security(directory))
     print(
         f"cluster up in {time.monotonic() - started:.1f} s: ZooKeeper 127.0.0.1:{zk.port}, "
         f"{args.brokers} brokers, controller {controller}"
     )
     print(f"bootstrap servers: {bootstrap}")
+    if setup is not None:
+        print(f"security: {setup.protocol}, ACLs on; admin settings in {directory / 'client.properties'}")
+        print(f"  minikafka ... --command-config {directory / 'client.properties'}")
+        print("  confluent-kafka / kcat: " + " ".join(f"-X {k}={v}" for k, v in setup.librdkafka.items()))
     return 0
 
 
-async def _status(state: dict) -> None:
+async def _status(state: dict, security=None) -> None:
     live = {i: b for i, b in state["brokers"].items() if _alive(b)}
     zk_ok = four_letter(state["zookeeper"]["port"], "ruok") == "imok"
     print(f"ZooKeeper 127.0.0.1:{state['zookeeper']['port']}: {'up' if zk_ok else 'DOWN'}")
@@ -182,7 +219,7 @@ async def _status(state: dict) -> None:
     if not live:
         return
     bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in live.values())
-    async with Cluster.open(bootstrap, retries=2) as cluster:
+    async with Cluster.open(bootstrap, retries=2, security=security) as cluster:
         md = await cluster.refresh_metadata(None)
     print(f"controller: {md.controller_id}")
     under = [
@@ -212,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         directory = args.dir.resolve()
         state = _load(directory)
         if args.action == "status":
-            trio.run(_status, state)
+            trio.run(_status, state, _client_security(directory))
             return 0
         if args.action == "down":
             for entry in state["brokers"].values():

@@ -1,15 +1,55 @@
-"""What every client-side command shares: one-line errors and exit statuses (2 for bad input, 1 for
-an unreachable cluster or a Kafka error), never a traceback."""
+"""What every client-side command shares: how it reaches the cluster (`--bootstrap-server`, and
+`--command-config` with Kafka's client keys for TLS / SASL, as Kafka's tools take them), one-line
+errors and exit statuses (2 for bad input, 1 for an unreachable cluster or a Kafka error), never a
+traceback."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import trio
 
 from client import ConnectionClosed, KafkaError
+from client.cluster import Cluster
+from security.config import PLAINTEXT_CLIENT, ClientSecurity, SecurityConfigError, client_security
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="client properties (security.protocol, sasl.mechanism, sasl.jaas.config or "
+        "sasl.username/sasl.password, ssl.truststore.location or ssl.ca.location, ...)",
+    )
+
+
+def command_security(args: argparse.Namespace) -> ClientSecurity:
+    """The `--command-config` file's settings; raises ValueError (exit 2) for an unreadable file
+    or invalid keys."""
+    from broker.config import parse_properties
+
+    path = getattr(args, "command_config", None)
+    if path is None:
+        return PLAINTEXT_CLIENT
+    try:
+        props = parse_properties(Path(path).read_text())
+    except OSError as e:
+        raise ValueError(f"cannot read --command-config {path}: {e.strerror}") from None
+    try:
+        return client_security(props)
+    except SecurityConfigError as e:
+        raise ValueError(f"--command-config {path}: {e}") from None
+
+
+def open_cluster(args: argparse.Namespace, **options):
+    """`Cluster.open` on `--bootstrap-server` with `--command-config`'s security."""
+    return Cluster.open(args.bootstrap_server, security=command_security(args), **options)
 
 
 def run_trio(prog: str, fn: Callable[..., Awaitable[Any]], *args) -> tuple[int, Any]:

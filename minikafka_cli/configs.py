@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from client import Cluster, KafkaError
+from client import KafkaError
 from client.admin import BROKER, DELETE, SET, TOPIC, describe_configs, incremental_alter_configs
-from minikafka_cli.common import run_trio
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol.errors import ErrorCode
 
 SOURCE_NAMES = {
@@ -24,7 +24,7 @@ DYNAMIC = {1, 2, 3}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    add_connection_arguments(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", action="store_true", help="show the entity's configs")
     action.add_argument("--alter", action="store_true", help="change the entity's configs")
@@ -87,7 +87,7 @@ def _line(entry) -> str:
 
 async def _run(args) -> int:
     resource_type, name, words = _entity(args)
-    async with Cluster.open(args.bootstrap_server) as cluster:
+    async with open_cluster(args) as cluster:
         if args.describe:
             entries = await describe_configs(cluster, resource_type, name)
             shown = [e for e in entries if args.all or e.config_source in DYNAMIC]

@@ -16,16 +16,16 @@ import sys
 
 import trio
 
-from client import Cluster, KafkaError
+from client import KafkaError
 from client.groups import GroupMember
-from client.reads import EARLIEST, LATEST, fetch_records, list_offset
-from minikafka_cli.common import run_trio
+from client.reads import EARLIEST, ISOLATION_LEVELS, LATEST, READ_COMMITTED, fetch, list_offset, reader_batches
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    add_connection_arguments(parser)
     parser.add_argument("--topic", required=True)
     parser.add_argument(
         "--group",
@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partition", type=int, help="read only this partition")
     parser.add_argument("--offset", type=int, help="start at this offset (needs --partition)")
     parser.add_argument("--max-messages", type=int, help="exit after this many records")
+    parser.add_argument(
+        "--isolation-level",
+        choices=sorted(ISOLATION_LEVELS),
+        default="read_uncommitted",
+        help="read_committed: only committed transactions, up to the last stable offset",
+    )
     parser.add_argument("--timeout-ms", type=int, help="exit after this long without a record")
     parser.add_argument("--print-key", action="store_true")
     parser.add_argument("--print-offset", action="store_true")
@@ -98,9 +104,13 @@ async def _poll(cluster, args, partitions, positions: dict[int, int], out, limit
     `limit` records and returns how many it printed."""
     printed = 0
     for p in partitions:
-        data = await fetch_records(cluster, args.topic, p, positions[p], max_wait_ms=200, max_bytes=1 << 20)
-        for pos, header in rb.iter_batches(data, allow_partial_tail=True):
-            for record in rb.decode_records(data, pos, header):
+        level = ISOLATION_LEVELS[args.isolation_level]
+        fetched = await fetch(
+            cluster, args.topic, p, positions[p], max_wait_ms=200, max_bytes=1 << 20, isolation_level=level
+        )
+        data = fetched.records
+        for pos, header, visible in reader_batches(data, fetched.aborted if level == READ_COMMITTED else None):
+            for record in rb.decode_records(data, pos, header) if visible else ():
                 if record.offset < positions[p]:
                     continue
                 out.write(_format(args, p, record) + "\n")
@@ -134,7 +144,7 @@ def _left(args, printed: int) -> int | None:
 
 
 async def _consume(args, out) -> int:
-    async with Cluster.open(args.bootstrap_server) as cluster:
+    async with open_cluster(args) as cluster:
         await cluster.partition_info(args.topic, 0, refresh=True)
         if args.group:
             return await _consume_in_group(cluster, args, out)
@@ -148,7 +158,13 @@ async def _consume(args, out) -> int:
             positions[p] = (
                 args.offset
                 if args.offset is not None
-                else await list_offset(cluster, args.topic, p, EARLIEST if args.from_beginning else LATEST)
+                else await list_offset(
+                    cluster,
+                    args.topic,
+                    p,
+                    EARLIEST if args.from_beginning else LATEST,
+                    ISOLATION_LEVELS[args.isolation_level],
+                )
             )
         printed, idle = 0, _Idle(args.timeout_ms)
         while True:

@@ -10,14 +10,13 @@ import json
 import sys
 from pathlib import Path
 
-from client import Cluster
 from client.admin import delete_records
-from minikafka_cli.common import run_trio
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol.errors import ErrorCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    add_connection_arguments(parser)
     parser.add_argument("--offset-json-file", type=Path, help="Kafka's JSON: the partitions and offsets")
     parser.add_argument("--topic", help="instead of the file: one topic ...")
     parser.add_argument("--partition", type=int, help="... one partition ...")
@@ -44,7 +43,7 @@ def read_offsets(args) -> dict[tuple[str, int], int]:
 
 async def _run(args) -> int:
     offsets = read_offsets(args)
-    async with Cluster.open(args.bootstrap_server) as cluster:
+    async with open_cluster(args) as cluster:
         results = await delete_records(cluster, offsets)
     print("Records delete operation completed:")
     status = 0

@@ -21,13 +21,13 @@ import sys
 from client import Cluster, KafkaError
 from client import groups as g
 from client.reads import EARLIEST, LATEST, list_offset
-from minikafka_cli.common import run_trio
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol.errors import ErrorCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["list", "describe", "delete", "reset-offsets", "delete-offsets"])
-    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    add_connection_arguments(parser)
     parser.add_argument("--group")
     parser.add_argument("--topic", action="append", default=[], help="a topic (repeatable)")
     parser.add_argument("--all-topics", action="store_true", help="reset-offsets: every topic the group committed")
@@ -166,7 +166,7 @@ async def _reset(cluster: Cluster, args, out) -> int:
 
 
 async def _run(args, out) -> int:
-    async with Cluster.open(args.bootstrap_server) as cluster:
+    async with open_cluster(args) as cluster:
         if args.action == "list":
             groups = await g.list_groups(cluster)
             rows = [["GROUP", "TYPE", "STATE"]] + [

@@ -9,14 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from client import Cluster, KafkaError
-from minikafka_cli.common import run_trio
+from client import KafkaError
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    add_connection_arguments(parser)
     kind = parser.add_mutually_exclusive_group(required=True)
     kind.add_argument(
         "--election-type",
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _run(args) -> int:
     election_type = 1 if args.election_type == "UNCLEAN" else 0
-    async with Cluster.open(args.bootstrap_server) as cluster:
+    async with open_cluster(args) as cluster:
         partitions = None
         if args.topic:
             await cluster.partition_info(args.topic, 0, refresh=True)

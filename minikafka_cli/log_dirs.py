@@ -8,21 +8,20 @@ from __future__ import annotations
 import argparse
 import json
 
-from client import Cluster
 from client.admin import describe_log_dirs
-from minikafka_cli.common import run_trio
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol.errors import ErrorCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    add_connection_arguments(parser)
     parser.add_argument("--describe", action="store_true", required=True, help="describe the log dirs")
     parser.add_argument("--broker-list", help="broker ids, comma separated (default: all)")
     parser.add_argument("--topic-list", help="topics, comma separated (default: all)")
 
 
 async def _run(args) -> int:
-    async with Cluster.open(args.bootstrap_server) as cluster:
+    async with open_cluster(args) as cluster:
         md = await cluster.refresh_metadata([])
         try:
             ids = sorted(md.brokers) if not args.broker_list else [int(b) for b in args.broker_list.split(",")]

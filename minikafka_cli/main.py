@@ -1,7 +1,7 @@
 """The `minikafka` command line, one subcommand per module (each with `add_arguments` and `run`):
-`broker` (one broker process), `cluster` (a local ZooKeeper + brokers in the background), `topics`
+`broker` (one broker process), `cluster` (a local ZooKeeper + brokers in the background), `compose` (the docker-compose cluster), `topics`
 (create/list/describe/alter/delete), `configs`, `delete-records`, `reassign-partitions`, `log-dirs`,
-`produce`, `consume`, `groups`, `leader-election`, `perf` (Kafka-style perf tools), and `run`, the main job
+`produce`, `consume`, `groups`, `transactions`, `acls`, `users`, `leader-election`, `health`, `perf` (Kafka-style perf tools), and `run`, the main job
 (examples/flights.py). Bad arguments exit 2 with argparse's one-line message.
 """
 
@@ -12,11 +12,14 @@ import sys
 
 from broker import main as broker_main
 from minikafka_cli import (
+    acls,
     cluster,
+    compose,
     configs,
     consume,
     delete_records,
     groups,
+    health,
     leader_election,
     log_dirs,
     perf,
@@ -24,12 +27,15 @@ from minikafka_cli import (
     reassign,
     run_job,
     topics,
+    transactions,
+    users,
 )
 
 COMMANDS = {
     "run": (run_job, "the main job: the flights table through a local cluster, read by PySpark"),
     "broker": (broker_main, "run one broker process (Kafka's server.properties keys)"),
     "cluster": (cluster, "a local cluster: up, status, down, kill, stop, start"),
+    "compose": (compose, "the docker-compose cluster: build its images here, up (healthy), down, status"),
     "topics": (topics, "create, list, describe, alter (add partitions) or delete topics"),
     "configs": (configs, "describe or alter topic and broker configs (like kafka-configs.sh)"),
     "delete-records": (delete_records, "delete a partition's records below an offset"),
@@ -38,7 +44,11 @@ COMMANDS = {
     "produce": (produce, "produce records, one per line, from stdin or a file"),
     "consume": (consume, "print a topic's records (alone, or as a member of a consumer group)"),
     "groups": (groups, "list, describe, delete consumer groups; reset or delete their offsets"),
+    "transactions": (transactions, "list or describe transactions and a partition's producers"),
     "leader-election": (leader_election, "elect preferred replicas (or, unclean, any live replica) as leaders"),
+    "acls": (acls, "add, remove or list ACLs (like kafka-acls.sh)"),
+    "users": (users, "add, delete or describe users' SCRAM credentials (like kafka-configs.sh --entity-type users)"),
+    "health": (health, "exit 0 when a broker answers Metadata with a controller (a container healthcheck)"),
     "perf": (perf, "produce, consume and end-to-end perf tests (ours or confluent-kafka)"),
 }
 

@@ -12,16 +12,15 @@ import sys
 
 from tqdm import tqdm
 
-from client import Cluster
 from client.producer import Producer
-from minikafka_cli.common import run_trio
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol import record_batch as rb
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    add_connection_arguments(parser)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--file", type=argparse.FileType("rb"), help="read records from this file (default: stdin)")
     parser.add_argument("--partition", type=int, help="send every record to this partition")
@@ -68,7 +67,7 @@ async def _produce(args, headers) -> tuple[int, int]:
     stream = args.file or sys.stdin.buffer
     progress = tqdm(unit=" records", disable=args.file is None or not sys.stderr.isatty(), file=sys.stderr)
     ok = failed = 0
-    async with Cluster.open(args.bootstrap_server) as cluster:
+    async with open_cluster(args) as cluster:
         async with Producer.open(
             cluster,
             acks=acks,

@@ -19,12 +19,12 @@ from pathlib import Path
 from client import Cluster
 from client.admin import alter_reassignments, list_reassignments
 from controller.assignment import InvalidReplicationFactor, assign_replicas
-from minikafka_cli.common import run_trio
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol.errors import ErrorCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    add_connection_arguments(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     for name, text in (
         ("--generate", "propose an assignment of --topics-to-move-json-file over --broker-list"),
@@ -84,7 +84,7 @@ def _report(results, success: str) -> int:
 
 
 async def _run(args) -> int:
-    async with Cluster.open(args.bootstrap_server) as cluster:
+    async with open_cluster(args) as cluster:
         if args.generate:
             body = _read_json(args.topics_to_move_json_file, "--topics-to-move-json-file")
             try:

@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from client import Cluster, KafkaError
+from client import KafkaError
 from client.admin import TOPIC, create_partitions, describe_configs, on_controller
-from minikafka_cli.common import run_trio
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from storage.cleaner.manager import DirtyStateOnDisk, dirty_state_on_disk
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("delete", "delete a topic"),
     ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+        add_connection_arguments(p)
         if name != "list":
             p.add_argument("--topic", required=name != "describe", help="the topic (describe: all when omitted)")
         if name == "describe":
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run(args) -> int:
-    async with Cluster.open(args.bootstrap_server) as cluster:
+    async with open_cluster(args) as cluster:
         if args.action == "create":
             configs = []
             for item in args.config:

@@ -104,6 +104,7 @@ class Request:
     release: Callable[[], None] = _no_op
     listener: str = ""  # the name of the listener it arrived on (set by the server)
     peer: str = ""  # the client's "host:port" (set by the server)
+    principal: str = "User:ANONYMOUS"  # who the connection authenticated as (set by the server)
 
     @property
     def client_host(self) -> str:

@@ -34,7 +34,7 @@ class FrameDecoder:
         self._need: int | None = None  # body size of the frame being assembled
         self._failed: FrameTooLarge | None = None
 
-    def feed(self, data: bytes) -> list[bytes | bytearray]:
+    def feed(self, data: bytes | bytearray) -> list[bytes | bytearray]:
         """Add received bytes; return the frames completed by them, in order (bytes, or the
         decoder's own bytearray handed over without a copy when it held exactly one frame; the
         caller owns it).

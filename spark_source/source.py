@@ -9,9 +9,14 @@ Options: `bootstrap.servers` (or Spark's `kafka.bootstrap.servers`), `topic` (or
 topic or a comma-separated list) or `topicPattern` (or `subscribePattern`: a regex over topic names),
 `startingOffsets` / `endingOffsets` (`earliest`, `latest`, or JSON `{"topic":{"0":23,"1":-2}}` with
 -2 = earliest and -1 = latest), `maxOffsetsPerPartitionSplit` (split a big partition into input
-partitions of at most this many offsets; default 1,000,000).
+partitions of at most this many offsets; default 1,000,000), `kafka.isolation.level`
+(`read_uncommitted`, the default as in Spark's Kafka source, or `read_committed`: read up to the
+last stable offset and skip the records of aborted transactions; transaction markers are never
+rows), and Kafka's client security keys with Spark's `kafka.` prefix (`kafka.security.protocol`,
+`kafka.sasl.mechanism`, `kafka.sasl.jaas.config`, `kafka.ssl.truststore.location`, ...), as for
+any consumer.
 
-`latest` is the high watermark read when the query is planned: a reader never returns a record at
+`latest` is the high watermark (or LSO) read when the query is planned: a reader never returns a record at
 or beyond the end it was planned with, even if the log grew meanwhile. Streaming offsets are the
 next offset per topic-partition; each micro-batch ends at the HWs of its planning.
 """
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 
+from client.reads import ISOLATION_LEVELS
 from spark_source.kafka_io import KafkaReadError, fetch_range, list_topics, offsets_of
 
 SCHEMA = (
@@ -66,13 +72,23 @@ class _Options:
         self.starting = _spec(options.get("startingOffsets"), EARLIEST)
         self.ending = _spec(options.get("endingOffsets"), LATEST)
         self.split = int(options.get("maxOffsetsPerPartitionSplit", 1_000_000))
+        level = options.get("kafka.isolation.level", "read_uncommitted")
+        if level not in ISOLATION_LEVELS:
+            raise ValueError(f"kafka.isolation.level must be read_uncommitted or read_committed: {level!r}")
+        self.isolation_level = ISOLATION_LEVELS[level]
+        # Spark's Kafka source passes `kafka.*` to its consumer: the security keys work the same
+        self.security = {
+            k[len("kafka.") :]: v
+            for k, v in options.items()
+            if k.startswith(("kafka.security.", "kafka.sasl.", "kafka.ssl."))
+        } or None
 
     @property
     def topics(self) -> list[str]:
         """The topics named, or those whose names match the pattern now."""
         if self._topics is not None:
             return self._topics
-        return [t for t in list_topics(self.bootstrap) if re.fullmatch(self.pattern, t)]
+        return [t for t in list_topics(self.bootstrap, self.security) if re.fullmatch(self.pattern, t)]
 
 
 def _resolve(spec, topic: str, partition: int, earliest: int, latest: int) -> int:
@@ -123,7 +139,9 @@ class MinikafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> list[OffsetRange]:
         ranges = []
-        bounds = offsets_of(self.options.bootstrap, self.options.topics)
+        bounds = offsets_of(
+            self.options.bootstrap, self.options.topics, self.options.isolation_level, self.options.security
+        )
         for (topic, partition), (earliest, hw) in sorted(bounds.items()):
             start = _resolve(self.options.starting, topic, partition, earliest, hw)
             end = _resolve(self.options.ending, topic, partition, earliest, hw)
@@ -132,7 +150,13 @@ class MinikafkaBatchReader(DataSourceReader):
 
     def read(self, partition: OffsetRange):
         for record in fetch_range(
-            self.options.bootstrap, partition.topic, partition.partition, partition.start, partition.end
+            self.options.bootstrap,
+            partition.topic,
+            partition.partition,
+            partition.start,
+            partition.end,
+            isolation_level=self.options.isolation_level,
+            security=self.options.security,
         ):
             yield _row(partition.topic, partition.partition, record)
 
@@ -144,7 +168,9 @@ class MinikafkaStreamReader(DataSourceStreamReader):
         self.options = options
 
     def _bounds(self) -> dict:
-        return offsets_of(self.options.bootstrap, self.options.topics)
+        return offsets_of(
+            self.options.bootstrap, self.options.topics, self.options.isolation_level, self.options.security
+        )
 
     def initialOffset(self) -> dict:
         return {
@@ -177,7 +203,13 @@ class MinikafkaStreamReader(DataSourceStreamReader):
 
     def read(self, partition: OffsetRange):
         for record in fetch_range(
-            self.options.bootstrap, partition.topic, partition.partition, partition.start, partition.end
+            self.options.bootstrap,
+            partition.topic,
+            partition.partition,
+            partition.start,
+            partition.end,
+            isolation_level=self.options.isolation_level,
+            security=self.options.security,
         ):
             yield _row(partition.topic, partition.partition, record)
 

@@ -38,6 +38,7 @@ from pathlib import Path
 import crc32c
 
 from protocol import record_batch as rb
+from protocol.control_records import read_marker
 from protocol.errors import CorruptRecordBatch
 from protocol.record_filter import batch_payload, keyless_records
 from protocol.record_validation import InvalidRecord, validate_client_batch
@@ -52,7 +53,9 @@ from storage.errors import (
     RecordTooLarge,
 )
 from storage.producer_state import ProducerStateManager
+from storage.producer_state_loader import rebuild_producer_state
 from storage.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment, check_offset_order, fsync_directory
+from storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -201,14 +204,24 @@ class Log:
             raise InvalidRecord(message, [(i, message) for i in keyless])
 
     def append_as_leader(
-        self, records, leader_epoch: int, *, validate_records: bool = True, now_ms: int | None = None
+        self,
+        records,
+        leader_epoch: int,
+        *,
+        validate_records: bool = True,
+        markers: bool = False,
+        now_ms: int | None = None,
     ) -> LogAppendInfo:
         """Append batches as the leader: assign offsets from LEO, stamp `leader_epoch`, apply
         LogAppendTime if configured. Raises CorruptRecordBatch (CRC, count, magic), InvalidRecord
         (a client batch Kafka's LogValidator refuses, `protocol.record_validation`; skipped with
         `validate_records=False`), RecordTooLarge; nothing of a refused append is written.
-        `records` is not modified or copied."""
-        parsed = self._parse(records, validate_records)
+        `markers`: transaction markers from a coordinator (WriteTxnMarkers), checked against the
+        producer state (InvalidProducerEpoch, TransactionCoordinatorFenced) instead of validated as
+        client records. `records` is not modified or copied."""
+        parsed = self._parse(records, validate_records and not markers)
+        if markers:
+            self._check_markers(parsed)
         duplicate = self._check_producers(parsed)
         if duplicate is not None:
             return duplicate
@@ -232,8 +245,8 @@ class Log:
             self.epoch_cache.assign(leader_epoch, first)
         self._write(buffers, parsed, first, offset - 1, max_ts, max_ts_offset)
         base = first
-        for _, header in parsed.batches:
-            self.producer_state.update_from_header(header._replace(base_offset=base))
+        for position, header in parsed.batches:
+            self._update_producer_state(parsed, position, header._replace(base_offset=base))
             base += header.last_offset_delta + 1
         return LogAppendInfo(
             first,
@@ -246,6 +259,50 @@ class Log:
             parsed.size,
             self.log_start_offset,
         )
+
+    def _check_markers(self, parsed: _Batches) -> None:
+        for position, header in parsed.batches:
+            marker = read_marker(parsed.view, position, header) if header.is_control else None
+            if marker is None:
+                raise CorruptRecordBatch("a WriteTxnMarkers append holds only transaction markers")
+            self.producer_state.check_marker(header.producer_id, header.producer_epoch, marker.coordinator_epoch)
+
+    def _update_producer_state(self, parsed: _Batches, position: int, header: rb.BatchHeader) -> None:
+        """Producer state after a batch was written; an ABORT marker is indexed in the active
+        segment (where it was written)."""
+        marker = None
+        if header.is_control and header.producer_id >= 0:
+            try:
+                marker = read_marker(parsed.view, position, header)
+            except CorruptRecordBatch as e:
+                log.warning("%s: %s", self.dir.name, e)
+        completed = self.producer_state.update_from_header(header, marker)
+        if completed is not None and completed.is_aborted:
+            self.active_segment.txn_index.append(
+                AbortedTxn(
+                    completed.producer_id,
+                    completed.first_offset,
+                    completed.last_offset,
+                    self.producer_state.last_stable_offset_after(completed),
+                )
+            )
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions that may hold records in [fetch_offset, upper_bound) (Kafka's
+        `collectAbortedTransactions`): what a read_committed Fetch returns beside the records."""
+        found: list[AbortedTxn] = []
+        for segment in self._segments[self._segment_for(fetch_offset) :]:
+            entries, complete = segment.txn_index.overlapping(fetch_offset, upper_bound)
+            found += entries
+            if complete:
+                break
+        return found
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The LSO: the first offset of the oldest open (or not yet replicated) transaction, never
+        above `high_watermark`."""
+        unstable = self.producer_state.first_unstable_offset(high_watermark)
+        return high_watermark if unstable is None else min(unstable, high_watermark)
 
     def _check_producers(self, parsed: _Batches) -> LogAppendInfo | None:
         """Idempotent producers: a retried batch is answered with its original offsets (nothing is
@@ -340,8 +397,8 @@ class Log:
                 max_ts, max_ts_offset = header.max_timestamp, header.last_offset
             expected = header.next_offset
         self._write([parsed.view], parsed, first, expected - 1, max_ts, max_ts_offset)
-        for _, header in parsed.batches:
-            self.producer_state.update_from_header(header)
+        for position, header in parsed.batches:
+            self._update_producer_state(parsed, position, header)
         return LogAppendInfo(
             first,
             expected - 1,
@@ -503,8 +560,7 @@ class Log:
         leo = self.log_end_offset
         self.recovery_point = min(self.recovery_point, leo)
         self.epoch_cache.truncate_from_end(leo)
-        self.producer_state.truncate_to(leo)
-        self.producer_state.delete_snapshots_from(leo + 1)
+        rebuild_producer_state(self)
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -587,10 +643,13 @@ class Log:
         if at < 0 or self._bases[at : at + len(replaced)] != list(replaced) or at + len(replaced) >= len(self._bases):
             raise ValueError(f"{self.dir.name}: segments {replaced} are not inactive segments of the log")
         step = after_step or (lambda name: None)
+        old = self._segments[at : at + len(replaced)]
         new = LogSegment(self.dir, cleaned_base, self.config, suffix=CLEANED_SUFFIX)
+        # the cleaner keeps every transactional record and marker: the aborted transactions stay
+        new.txn_index.reset([txn for segment in old for txn in segment.txn_index.entries])
+        new.txn_index.flush()
         new.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
         step("swap")
-        old = self._segments[at : at + len(replaced)]
         self._segments[at : at + len(replaced)] = [new]
         self._bases[at : at + len(replaced)] = [cleaned_base]
         deleted = [path for segment in old for path in segment.mark_deleted()]

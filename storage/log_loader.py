@@ -28,7 +28,7 @@ from storage.config import LogConfig
 from storage.epoch_cache import LeaderEpochCache
 from storage.errors import CorruptCheckpoint, CorruptIndex
 from storage.log import Log
-from storage.producer_state import CorruptSnapshot
+from storage.producer_state_loader import rebuild_producer_state
 from storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -39,6 +39,7 @@ from storage.segment import (
     LogSegment,
     file_name,
 )
+from storage.transaction_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +50,14 @@ def _complete_swaps(directory: Path, config: LogConfig) -> set[int]:
     for path in sorted(directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
         base = int(path.name.split(".")[0])
         swap = LogSegment(directory, base, config, suffix=SWAP_SUFFIX)
+        aborted = list(swap.txn_index.entries)  # written by the swap, not derivable from it alone
         swap.recover()
+        swap.txn_index.reset(aborted)
         end = swap.read_next_offset()
         for old in directory.glob(f"*{LOG_SUFFIX}"):
             if old.stem.isdigit() and base <= int(old.stem) < max(end, base + 1):
                 log.warning("completing the cleaner's swap of %s: removing %s", path, old)
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                     (directory / file_name(int(old.stem), suffix)).unlink(missing_ok=True)
         swap.change_suffix(SWAP_SUFFIX, "")
         swap.close()
@@ -76,7 +79,11 @@ def _cleanup(directory: Path) -> set[int]:
         if path.suffix == LOG_SUFFIX and path.stem.isdigit():
             bases.add(int(path.stem))
     for path in directory.iterdir():
-        if path.suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and path.stem.isdigit() and int(path.stem) not in bases:
+        if (
+            path.suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+            and path.stem.isdigit()
+            and int(path.stem) not in bases
+        ):
             log.warning("removing orphan index %s", path)
             path.unlink()
     return bases
@@ -166,29 +173,10 @@ def load_log(
         result.truncate_fully_and_start_at(result.log_start_offset)
     if recovered:
         result.complete_flush(leo)
-    _load_producer_state(result)
+    rebuild_from = [recovered[0].base_offset] if recovered and len(segments) > first_unflushed else []
+    for segment in segments:
+        if segment.txn_index.corrupt:
+            log.warning("%s is unreadable; rebuilding it from the markers", segment.txn_index.path)
+            rebuild_from.append(segment.base_offset)
+    rebuild_producer_state(result, rebuild_txn_index_from=min(rebuild_from, default=None))
     return result
-
-
-def _load_producer_state(lg: Log) -> None:
-    """The latest usable snapshot at or below LEO, then every batch header after it (Kafka's
-    `ProducerStateManager` load + `rebuildProducerState`). Snapshots above LEO are stale."""
-    state = lg.producer_state
-    state.delete_snapshots_from(lg.log_end_offset + 1)
-    start = lg.log_start_offset
-    for offset, path in reversed(state.snapshots()):
-        try:
-            state.load_snapshot(path)
-            start = offset
-            break
-        except CorruptSnapshot as e:
-            log.warning("%s; rebuilding producer state from the log", e)
-            path.unlink(missing_ok=True)
-            state.reset(lg.log_start_offset)
-    segments = lg.segments
-    for segment, next_segment in zip(segments, segments[1:] + [None]):
-        if next_segment is not None and next_segment.base_offset <= start:
-            continue  # wholly below the snapshot
-        for _, header in segment.headers(0):
-            if header.next_offset > start:
-                state.update_from_header(header)

@@ -10,11 +10,21 @@ last offset, max timestamp). Rules for a batch from a client (Kafka 3.x `Produce
   OutOfOrderSequence; a producer with no state here (expired, or never seen) may start anywhere.
 Replicated batches (followers, recovery) update the state without checks.
 
+Transactions (KIP-98, Kafka's `ProducerStateManager` ongoing / unreplicated transactions): a
+producer's first transactional batch opens its transaction at that batch's base offset; its
+COMMIT or ABORT marker closes it (`CompletedTxn`, returned so the log can index an abort) and sets
+the producer's epoch and coordinator epoch. A completed transaction stays "unreplicated" until the
+high watermark passes its marker. The first unstable offset is the first offset of the oldest open
+or unreplicated transaction; the partition's LSO is min(that, HW). Markers on the leader are
+checked first (`check_marker`): an older producer epoch is InvalidProducerEpoch, an older
+coordinator epoch TransactionCoordinatorFenced.
+
 Snapshots: `<offset>.snapshot` in the partition directory, Kafka's format v1: int16 version, uint32
 CRC-32C of the rest, int32 count, then per producer int64 id, int16 epoch, int32 last sequence,
-int64 last offset, int32 offset delta, int64 timestamp, int32 coordinator epoch (-1), int64 current
-transaction first offset (-1). As Kafka, a snapshot keeps each producer's last batch; batches after
-the snapshot offset are rebuilt from batch headers on load.
+int64 last offset, int32 offset delta, int64 timestamp, int32 coordinator epoch, int64 current
+transaction first offset (-1 when none). As Kafka, a snapshot keeps each producer's last batch
+(last sequence and offset -1 for a producer known only by a marker); batches after the snapshot
+offset are rebuilt from batch headers on load.
 """
 
 from __future__ import annotations
@@ -54,6 +64,20 @@ class CorruptSnapshot(StorageError):
     pass
 
 
+class TransactionCoordinatorFenced(StorageError):
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
+@dataclass(frozen=True)
+class CompletedTxn:
+    """A transaction its marker ended: offsets inclusive, `last_offset` is the marker's."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
 @dataclass(frozen=True)
 class BatchMetadata:
     first_seq: int
@@ -68,6 +92,8 @@ class ProducerEntry:
     epoch: int = NO_EPOCH
     batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     last_timestamp: int = -1
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -88,6 +114,8 @@ class ProducerStateManager:
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerEntry] = {}
         self.map_end_offset = 0  # batches below this offset are reflected in the state
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction, oldest first
+        self.unreplicated: dict[int, CompletedTxn] = {}  # first offset -> completed txn above the HW
 
     # ---- checks (client appends) ---------------------------------------------------------------
     def find_duplicate(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
@@ -114,6 +142,49 @@ class ProducerStateManager:
         elif current_epoch != NO_EPOCH and current_last != NO_SEQUENCE and not in_sequence(current_last, first_seq):
             raise OutOfOrderSequence(f"producer {producer_id}: sequence {first_seq} does not follow {current_last}")
 
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """A marker from a coordinator (WriteTxnMarkers) must not carry an older producer epoch
+        (InvalidProducerEpoch) or an older coordinator epoch (TransactionCoordinatorFenced)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise InvalidProducerEpoch(f"producer {producer_id}: marker epoch {epoch} is older than {entry.epoch}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFenced(
+                f"producer {producer_id}: coordinator epoch {coordinator_epoch} is older than {entry.coordinator_epoch}"
+            )
+
+    # ---- transactions and the LSO ----------------------------------------------------------------
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest transaction still open, or completed with its marker
+        at or above `high_watermark`; None when there is none."""
+        if self.unreplicated:
+            for first, txn in list(self.unreplicated.items()):
+                if txn.last_offset < high_watermark:
+                    del self.unreplicated[first]
+        oldest_open = next(iter(self.ongoing.values()), None)  # `ongoing` is in first-offset order
+        candidates = [c for c in (oldest_open, min(self.unreplicated, default=None)) if c is not None]
+        return min(candidates) if candidates else None
+
+    def _complete_txn(self, header, marker) -> CompletedTxn:
+        entry = self.producers.setdefault(header.producer_id, ProducerEntry())
+        if header.producer_epoch != entry.epoch:
+            entry.batches.clear()
+            entry.epoch = header.producer_epoch
+        first = entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else header.base_offset
+        entry.current_txn_first_offset = -1
+        entry.coordinator_epoch = marker.coordinator_epoch
+        entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
+        self.ongoing.pop(header.producer_id, None)
+        completed = CompletedTxn(header.producer_id, first, header.base_offset, not marker.commit)
+        self.unreplicated[first] = completed
+        return completed
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO once `completed` is closed (what its aborted-transaction index entry records)."""
+        return next(iter(self.ongoing.values()), completed.last_offset + 1)
+
     # ---- updates ---------------------------------------------------------------------------------
     def update(
         self,
@@ -136,9 +207,16 @@ class ProducerStateManager:
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
         self.map_end_offset = max(self.map_end_offset, last_offset + 1)
 
-    def update_from_header(self, header) -> None:
-        """A batch's header (RecordBatch v2) as stored, offsets assigned."""
-        if header.producer_id != NO_PRODUCER_ID and header.base_sequence != NO_SEQUENCE and not header.is_control:
+    def update_from_header(self, header, marker=None) -> CompletedTxn | None:
+        """A batch's header (RecordBatch v2) as stored, offsets assigned; for a control batch its
+        decoded marker (`protocol.control_records.Marker`, None for another control type).
+        Returns the transaction a marker completed."""
+        self.map_end_offset = max(self.map_end_offset, header.next_offset)
+        if header.producer_id == NO_PRODUCER_ID:
+            return None
+        if header.is_control:
+            return None if marker is None else self._complete_txn(header, marker)
+        if header.base_sequence != NO_SEQUENCE:
             self.update(
                 header.producer_id,
                 header.producer_epoch,
@@ -148,29 +226,27 @@ class ProducerStateManager:
                 header.last_offset,
                 header.max_timestamp,
             )
-        self.map_end_offset = max(self.map_end_offset, header.next_offset)
-
-    def truncate_to(self, offset: int) -> None:
-        """Forget batches at or above `offset` (the log was truncated there); a producer left with
-        no batch is forgotten (it is accepted again at any sequence, as an unknown producer)."""
-        for pid in list(self.producers):
-            entry = self.producers[pid]
-            kept = [b for b in entry.batches if b.last_offset < offset]
-            if not kept:
-                del self.producers[pid]
-                continue
-            entry.batches.clear()
-            entry.batches.extend(kept)
-        self.map_end_offset = min(self.map_end_offset, offset)
+        if header.is_transactional:
+            entry = self.producers.setdefault(header.producer_id, ProducerEntry(epoch=header.producer_epoch))
+            if entry.current_txn_first_offset < 0:
+                entry.current_txn_first_offset = header.base_offset
+                self.ongoing[header.producer_id] = header.base_offset
+        return None
 
     def reset(self, offset: int = 0) -> None:
         self.producers.clear()
+        self.ongoing.clear()
+        self.unreplicated.clear()
         self.map_end_offset = offset
 
     def remove_expired(self, now_ms: int | None = None) -> list[int]:
         """Drop producers idle for longer than `producer.id.expiration.ms`."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        expired = [pid for pid, e in self.producers.items() if now - e.last_timestamp > self.expiration_ms]
+        expired = [
+            pid
+            for pid, e in self.producers.items()
+            if now - e.last_timestamp > self.expiration_ms and e.current_txn_first_offset < 0
+        ]
         for pid in expired:
             del self.producers[pid]
         return expired
@@ -191,14 +267,13 @@ class ProducerStateManager:
                 pid,
                 e.epoch,
                 e.last_seq,
-                e.batches[-1].last_offset,
-                e.batches[-1].last_offset - e.batches[-1].first_offset,
+                e.batches[-1].last_offset if e.batches else -1,
+                e.batches[-1].last_offset - e.batches[-1].first_offset if e.batches else 0,
                 e.last_timestamp,
-                -1,
-                -1,
+                e.coordinator_epoch,
+                e.current_txn_first_offset,
             )
             for pid, e in sorted(self.producers.items())
-            if e.batches
         ]
         body = struct.pack(">i", len(entries)) + b"".join(entries)
         data = struct.pack(">hI", _SNAPSHOT_VERSION, crc32c.crc32c(body)) + body
@@ -225,12 +300,21 @@ class ProducerStateManager:
             or len(data) != _HEADER.size + count * _ENTRY.size
         ):
             raise CorruptSnapshot(f"{path}: bad version, CRC or length")
-        self.producers.clear()
-        for pid, epoch, last_seq, last_offset, delta, ts, _, _ in _ENTRY.iter_unpack(data[_HEADER.size :]):
-            entry = self.producers[pid] = ProducerEntry(epoch=epoch, last_timestamp=ts)
-            entry.batches.append(
-                BatchMetadata((last_seq - delta) % SEQUENCE_LIMIT, last_seq, last_offset - delta, last_offset, ts)
+        self.reset()
+        ongoing = []
+        for pid, epoch, last_seq, last_offset, delta, ts, coordinator_epoch, txn_first in _ENTRY.iter_unpack(
+            data[_HEADER.size :]
+        ):
+            entry = self.producers[pid] = ProducerEntry(
+                epoch=epoch, last_timestamp=ts, coordinator_epoch=coordinator_epoch, current_txn_first_offset=txn_first
             )
+            if last_offset >= 0 and last_seq >= 0:
+                entry.batches.append(
+                    BatchMetadata((last_seq - delta) % SEQUENCE_LIMIT, last_seq, last_offset - delta, last_offset, ts)
+                )
+            if txn_first >= 0:
+                ongoing.append((txn_first, pid))
+        self.ongoing = {pid: first for first, pid in sorted(ongoing)}
         self.map_end_offset = int(path.stem)
 
     def delete_snapshots_from(self, offset: int) -> None:

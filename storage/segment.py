@@ -1,4 +1,5 @@
-"""One log segment: `<base offset, 20 digits>.log` with its `.index` and `.timeindex`.
+"""One log segment: `<base offset, 20 digits>.log` with its `.index`, `.timeindex` and, once a
+transaction aborted in it, `.txnindex` (`storage/transaction_index.py`).
 
 The `.log` holds RecordBatch v2 bytes exactly as appended (offsets already assigned); this module
 reads only batch headers, except `find_offset_by_timestamp`, which decodes the one batch that holds
@@ -20,6 +21,7 @@ Not thread-safe: one owner (the `Log`) calls it. Every call is plain blocking fi
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import random
@@ -31,6 +33,7 @@ from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch
 from storage.config import LogConfig
 from storage.index import OffsetIndex, TimeIndex
+from storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 DELETED_SUFFIX = ".deleted"
@@ -38,6 +41,11 @@ DELETED_SUFFIX = ".deleted"
 # segments it cleaned is `.swap` (see storage/cleaner/ and Log.replace_segments).
 CLEANED_SUFFIX, SWAP_SUFFIX = ".cleaned", ".swap"
 _SCAN_CHUNK = 64 * 1024
+#: the first read of a header scan: a tail read's scan covers a batch or two, not 64 KiB
+_FIRST_SCAN_CHUNK = 4096
+#: recent appends remembered per segment (their start positions and last offsets), so reads at
+#: the tail (followers, consumers, the HW's batch) find their batch without an index scan
+RECENT_APPENDS = 256
 
 
 def check_offset_order(
@@ -98,6 +106,10 @@ class LogSegment:
             config.segment_index_bytes,
             new=new,
         )
+        txn_path = directory / (file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)
+        if new:
+            txn_path.unlink(missing_ok=True)
+        self.txn_index = TransactionIndex(txn_path)
         self.created_ms = int(time.time() * 1000)
         # segment.jitter.ms: each segment rolls by time up to this much early (Kafka's randomSegmentJitter)
         jitter = min(config.segment_jitter_ms, config.segment_ms)
@@ -106,6 +118,36 @@ class LogSegment:
         self._max_ts: tuple[int, int] | None = None  # (max timestamp, its offset), lazily
         self._rolling_ts: int | None = None  # first batch's max timestamp, lazily
         self._next_offset: int | None = None
+        self._forget_recent()
+
+    def _forget_recent(self) -> None:
+        self._recent_pos: list[int] = []  # start position of each remembered append, ascending
+        self._recent_last: list[int] = []  # its last offset, ascending
+        self._recent_floor: int | None = None  # the last offset before the first one (None: unknown)
+
+    def _remember(self, position: int, previous_next_offset: int | None, last_offset: int) -> None:
+        if not self._recent_pos:
+            if position == 0:
+                self._recent_floor = -(1 << 63)
+            else:
+                self._recent_floor = None if previous_next_offset is None else previous_next_offset - 1
+        self._recent_pos.append(position)
+        self._recent_last.append(last_offset)
+        if len(self._recent_pos) > 2 * RECENT_APPENDS:
+            self._recent_floor = self._recent_last[RECENT_APPENDS - 1]
+            del self._recent_pos[:RECENT_APPENDS]
+            del self._recent_last[:RECENT_APPENDS]
+
+    def _recent_position(self, offset: int) -> int | None:
+        """The start of the remembered append holding `offset` (a batch start at or before the
+        batch holding it), or None when `offset` is outside the remembered appends."""
+        last = self._recent_last
+        if not last or offset > last[-1]:
+            return None
+        i = bisect.bisect_left(last, offset)
+        if i == 0 and (self._recent_floor is None or offset <= self._recent_floor):
+            return None
+        return self._recent_pos[i]
 
     # ---- reading headers ---------------------------------------------------------------------
     def pread(self, size: int, position: int) -> bytes:
@@ -115,11 +157,12 @@ class LogSegment:
         """(position, header) of each batch from `position` (a batch start) to `end`; raises
         CorruptRecordBatch where a header is invalid or a batch overruns the file."""
         end = self.size if end is None else end
-        buf, buf_pos = b"", position
+        buf, buf_pos, chunk = b"", position, _FIRST_SCAN_CHUNK
         while position < end:
             off = position - buf_pos
             if off + rb.HEADER_SIZE > len(buf):
-                buf, buf_pos, off = self.pread(_SCAN_CHUNK, position), position, 0
+                buf, buf_pos, off = self.pread(chunk, position), position, 0
+                chunk = _SCAN_CHUNK
             header = self._header_at(buf, off, position, end)
             yield position, header
             position += header.size
@@ -136,7 +179,9 @@ class LogSegment:
 
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, rb.BatchHeader] | None:
         """(position, header) of the first batch whose last offset is >= `offset`, or None."""
-        _, position = self.offset_index.lookup(offset)
+        position = self._recent_position(offset)
+        if position is None:
+            _, position = self.offset_index.lookup(offset)
         for pos, header in self.headers(max(position, start_position)):
             if header.last_offset >= offset:
                 return pos, header
@@ -204,7 +249,7 @@ class LogSegment:
     ) -> None:
         """Append whole batches (offsets assigned), given as buffers totalling `size` bytes and
         written in one `pwritev`, whose last offset is `last_offset`."""
-        position = self.size
+        position, previous_next_offset = self.size, self._next_offset
         if position == 0:
             self._rolling_ts = max_timestamp
         try:
@@ -218,6 +263,7 @@ class LogSegment:
             raise OSError(f"short write to {self.log_path}: {written} of {size} bytes")
         self.size += size
         self._next_offset = last_offset + 1
+        self._remember(position, previous_next_offset, last_offset)
         if max_timestamp > self.max_timestamp:
             self._max_ts = (max_timestamp, offset_of_max_timestamp)
         if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
@@ -246,7 +292,9 @@ class LogSegment:
         """Rebuild both indexes from the `.log`, checking each batch's size, CRC and offset order
         (below `next_base_offset`, the next segment's base offset, when given), and cut the file at
         the first invalid batch. Returns the number of bytes truncated (Kafka
-        `LogSegment.recover`)."""
+        `LogSegment.recover`). The transaction index is emptied: the caller rebuilds it from the
+        markers as it replays producer state."""
+        self.txn_index.reset()
         self.offset_index.reset()
         self.time_index.reset()
         self._max_ts = (-1, self.base_offset)
@@ -289,9 +337,11 @@ class LogSegment:
         position = found[0]
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self.size - position
         os.ftruncate(self._fd, position)
         self.size = position
+        self._forget_recent()
         self._bytes_since_last_index_entry = 0
         self._next_offset = None
         self._max_ts = None
@@ -322,6 +372,9 @@ class LogSegment:
                 limit = min(limit, stop[0])
         before, _ = self.offset_index.positions_at_or_below(limit)
         scan_from = max(start, before)
+        i = bisect.bisect_right(self._recent_pos, limit) - 1
+        if i >= 1:  # the append before the last one starting at or below the limit ends below it
+            scan_from = max(scan_from, self._recent_pos[i - 1])
         end, next_offset = scan_from, start_offset
         for position, header in self.headers(scan_from):
             if position + header.size > limit:
@@ -352,7 +405,7 @@ class LogSegment:
     def change_suffix(self, old: str, new: str) -> None:
         """Rename the segment's files from suffix `old` to `new` (Kafka's `changeFileSuffixes`);
         open descriptors stay valid. A missing index file is skipped."""
-        for holder in (self, self.offset_index, self.time_index):
+        for holder in (self, self.offset_index, self.time_index, self.txn_index):
             path = holder.log_path if holder is self else holder.path  # type: ignore[union-attr]
             if not path.name.endswith(old):
                 raise ValueError(f"{path} does not end with {old!r}")
@@ -368,6 +421,7 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def dup_fds(self) -> list[int]:
         """Duplicated fds of the segment's files, for an fsync off the event loop (pending index
@@ -376,7 +430,9 @@ class LogSegment:
         for index in (self.offset_index, self.time_index):
             index.write_pending()
             fds.append(index._open())
-        return [os.dup(fd) for fd in fds]
+        dups = [os.dup(fd) for fd in fds]
+        txn_fd = self.txn_index.dup_fd()
+        return dups if txn_fd is None else dups + [txn_fd]
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -391,7 +447,7 @@ class LogSegment:
         delete sequence); returns the renamed paths for `unlink_all`."""
         os.close(self._fd)
         self._fd = CLOSED
-        paths = [self.log_path, self.offset_index.path, self.time_index.path]
+        paths = [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
         for index in (self.offset_index, self.time_index):
             if index._fd is not None:
                 os.close(index._fd)

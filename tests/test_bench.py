@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from bench import cluster_report
+from local_cluster import compose
 
 pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
@@ -139,3 +140,43 @@ def test_quick_admin_bench_prints_measured_against_targets():
     assert r.returncode == 0, r.stderr[-3000:]
     assert "| measurement (issue 18) | measured | target | met |" in r.stdout
     assert "DescribeConfigs of a topic" in r.stdout and "reassign a 5 MB partition" in r.stdout
+
+
+def test_quick_txn_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.txn_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 19) | measured | target | met |" in r.stdout
+    assert r.stdout.count("transactions/s, ") == 4
+    assert "read_committed" in r.stdout and "x read_uncommitted" in r.stdout
+
+
+def test_quick_security_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.security_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 20) | measured | target | met |" in r.stdout
+    assert "PLAINTEXT |" in r.stdout and "SASL_SSL (SCRAM-SHA-512, TLS 1.3) |" in r.stdout
+    assert "SASL_SSL throughput / PLAINTEXT throughput" in r.stdout and "authorizer off / on" in r.stdout
+
+
+@pytest.mark.skipif(compose.docker_unavailable() is not None, reason="the compose bench needs a Docker engine")
+def test_quick_compose_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.compose_bench", "--quick"], capture_output=True, text=True, timeout=900
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "compose up: ZooKeeper + 3 brokers healthy" in r.stdout and "| met |" in r.stdout
+
+
+def test_quick_request_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.request_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 22) | measured | target | met |" in r.stdout
+    for row in ("linger.ms=0, 10k records/s offered", "5 runs", "1 KiB records", "Produce requests/s", "backlog"):
+        assert row in r.stdout, row
+    assert "(before: " in r.stdout

@@ -37,3 +37,18 @@ def test_scenario(name, tmp_path):
         assert not report.divergent and not report.reordered
     else:
         assert report.ok, report.violations()
+
+
+def test_transactional_scenario(tmp_path):
+    """Transactions under coordinator and leader kills (chaos/transactions.py): atomic, no aborted
+    record visible, no committed one lost, no duplicate, the LSO never going backwards."""
+    from chaos.transactions import NAME, run_txn_scenario
+
+    print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
+    report, what = trio.run(run_txn_scenario, SEED, tmp_path)
+    print(
+        f"{NAME}: {what}; committed {report.committed}, aborted {report.aborted}, unknown {report.unknown}, "
+        f"records visible {report.records_visible}, violations {report.violations()}"
+    )
+    assert report.committed > 50 and report.aborted > 5, "the workload made too little progress to judge"
+    assert report.ok, report.violations()

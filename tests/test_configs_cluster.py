@@ -184,10 +184,14 @@ def test_a_config_change_takes_effect_on_every_broker_without_restart(start_brok
         lambda: trio.run(produce, leader, "live", b"y", -1).error_code == ErrorCode.NOT_ENOUGH_REPLICAS,
         "the default reaching the leader",
     )
-    for b in brokers.values():
-        assert describe(b, "broker", str(b.broker_id), {"min.insync.replicas"}) == {
-            "min.insync.replicas": ("3", DYNAMIC_DEFAULT)
-        }
+    for b in brokers.values():  # each broker applies the notification on its own: wait for every one
+        wait(
+            lambda b=b: (
+                describe(b, "broker", str(b.broker_id), {"min.insync.replicas"})
+                == {"min.insync.replicas": ("3", DYNAMIC_DEFAULT)}
+            ),
+            f"the default on broker {b.broker_id}",
+        )
 
 
 def _alter_codes(broker, api_key, resources, validate_only=False):

@@ -1,51 +1,94 @@
-"""docker-compose.yml and the Dockerfile, checked without a Docker engine (none runs on our machines):
-every broker service runs a real `minikafka broker` whose environment configuration the broker
-accepts, and ids, ports, listeners and zookeeper.connect agree across services."""
+"""docker-compose.yml and the Dockerfiles, read without a Docker engine (tests/test_compose_cluster.py
+runs them): every broker service's KAFKA_* environment is a configuration the broker accepts, with
+Kafka's INTERNAL/EXTERNAL listener pattern, and the images build from a base given as an argument
+with nothing fetched from the network."""
 
 import pathlib
-import shlex
+import re
 
 import yaml
 
-from broker.config import Listener, load_config
+from broker.config import load_config
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT = re.compile(r"\$\{(\w+):-([^}]*)\}")
 
 
-def test_compose_services_are_real_broker_invocations_that_agree():
+def substitute(text: str) -> str:
+    """Compose's `${VAR:-default}` with every variable unset."""
+    return DEFAULT.sub(lambda m: m.group(2), text)
+
+
+def test_broker_services_use_internal_and_external_listeners_the_broker_accepts():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     brokers = {name: s for name, s in services.items() if name.startswith("broker")}
     assert len(brokers) == 3 and "zookeeper" in services
-    zk_port = int(services["zookeeper"]["ports"][0].split(":")[1])
-    ids, ports = set(), set()
+    ids, external_ports = set(), set()
     for name, service in brokers.items():
-        command = service["command"]
-        assert command[:2] == ["minikafka", "broker"] and "--env-config" in command
-        env = {k: str(v) for k, v in service["environment"].items()}
-        config = load_config(None, [], environ=env)  # the broker accepts it (raises otherwise)
-        assert config["zookeeper.connect"] == f"zookeeper:{zk_port}"
-        listener = config.listeners[0]
-        advertised = config.advertised_listeners[0]
-        assert advertised == Listener("PLAINTEXT", name, listener.port)  # reachable by service name
-        assert service["ports"] == [f"{listener.port}:{listener.port}"]
+        env = {k: substitute(str(v)) for k, v in service["environment"].items()}
+        config = load_config(None, [], environ=env)  # raises on anything the broker rejects
+        assert config["zookeeper.connect"] == "zookeeper:2181"
+        assert config["inter.broker.listener.name"] == "INTERNAL"
+        listeners = {listener.name: listener for listener in config.listeners}
+        advertised = {listener.name: listener for listener in config.advertised_listeners}
+        assert set(listeners) == set(advertised) == {"INTERNAL", "EXTERNAL"}
+        assert (advertised["INTERNAL"].host, advertised["INTERNAL"].port) == (name, listeners["INTERNAL"].port)
+        published = [substitute(p) for p in service["ports"]]
+        assert published == [f"{advertised['EXTERNAL'].port}:{listeners['EXTERNAL'].port}"]
+        assert advertised["EXTERNAL"].host == "127.0.0.1"
         assert config["min.insync.replicas"] <= config["default.replication.factor"] <= len(brokers)
         assert service["depends_on"]["zookeeper"]["condition"] == "service_healthy"
+        health = service["healthcheck"]["test"]
+        assert "minikafka_cli.health" in health and health[-2:] == ["--broker-id", str(config.broker_id)]
         volume = service["volumes"][0].split(":")
         assert volume[1] == str(config.log_dirs[0]) and volume[0] in compose["volumes"]
         ids.add(config.broker_id)
-        ports.add(listener.port)
-    assert ids == {1, 2, 3} and len(ports) == 3
+        external_ports.add(advertised["EXTERNAL"].port)
+    assert ids == {1, 2, 3} and len(external_ports) == 3
 
 
-def test_dockerfile_runs_the_broker_from_the_environment():
-    lines = [
-        line.strip()
-        for line in (ROOT / "Dockerfile").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    entrypoint = next(line for line in lines if line.startswith("ENTRYPOINT"))
-    assert entrypoint == 'ENTRYPOINT ["minikafka", "broker", "--env-config"]'
-    copied = {shlex.split(line)[1] for line in lines if line.startswith("COPY")}
-    for package in ("protocol", "storage", "broker", "controller", "client", "minikafka_cli"):
-        assert package in copied and (ROOT / package).is_dir()
+def _instructions(path: pathlib.Path) -> list[str]:
+    text = path.read_text().replace("\\\n", " ")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_the_broker_image_installs_wheels_offline_on_a_base_given_as_an_argument():
+    lines = _instructions(ROOT / "Dockerfile")
+    assert lines[0] == "ARG BASE_IMAGE=python:3.11-slim-bookworm" and lines[1] == "FROM ${BASE_IMAGE}"
+    run = next(line for line in lines if line.startswith("RUN"))
+    assert "--no-index" in run and "minikafka-native" in run
+    assert lines[-1] == 'ENTRYPOINT ["minikafka", "broker", "--env-config"]'
+    assert (ROOT / ".dockerignore").read_text().split("\n")[-2:] == ["!docker/wheels/", ""]
+
+
+def test_the_zookeeper_image_runs_debians_zookeeper_with_its_config():
+    lines = _instructions(ROOT / "docker" / "zookeeper" / "Dockerfile")
+    assert lines[1] == "FROM ${BASE_IMAGE}"
+    config = dict(
+        line.split("=", 1) for line in (ROOT / "docker" / "zookeeper" / "zoo.cfg").read_text().splitlines() if line
+    )
+    assert config["clientPort"] == "2181" and "ruok" in config["4lw.commands.whitelist"]
+    assert any("QuorumPeerMain" in line for line in lines)
+
+
+def test_the_security_override_is_a_configuration_the_broker_accepts(tmp_path):
+    import json
+
+    from local_cluster import compose_security
+
+    setup, override = compose_security.prepare(tmp_path, "sasl_ssl")
+    services = json.loads(override.read_text())["services"]
+    base = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    for name, service in services.items():
+        env = {k: substitute(str(v)) for k, v in base[name]["environment"].items()} | service["environment"]
+        config = load_config(None, [], environ=env)
+        assert {listener.name for listener in config.listeners} == {"INTERNAL", "EXTERNAL"}
+        assert config["listener.security.protocol.map"] == "INTERNAL:SASL_SSL,EXTERNAL:SASL_SSL"
+        assert config["inter.broker.listener.name"] == "INTERNAL"
+        for listener in ("internal", "external"):
+            assert setup.broker_password in env[f"KAFKA_LISTENER_NAME_{listener.upper()}_PLAIN_SASL_JAAS_CONFIG"]
+        assert env["KAFKA_SSL_KEYSTORE_LOCATION"] == f"{compose_security.CONTAINER_DIR}/broker.pem"
+        assert service["volumes"] == [f"{tmp_path / 'pki'}:{compose_security.CONTAINER_DIR}:ro"]
+        assert "--command-config" in service["healthcheck"]["test"]
+    assert (tmp_path / "pki" / "health.properties").read_text().startswith("security.protocol=SASL_SSL\n")

@@ -196,6 +196,7 @@ async def test_with_a_control_plane_listener_controller_requests_are_refused_els
     listeners = {
         "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
         "control_plane_listener_name": "CONTROLLER",
+        "listener_security_protocol_map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
     }
     brokers = {i: start_broker(i, **listeners) for i in (1, 2)}
     await create_topic(brokers, zk, "t", partitions=2, rf=2)  # the controller reaches them on CONTROLLER

@@ -11,10 +11,11 @@ ALLOWED = {
     "protocol": set(),
     "zk": set(),
     "storage": {"protocol"},
-    "client": {"protocol"},
-    "controller": {"protocol", "zk", "storage", "client"},
+    "client": {"protocol", "security"},
+    "controller": {"protocol", "zk", "storage", "client", "security"},
     "coordinator": {"protocol"},
-    "broker": {"protocol", "zk", "storage", "client", "controller", "coordinator"},
+    "security": {"protocol"},
+    "broker": {"protocol", "zk", "storage", "client", "controller", "coordinator", "security"},
 }
 
 

@@ -30,6 +30,9 @@ def task_for(log: Log, first_dirty: int = 0, *, capacity: int = 10_000, producer
         map_capacity=capacity,
         producer_last_offsets=producers or {},
         now_ms=now_ms or int(time.time() * 1000),
+        aborted_txns=tuple(
+            (t.producer_id, t.first_offset, t.last_offset) for s in log.segments for t in s.txn_index.entries
+        ),
     )
 
 
@@ -298,3 +301,24 @@ def test_the_throttle_holds_a_cleaning_to_its_rate(tmp_path):
     started = time.monotonic()
     clean(dc_replace(task, io_bytes_per_second=rate))
     assert time.monotonic() - started >= 2 * total / rate * 0.9
+
+
+def test_aborted_transactions_neither_shadow_keys_nor_survive(tmp_path):
+    from protocol.control_records import marker_batch
+
+    def txn(pid, records):
+        return rb.build_batch(records, producer_id=pid, producer_epoch=0, base_sequence=0, transactional=True)
+
+    log = Log.create(tmp_path / "t-0", CONFIG)
+    log.append_as_leader(keyed_batch([(b"a", b"committed-a"), (b"b", b"committed-b")]), leader_epoch=0)
+    log.append_as_leader(txn(9, [(b"a", b"aborted-a"), (b"c", b"aborted-c")]), leader_epoch=0)
+    log.append_as_leader(marker_batch(9, 0, 0, commit=False), leader_epoch=0, markers=True)
+    log.append_as_leader(txn(8, [(b"b", b"txn-b")]), leader_epoch=0)
+    log.append_as_leader(marker_batch(8, 0, 0, commit=True), leader_epoch=0, markers=True)
+    log.roll()
+    run_cleaning(log, task_for(log))
+    data = [info.records for info in [log.read(0, 1 << 30)]][0]
+    values = [r.value for pos, h in rb.iter_batches(data) if not h.is_control for r in rb.decode_records(data, pos, h)]
+    # the aborted write of "a" did not make the cleaner drop the committed one, and is gone itself
+    assert values == [b"committed-a", b"txn-b"]
+    assert [h.is_control for s in log.segments for _, h in s.headers()].count(True) == 2  # markers stay

@@ -1,5 +1,7 @@
-"""The main job (`minikafka run`, examples/flights.py) on the first 20,000 flights: cluster up,
-topic, produce with a leader killed mid-stream, PySpark exactly-once check, cluster down."""
+"""The main job (`minikafka run`, examples/flights.py) on the first flights: cluster up, topic,
+produce with a leader killed mid-stream, PySpark exactly-once check, cluster down; unchanged on a
+SASL_SSL cluster with ACLs (`--security sasl_ssl`: TLS, SCRAM, the admin's client.properties for the
+CLI and the `kafka.*` security options for Spark)."""
 
 import subprocess
 import sys
@@ -11,7 +13,8 @@ pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other pro
 pytest.importorskip("pyspark", reason="make setup installs the spark extra")
 
 
-def test_main_job_on_a_slice_of_the_flights(tmp_path):
+@pytest.mark.parametrize("security,rows", [("plaintext", 20000), ("sasl_ssl", 5000)])
+def test_main_job_on_a_slice_of_the_flights(tmp_path, security, rows):
     from test_cli_cluster import free_base_port
 
     base = free_base_port(3)
@@ -22,7 +25,9 @@ def test_main_job_on_a_slice_of_the_flights(tmp_path):
             "-m",
             "examples.flights",
             "--rows",
-            "20000",
+            str(rows),
+            "--security",
+            security,
             "--dir",
             str(tmp_path / "run"),
             "--base-port",
@@ -39,9 +44,9 @@ def test_main_job_on_a_slice_of_the_flights(tmp_path):
     out = r.stdout
     assert r.returncode == 0, out[-3000:] + r.stderr[-2000:]
     assert "killed broker" in out and "started broker" in out
-    assert "20000 records acknowledged" in out
+    assert f"{rows} records acknowledged" in out
     assert (
-        "check: 20,000 rows acknowledged, 20,000 read, 20,000 distinct -> every acknowledged row read exactly once"
+        f"check: {rows:,} rows acknowledged, {rows:,} read, {rows:,} distinct -> every acknowledged row read exactly once"
         in out
     )
     assert "RESULT: all checks passed" in out and "cluster down" in out

@@ -66,15 +66,18 @@ def test_pending_batches_of_one_request_chain():
         s.check(7, 0, 11, pending={7: (0, 9)})
 
 
-def test_expiry_and_truncation():
+def test_expiry_spares_producers_with_an_open_transaction():
     s = state_with(batches=[(0, 4, 0, 4), (5, 9, 5, 9)])
     s.update(8, 0, 0, 0, 10, 10, 5000)
     assert s.remove_expired(now_ms=1000 + s.expiration_ms + 1) == [7]
-    s = state_with(batches=[(0, 4, 0, 4), (5, 9, 5, 9)])
-    s.truncate_to(5)
-    assert [b.last_seq for b in s.producers[7].batches] == [4]
-    s.truncate_to(0)
-    assert 7 not in s.producers
+    header = rb.read_header(
+        rb.build_batch(
+            [(None, b"t")], producer_id=9, producer_epoch=0, base_sequence=0, transactional=True, timestamp_ms=1000
+        )
+    )
+    s.update_from_header(header)
+    assert s.remove_expired(now_ms=1000 + s.expiration_ms + 1) == []  # its transaction holds it
+    assert s.ongoing == {9: 0}
 
 
 def idempotent_batch(pid, epoch, seq, *values):

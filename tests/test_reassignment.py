@@ -5,6 +5,7 @@ be cancelled; /admin/reassign_partitions works for tools that write it; bad requ
 codes. kafka-python's admin client is the judge for the API."""
 
 import json
+import signal
 import threading
 import time
 
@@ -139,9 +140,14 @@ def test_a_reassignment_survives_a_controller_failover(start_broker, zk):
         wait(lambda: len(producer.acked) > 8000, "a backlog broker 4 needs a while to copy")
         reassign(bootstrap, {("fo", 0): [2, 3, 4]})
         wait(lambda: topic_znode(zk, "fo")["adding_replicas"] == {"0": [4]}, "the reassignment recorded")
-        controller.kill()
-        wait(lambda: zk.exists("/controller") and controller_id(zk) != 5, "a new controller")
-        assert not settled(zk, "fo", [2, 3, 4]), "the failover happened in the middle"
+        # broker 4 paused (SIGSTOP) until the failover is over, so it cannot finish copying first
+        brokers[4].process.send_signal(signal.SIGSTOP)
+        try:
+            assert not settled(zk, "fo", [2, 3, 4]), "the reassignment finished before the failover"
+            controller.kill()
+            wait(lambda: zk.exists("/controller") and controller_id(zk) != 5, "a new controller")
+        finally:
+            brokers[4].process.send_signal(signal.SIGCONT)
     # (a follower fetching 2 KiB at a time cannot catch up while the producer writes: stop it)
     wait(lambda: settled(zk, "fo", [2, 3, 4]), "the new controller to complete it")
     missing = producer.acked - consume_all(bootstrap, "fo")

@@ -1,8 +1,5 @@
 """The `minikafka` PySpark data source with real Spark (local[2]) against a real 3-broker cluster."""
 
-import os
-import sys
-
 import pytest
 import trio
 from replication_helpers import create_topic, partition_state, wait_for
@@ -13,28 +10,6 @@ from client.producer import Producer
 pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
 pyspark = pytest.importorskip("pyspark", reason="make setup installs the spark extra")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    from spark_source.source import MinikafkaDataSource
-
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("minikafka-tests")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.dataSource.register(MinikafkaDataSource)
-    yield session
-    session.stop()
 
 
 async def produce(bootstrap, topic, values, key_of=lambda v: v[:2]):
@@ -167,3 +142,67 @@ async def test_a_compacted_topic_is_read_across_its_gaps(spark, start_broker, zk
     for r in sorted(rows, key=lambda r: r.offset):
         latest[bytes(r.key)] = bytes(r.value)
     assert latest == {b"%02d" % k: b"%02d-%05d" % (k, 4950 + k) for k in range(50)}
+
+
+def test_isolation_levels_with_transactions(spark, start_broker, tmp_path):
+    """kafka.isolation.level: read_committed reads up to the LSO without aborted records (batch and
+    streaming); read_uncommitted reads everything but the markers."""
+    from confluent_kafka import Producer
+    from group_helpers import create_topics
+    from txn_helpers import TIMEOUT, TXN_BROKER
+
+    broker = start_broker(1, **TXN_BROKER)
+    create_topics(broker.bootstrap, {"tx": 1})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "spark-tx"})
+    producer.init_transactions(TIMEOUT)
+    for name, commit in (("c", True), ("a", False), ("open", None)):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce("tx", value=b"%s%d" % (name.encode(), i))
+        assert producer.flush(TIMEOUT) == 0
+        if commit is True:
+            producer.commit_transaction(TIMEOUT)
+        elif commit is False:
+            producer.abort_transaction(TIMEOUT)
+
+    def values(isolation: str | None) -> list[str]:
+        reader = spark.read.format("minikafka").option("kafka.bootstrap.servers", broker.bootstrap)
+        reader = reader.option("subscribe", "tx")
+        if isolation:
+            reader = reader.option("kafka.isolation.level", isolation)
+        return sorted(r.value.decode() for r in reader.load().collect())
+
+    committed = [f"c{i}" for i in range(5)]
+    assert values("read_committed") == committed  # the open transaction holds the LSO back
+    assert values(None) == sorted(committed + [f"a{i}" for i in range(5)] + [f"open{i}" for i in range(5)])
+    with pytest.raises(Exception, match="kafka.isolation.level"):
+        values("snapshot")
+
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+
+    def run_stream():
+        stream = (
+            spark.readStream.format("minikafka")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("subscribe", "tx")
+            .option("startingOffsets", "earliest")
+            .option("kafka.isolation.level", "read_committed")
+            .load()
+            .selectExpr("CAST(value AS STRING) AS value")
+        )
+        query = (
+            stream.writeStream.format("parquet")
+            .option("path", out)
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+
+    run_stream()
+    assert sorted(r.value for r in spark.read.parquet(out).collect()) == committed
+    producer.commit_transaction(TIMEOUT)
+    run_stream()
+    assert sorted(r.value for r in spark.read.parquet(out).collect()) == sorted(
+        committed + [f"open{i}" for i in range(5)]
+    )

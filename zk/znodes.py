@@ -14,7 +14,7 @@ import base64
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
@@ -23,6 +23,7 @@ CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
+CONFIG_USERS = "/config/users"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
@@ -37,6 +38,7 @@ PERSISTENT_PATHS = [
     "/brokers/seqid",
     "/config/topics",
     "/config/brokers",
+    "/config/users",
     "/config/changes",
     "/admin/delete_topics",
     "/isr_change_notification",
@@ -68,12 +70,16 @@ class BrokerRegistration:
     broker_id: int
     endpoints: list[tuple[str, str, int]]  # (listener name, host, port)
     rack: str | None = None
+    protocols: dict[str, str] = field(default_factory=dict)  # listener name -> security protocol
+
+    def protocol_of(self, listener: str) -> str:
+        return self.protocols.get(listener, "PLAINTEXT")
 
     def encode(self) -> bytes:
         name, host, port = self.endpoints[0]
         body = {
             "features": {},
-            "listener_security_protocol_map": {n: "PLAINTEXT" for n, _, _ in self.endpoints},
+            "listener_security_protocol_map": {n: self.protocol_of(n) for n, _, _ in self.endpoints},
             "endpoints": [f"{n}://{h}:{p}" for n, h, p in self.endpoints],
             "jmx_port": -1,
             "port": port,
@@ -103,7 +109,8 @@ class BrokerRegistration:
             endpoints.append((name, host.strip("[]"), int(port)))
         if not endpoints and "host" in body:
             endpoints = [("PLAINTEXT", body["host"], int(body["port"]))]
-        return cls(broker_id, endpoints, body.get("rack"))
+        protocols = body.get("listener_security_protocol_map") or {}
+        return cls(broker_id, endpoints, body.get("rack"), {str(k): str(v) for k, v in protocols.items()})
 
 
 def encode_cluster_id(cluster_id: str) -> bytes:

@@ -9,6 +9,7 @@ decides what ApiVersions advertises: an API is advertised only if a handler serv
 from __future__ import annotations
 
 from broker.handlers import (
+    acls,
     admin,
     api_versions,
     configs,
@@ -25,6 +26,11 @@ from broker.handlers import (
     offset_for_leader_epoch,
     offsets,
     produce,
+    sasl,
+    scram_credentials,
+    transaction_admin,
+    transactions,
+    write_txn_markers,
 )
 from broker.server import Handler
 from protocol.api import SCHEMAS
@@ -46,6 +52,12 @@ HANDLERS: dict[int, Handler] = {
     **configs.HANDLERS,
     **delete_records.HANDLERS,
     **describe_log_dirs.HANDLERS,
+    **transactions.HANDLERS,
+    **transaction_admin.HANDLERS,
+    write_txn_markers.API_KEY: write_txn_markers.handle,
+    **sasl.HANDLERS,
+    **scram_credentials.HANDLERS,
+    **acls.HANDLERS,
 }
 
 

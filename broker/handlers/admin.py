@@ -4,15 +4,21 @@ ControlledShutdown (key 7) v0-3, CreatePartitions (key 37) v0-3,
 AlterPartitionReassignments (key 45) v0, ListPartitionReassignments (key 46) v0, ElectLeaders (key 43) v0-2 (preferred, and from v1 unclean;
 `topic_partitions` null means every partition). With
 `delete.topic.enable=false` DeleteTopics answers TOPIC_DELETION_DISABLED, as Kafka does.
-ControlledShutdown v2+ must carry the broker's current epoch (STALE_BROKER_EPOCH otherwise)."""
+ControlledShutdown v2+ must carry the broker's current epoch (STALE_BROKER_EPOCH otherwise).
+
+Authorization (as Kafka): CreateTopics needs CREATE on the cluster or the topic, DeleteTopics
+DELETE and CreatePartitions ALTER on the topic (refused topics answer TOPIC_AUTHORIZATION_FAILED
+and are not passed on); ControlledShutdown CLUSTER_ACTION, the reassignment and election APIs
+ALTER (List: DESCRIBE) on the cluster (CLUSTER_AUTHORIZATION_FAILED)."""
 
 import trio
 
+from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.server import Handler
 from controller import events
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.types import ZERO_UUID
+from protocol.types import ZERO_UUID, FieldDict
 
 
 def _not_controller(ctx) -> bool:
@@ -26,21 +32,42 @@ def _not_controller_results(topics) -> list[dict]:
     ]
 
 
+def _split(ctx, request, topics, operation: Op, cluster_too: bool = False) -> tuple[list, list[dict]]:
+    """(the topics the principal may `operation`, TOPIC_AUTHORIZATION_FAILED results for the rest)."""
+    if ctx.authorizer is None or (cluster_too and cluster_allowed(ctx, request, operation)):
+        return list(topics), []
+    ok = [t for t in topics if allowed(ctx, request, operation, Resource.TOPIC, t.name)]
+    refused = [
+        {"name": t.name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": None}
+        for t in topics
+        if not allowed(ctx, request, operation, Resource.TOPIC, t.name)
+    ]
+    return ok, refused
+
+
 async def create_topics(ctx, request):
     body = request.body
-    if _not_controller(ctx):
-        results = _not_controller_results(body.topics)
+    topics, refused = _split(ctx, request, body.topics, Op.CREATE, cluster_too=True)
+    if not topics:
+        results = []
+    elif _not_controller(ctx):
+        results = _not_controller_results(topics)
     else:
+        allowed_body = FieldDict(body, topics=topics)
         results = await ctx.controller.request(
-            lambda reply: events.CreateTopics(body, reply), timeout_s=max(body.timeout_ms / 1000, 5)
+            lambda reply: events.CreateTopics(allowed_body, reply), timeout_s=max(body.timeout_ms / 1000, 5)
         )
-    return {"throttle_time_ms": 0, "topics": results}
+    return {"throttle_time_ms": 0, "topics": results + refused}
 
 
 async def delete_topics(ctx, request):
     body = request.body
     names = list(body.topic_names) + [t.name for t in body.topics if t.name is not None]
-    if not ctx.config["delete.topic.enable"]:
+    refused = [n for n in names if not allowed(ctx, request, Op.DELETE, Resource.TOPIC, n)]
+    names = [n for n in names if n not in refused]
+    if not names:
+        results = []
+    elif not ctx.config["delete.topic.enable"]:
         results = [(n, ErrorCode.TOPIC_DELETION_DISABLED) for n in names]
     elif _not_controller(ctx):
         results = [(n, ErrorCode.NOT_CONTROLLER) for n in names]
@@ -50,7 +77,10 @@ async def delete_topics(ctx, request):
         )
     return {
         "throttle_time_ms": 0,
-        "responses": [{"name": n, "topic_id": ZERO_UUID, "error_code": code} for n, code in results],
+        "responses": [
+            {"name": n, "topic_id": ZERO_UUID, "error_code": code}
+            for n, code in list(results) + [(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in refused]
+        ],
     }
 
 
@@ -58,17 +88,23 @@ async def create_partitions(ctx, request):
     """CreatePartitions v0-3 on the controller; a success is answered once this broker's metadata
     has leaders for the new partitions (Kafka's DelayedCreatePartitions), or at `timeout_ms`."""
     body = request.body
-    if _not_controller(ctx):
-        results = _not_controller_results(body.topics)
+    topics, refused = _split(ctx, request, body.topics, Op.ALTER)
+    if not topics:
+        results = []
+    elif _not_controller(ctx):
+        results = _not_controller_results(topics)
     else:
         timeout_s = max(body.timeout_ms / 1000, 5)
-        results = await ctx.controller.request(lambda reply: events.CreatePartitions(body, reply), timeout_s=timeout_s)
+        allowed_body = FieldDict(body, topics=topics)
+        results = await ctx.controller.request(
+            lambda reply: events.CreatePartitions(allowed_body, reply), timeout_s=timeout_s
+        )
         if not body.validate_only:
-            grown = [(t.name, t.count) for t, r in zip(body.topics, results) if r["error_code"] == ErrorCode.NONE]
+            grown = [(t.name, t.count) for t, r in zip(topics, results) if r["error_code"] == ErrorCode.NONE]
             with trio.move_on_after(max(body.timeout_ms, 0) / 1000):
                 while not all(ctx.metadata_cache.get_partition(name, count - 1) for name, count in grown):
                     await trio.sleep(0.01)
-    return {"throttle_time_ms": 0, "results": results}
+    return {"throttle_time_ms": 0, "results": results + refused}
 
 
 async def alter_partition_reassignments(ctx, request):
@@ -80,6 +116,13 @@ async def alter_partition_reassignments(ctx, request):
         for t in body.topics
         for p in t.partitions
     )
+    if not cluster_allowed(ctx, request, Op.ALTER):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": None,
+            "responses": [],
+        }
     if _not_controller(ctx):
         return {
             "throttle_time_ms": 0,
@@ -108,6 +151,8 @@ async def list_partition_reassignments(ctx, request):
     """ListPartitionReassignments v0 (KIP-455) on the controller: the ongoing reassignments (of
     the partitions named, or all) with their full replica set and adding / removing replicas."""
     body = request.body
+    if not cluster_allowed(ctx, request, Op.DESCRIBE):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "topics": []}
     if _not_controller(ctx):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": None, "topics": []}
     partitions = None if body.topics is None else tuple((t.name, p) for t in body.topics for p in t.partition_indexes)
@@ -132,6 +177,8 @@ async def list_partition_reassignments(ctx, request):
 
 async def controlled_shutdown(ctx, request):
     body = request.body
+    if not cluster_allowed(ctx, request, Op.CLUSTER_ACTION):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "remaining_partitions": []}
     if _not_controller(ctx):
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
     code, remaining = await ctx.controller.request(
@@ -147,7 +194,10 @@ async def elect_leaders(ctx, request):
     partitions = (
         None if body.topic_partitions is None else [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
     )
-    if _not_controller(ctx):
+    if not cluster_allowed(ctx, request, Op.ALTER):
+        results = {tp: ErrorCode.CLUSTER_AUTHORIZATION_FAILED for tp in partitions or []}
+        top = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    elif _not_controller(ctx):
         results = {tp: ErrorCode.NOT_CONTROLLER for tp in partitions or []}
         top = ErrorCode.NOT_CONTROLLER
     elif body.election_type not in (0, 1):

@@ -14,6 +14,7 @@ the notification reaches them.
 
 from __future__ import annotations
 
+from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.config import ConfigError
 from broker.config_helper import describe_broker, describe_topic
 from broker.config_ops import BROKER, TOPIC, ConfigOpError, apply_incremental, replace_all
@@ -33,6 +34,15 @@ class ResourceError(Exception):
     def __init__(self, code: ErrorCode, message: str):
         super().__init__(message)
         self.code = code
+
+
+def _authorize(ctx, request, resource, operation: Op) -> None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker
+    resource, on the cluster (CLUSTER_AUTHORIZATION_FAILED), as Kafka's `ConfigHelper` checks."""
+    if resource.resource_type == TOPIC and not allowed(ctx, request, operation, Resource.TOPIC, resource.resource_name):
+        raise ResourceError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+    if resource.resource_type == BROKER and not cluster_allowed(ctx, request, operation):
+        raise ResourceError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
 
 
 def _resource(resource_type: int, name: str) -> str:
@@ -117,6 +127,7 @@ async def describe_configs(ctx, request):
             "configs": [],
         }
         try:
+            _authorize(ctx, request, resource, Op.DESCRIBE_CONFIGS)
             entries = await _describe_one(ctx, resource)
         except ResourceError as e:
             result.update(error_code=e.code, error_message=str(e))
@@ -166,6 +177,7 @@ async def _alter(ctx, request, incremental: bool):
     for resource in body.resources:
         code, message = ErrorCode.NONE, None
         try:
+            _authorize(ctx, request, resource, Op.ALTER_CONFIGS)
             await _alter_one(ctx, resource, body.validate_only, incremental)
         except ResourceError as e:
             code, message = e.code, str(e)

@@ -11,6 +11,7 @@ authorization exists, the listener is what keeps plain clients from them).
 
 from __future__ import annotations
 
+from broker.authz import Op, cluster_allowed
 from broker.context import BrokerContext
 from broker.metadata_cache import partition_states
 from broker.partition import Partition
@@ -42,8 +43,12 @@ async def _refresh_broker_epoch(ctx: BrokerContext, request: Request) -> None:
 
 
 def _off_the_control_plane(ctx: BrokerContext, request: Request) -> bool:
+    """Refused (CLUSTER_AUTHORIZATION_FAILED, nothing changed): a controller request that arrives
+    off the control plane listener, or whose principal lacks CLUSTER_ACTION on the cluster."""
     control_plane = ctx.config.control_plane_listener_name
-    return control_plane is not None and request.listener != control_plane
+    if control_plane is not None and request.listener != control_plane:
+        return True
+    return not cluster_allowed(ctx, request, Op.CLUSTER_ACTION)
 
 
 async def leader_and_isr(ctx: BrokerContext, request: Request) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from broker.authz import Op, cluster_allowed
 from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -28,6 +29,8 @@ async def handle(ctx, request):
     rm = ctx.replica_manager
     log_manager = rm.log_manager
     wanted = None if body.topics is None else {(t.topic, p) for t in body.topics for p in t.partitions}
+    if not cluster_allowed(ctx, request, Op.DESCRIBE):  # as Kafka: v3+ say why, older get nothing
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     results = []
     for log_dir in log_manager.log_dirs:
         result = {"error_code": ErrorCode.NONE, "log_dir": str(log_dir), "topics": []}

@@ -4,78 +4,113 @@ a batch of keys (v4+, KIP-699). The coordinator of a group is the leader of its
 `KafkaApis.getOrCreateInternalTopic`): with `offsets.topic.num.partitions`,
 `offsets.topic.replication.factor`, `offsets.topic.segment.bytes` and `cleanup.policy=compact`;
 while fewer brokers are alive than that replication factor, or while the partition has no leader,
-the answer is COORDINATOR_NOT_AVAILABLE. Transaction coordinators (key type 1) come with
-transactions: until then COORDINATOR_NOT_AVAILABLE. Another key type is INVALID_REQUEST.
+the answer is COORDINATOR_NOT_AVAILABLE. A transactional id's coordinator (key type 1) is the
+leader of its `__transaction_state` partition, created the same way with
+`transaction.state.log.num.partitions`, `transaction.state.log.replication.factor`,
+`transaction.state.log.min.isr`, `transaction.state.log.segment.bytes`, `cleanup.policy=compact`
+and `unclean.leader.election.enable=false`. Another key type, or an empty transactional id, is
+INVALID_REQUEST.
 """
 
 import logging
 
+from broker.authz import Op, Resource, allowed
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.topic_names import GROUP_METADATA_TOPIC
+from protocol.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 
 API_KEY = ApiKey.FIND_COORDINATOR
 GROUP, TRANSACTION = 0, 1
 log = logging.getLogger(__name__)
 
 
-async def _create_offsets_topic(ctx) -> None:
+def _internal_topic(ctx, key_type: int) -> tuple[str, int, int, dict[str, str]] | None:
+    """(name, partitions, replication factor, configs) of the coordinator topic for a key type."""
+    if key_type == GROUP and ctx.group_coordinator is not None:
+        config = ctx.group_coordinator.config
+        configs = {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(config.offsets_topic_segment_bytes),
+        }
+        return (
+            GROUP_METADATA_TOPIC,
+            config.offsets_topic_num_partitions,
+            config.offsets_topic_replication_factor,
+            configs,
+        )
+    if key_type == TRANSACTION and ctx.txn_coordinator is not None:
+        txn = ctx.txn_coordinator.config
+        configs = {
+            "cleanup.policy": "compact",
+            "compression.type": "uncompressed",
+            "min.insync.replicas": str(txn.min_isr),
+            "segment.bytes": str(txn.segment_bytes),
+            "unclean.leader.election.enable": "false",
+        }
+        return TRANSACTION_STATE_TOPIC, txn.num_partitions, txn.replication_factor, configs
+    return None
+
+
+async def _create_internal_topic(ctx, name: str, partitions: int, replication: int, configs: dict) -> None:
     from controller.topics import TopicError, plan_topic, write_topic
 
-    coordinator = ctx.group_coordinator
-    config = coordinator.config
     live = sorted(ctx.metadata_cache.brokers)
-    if len(live) < config.offsets_topic_replication_factor:
-        log.info(
-            "%s needs %d live brokers (offsets.topic.replication.factor), %d are alive",
-            GROUP_METADATA_TOPIC,
-            config.offsets_topic_replication_factor,
-            len(live),
-        )
+    if len(live) < replication:
+        log.info("%s needs %d live brokers (its replication factor), %d are alive", name, replication, len(live))
         return
-    configs = {
-        "cleanup.policy": "compact",
-        "compression.type": "producer",
-        "segment.bytes": str(config.offsets_topic_segment_bytes),
-    }
     try:
-        assignment = plan_topic(
-            GROUP_METADATA_TOPIC, config.offsets_topic_num_partitions, config.offsets_topic_replication_factor, live, {}
-        )
-        await write_topic(ctx.zk, GROUP_METADATA_TOPIC, assignment, configs)
-        log.info("created %s with %d partitions", GROUP_METADATA_TOPIC, len(assignment))
+        assignment = plan_topic(name, partitions, replication, live, {})
+        await write_topic(ctx.zk, name, assignment, configs)
+        log.info("created %s with %d partitions", name, len(assignment))
     except TopicError as e:
         if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("could not create %s: %s", GROUP_METADATA_TOPIC, e)
+            log.warning("could not create %s: %s", name, e)
 
 
-async def find(ctx, key_type: int, key: str) -> dict:
-    """One coordinator answer: key, node_id, host, port, error_code, error_message."""
+async def find(ctx, key_type: int, key: str, listener: str = "", request=None) -> dict:
+    """One coordinator answer: key, node_id, host, port, error_code, error_message. Needs
+    DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the transactional id
+    (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Kafka checks."""
 
     def error(code: ErrorCode, message: str | None = None) -> dict:
         return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
 
-    if key_type == TRANSACTION:
-        return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported yet")
-    if key_type != GROUP:
+    if key_type not in (GROUP, TRANSACTION):
         return error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-    if ctx.group_coordinator is None:
+    if key_type == TRANSACTION and not key:
+        return error(ErrorCode.INVALID_REQUEST, "a transactional id cannot be empty")
+    if request is not None:
+        resource = Resource.GROUP if key_type == GROUP else Resource.TRANSACTIONAL_ID
+        if not allowed(ctx, request, Op.DESCRIBE, resource, key):
+            return error(
+                ErrorCode.GROUP_AUTHORIZATION_FAILED
+                if key_type == GROUP
+                else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            )
+    topic = _internal_topic(ctx, key_type)
+    if topic is None:
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    name = topic[0]
+    if key_type == GROUP:
+        partition = ctx.group_coordinator.manager.partition_for(key)
+    else:
+        partition = ctx.txn_coordinator.manager.partition_for(key)
     cache = ctx.metadata_cache
-    partition = ctx.group_coordinator.manager.partition_for(key)
-    if GROUP_METADATA_TOPIC not in cache.partitions:
+    if name not in cache.partitions:
         if ctx.zk is not None:
-            await _create_offsets_topic(ctx)
+            await _create_internal_topic(ctx, *topic)
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    state = cache.get_partition(GROUP_METADATA_TOPIC, partition)
+    state = cache.get_partition(name, partition)
     broker = cache.brokers.get(state.leader) if state is not None else None
     if broker is None:
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    host, port = broker.on(listener)
     return {
         "key": key,
         "node_id": broker.broker_id,
-        "host": broker.host,
-        "port": broker.port,
+        "host": host,
+        "port": port,
         "error_code": ErrorCode.NONE,
         "error_message": None,
     }
@@ -84,9 +119,9 @@ async def find(ctx, key_type: int, key: str) -> dict:
 async def handle(ctx, request):
     body = request.body
     if request.api_version >= 4:
-        found = [await find(ctx, body.key_type, key) for key in body.coordinator_keys]
+        found = [await find(ctx, body.key_type, key, request.listener, request) for key in body.coordinator_keys]
         return {"throttle_time_ms": 0, "coordinators": found}
-    one = await find(ctx, body.key_type if request.api_version >= 1 else GROUP, body.key)
+    one = await find(ctx, body.key_type if request.api_version >= 1 else GROUP, body.key, request.listener, request)
     return {
         "throttle_time_ms": 0,
         "error_code": one["error_code"],

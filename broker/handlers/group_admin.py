@@ -1,8 +1,13 @@
 """Group administration, answered by the group coordinator: ListGroups (key 16) v0-5 (v4 states
 filter, v5 types filter), DescribeGroups (key 15) v0-5, DeleteGroups (key 42) v0-2. Each broker
 answers for the groups it coordinates; admin clients ask every broker (ListGroups) or the
-group's coordinator (the others)."""
+group's coordinator (the others).
 
+Authorization (as Kafka): ListGroups shows every group with DESCRIBE on the cluster, else only the
+groups the principal may DESCRIBE; DescribeGroups needs DESCRIBE and DeleteGroups DELETE on each
+group (GROUP_AUTHORIZATION_FAILED)."""
+
+from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -17,13 +22,24 @@ async def list_groups(ctx, request):
     error, groups = ctx.group_coordinator.list_groups(
         body.states_filter if version >= 4 else [], body.types_filter if version >= 5 else []
     )
+    if not cluster_allowed(ctx, request, Op.DESCRIBE):
+        groups = [g for g in groups if allowed(ctx, request, Op.DESCRIBE, Resource.GROUP, g["group_id"])]
     return {"throttle_time_ms": 0, "error_code": error, "groups": groups}
 
 
 async def describe_groups(ctx, request):
     groups = []
     for group_id in request.body.groups:
-        if ctx.group_coordinator is None:
+        if not allowed(ctx, request, Op.DESCRIBE, Resource.GROUP, group_id):
+            groups.append(
+                {
+                    "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                    "group_id": group_id,
+                    "group_state": "",
+                    "members": [],
+                }
+            )
+        elif ctx.group_coordinator is None:
             groups.append({"error_code": NOT_AVAILABLE, "group_id": group_id, "group_state": "", "members": []})
         else:
             groups.append(ctx.group_coordinator.describe_group(group_id))
@@ -33,7 +49,9 @@ async def describe_groups(ctx, request):
 async def delete_groups(ctx, request):
     results = []
     for group_id in request.body.groups_names:
-        if ctx.group_coordinator is None:
+        if not allowed(ctx, request, Op.DELETE, Resource.GROUP, group_id):
+            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif ctx.group_coordinator is None:
             error = NOT_AVAILABLE
         else:
             error = await ctx.group_coordinator.delete_group(group_id)

@@ -6,19 +6,29 @@ v0-4, LeaveGroup (13) v0-5 (v3+ leave a batch of members, KIP-345). Without a co
 Version details: JoinGroup v0 has no rebalance timeout (it is the session timeout, as in Kafka);
 v4+ require a known member id (MEMBER_ID_REQUIRED first, KIP-394); v5+ and SyncGroup /
 Heartbeat v3+ carry group.instance.id.
+
+Authorization: each needs READ on the group, else GROUP_AUTHORIZATION_FAILED (nothing changes).
 """
 
+from broker.authz import Op, Resource, allowed
 from broker.server import Handler
 from coordinator.group.coordinator import JoinRequest, join_result, sync_result
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 NOT_AVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
+DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def _may_read(ctx, request) -> bool:
+    return allowed(ctx, request, Op.READ, Resource.GROUP, request.body.group_id)
 
 
 async def join_group(ctx, request):
     body, version = request.body, request.api_version
-    if ctx.group_coordinator is None:
+    if not _may_read(ctx, request):
+        result = join_result(body.member_id, DENIED)
+    elif ctx.group_coordinator is None:
         result = join_result(body.member_id, NOT_AVAILABLE)
     else:
         result = await ctx.group_coordinator.join_group(
@@ -40,7 +50,9 @@ async def join_group(ctx, request):
 
 async def sync_group(ctx, request):
     body, version = request.body, request.api_version
-    if ctx.group_coordinator is None:
+    if not _may_read(ctx, request):
+        result = sync_result(DENIED)
+    elif ctx.group_coordinator is None:
         result = sync_result(NOT_AVAILABLE)
     else:
         result = await ctx.group_coordinator.sync_group(
@@ -57,7 +69,9 @@ async def sync_group(ctx, request):
 
 async def heartbeat(ctx, request):
     body = request.body
-    if ctx.group_coordinator is None:
+    if not _may_read(ctx, request):
+        error = DENIED
+    elif ctx.group_coordinator is None:
         error = NOT_AVAILABLE
     else:
         error = ctx.group_coordinator.heartbeat(
@@ -69,7 +83,9 @@ async def heartbeat(ctx, request):
 async def leave_group(ctx, request):
     body, version = request.body, request.api_version
     leaving = [(m.member_id, m.group_instance_id) for m in body.members] if version >= 3 else [(body.member_id, None)]
-    if ctx.group_coordinator is None:
+    if not _may_read(ctx, request):
+        error, results = DENIED, [DENIED] * len(leaving)
+    elif ctx.group_coordinator is None:
         error, results = NOT_AVAILABLE, [NOT_AVAILABLE] * len(leaving)
     else:
         error, results = ctx.group_coordinator.leave_group(body.group_id, leaving)

@@ -4,8 +4,12 @@ controller last sent in UpdateMetadata). `topics` null asks for every topic; a t
 or, from v10, given by id. An unknown topic is created when `auto.create.topics.enable` and the
 request allow it (answering LEADER_NOT_AVAILABLE until its leaders exist), else it answers
 UNKNOWN_TOPIC_OR_PARTITION. A name that breaks Kafka's topic rule answers INVALID_TOPIC_EXCEPTION
-and is never created."""
+and is never created.
 
+Authorization: the topics the principal may not DESCRIBE are left out of an all-topics answer and
+answer TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs CREATE on the cluster or the topic."""
+
+from broker.authz import Op, Resource, allowed, cluster_allowed
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.topic_names import is_valid_topic_name
@@ -41,8 +45,8 @@ async def handle(ctx, request):
         and ctx.zk is not None
         and (request.api_version < 4 or body.allow_auto_topic_creation)
     )
-    if body.topics is None:
-        names = sorted(cache.partitions)
+    if body.topics is None:  # every topic the principal may DESCRIBE
+        names = [n for n in sorted(cache.partitions) if allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, n)]
     else:
         by_id = {tid: name for name, tid in cache.topic_ids.items()}
         names = [t.name if t.name is not None else by_id.get(t.topic_id, t.topic_id) for t in body.topics]
@@ -54,17 +58,24 @@ async def handle(ctx, request):
         if not is_valid_topic_name(name):
             topics.append({"error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": []})
             continue
+        if body.topics is not None and not allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, name):
+            topics.append({"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name, "partitions": []})
+            continue
         topic = cache.topic_metadata(name)
         if topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and auto_create:
-            topic = await _auto_create(ctx, name)
+            if cluster_allowed(ctx, request, Op.CREATE) or allowed(ctx, request, Op.CREATE, Resource.TOPIC, name):
+                topic = await _auto_create(ctx, name)
+            else:
+                topic = {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name, "partitions": []}
         topics.append(topic)
     return {
         "throttle_time_ms": 0,
         "cluster_id": ctx.cluster_id,
         "controller_id": cache.controller_id,
         "brokers": [
-            {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+            {"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
             for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+            for host, port in [b.on(request.listener)]
         ],
         "topics": topics,
         "cluster_authorized_operations": -2147483648,

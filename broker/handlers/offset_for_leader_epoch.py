@@ -1,7 +1,9 @@
 """OffsetForLeaderEpoch (key 23) v0-4: for each partition, the largest leader epoch <= the
 requested one and the offset where it ended in the leader's log (the LEO for the current epoch);
-followers truncate with it (KIP-101, KIP-279). Fenced by current_leader_epoch (KIP-320)."""
+followers truncate with it (KIP-101, KIP-279). Fenced by current_leader_epoch (KIP-320).
+Authorization: a follower (replica id >= 0) needs CLUSTER_ACTION, a client DESCRIBE on the topic."""
 
+from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.errors import error_code_for
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -11,10 +13,19 @@ API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 
 async def handle(ctx, request):
     out = []
+    follower = request.api_version >= 3 and request.body.replica_id >= 0
     for topic in request.body.topics:
         parts = []
+        if follower:
+            ok = cluster_allowed(ctx, request, Op.CLUSTER_ACTION)
+        else:
+            ok = allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, topic.topic)
         for p in topic.partitions:
             entry = {"partition": p.partition, "error_code": ErrorCode.NONE, "leader_epoch": -1, "end_offset": -1}
+            if not ok:
+                entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                parts.append(entry)
+                continue
             try:
                 partition = ctx.replica_manager.get_partition(topic.topic, p.partition)
                 partition.require_leader(p.current_leader_epoch)

@@ -4,19 +4,39 @@ acks=1 answers after the local append, acks=-1 once the high watermark covers th
 REQUEST_TIMED_OUT after timeout_ms), acks=0 sends no response at all. Per-partition errors:
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, CORRUPT_MESSAGE (CRC, record count),
 MESSAGE_TOO_LARGE, UNSUPPORTED_FOR_MESSAGE_FORMAT (magic 0/1), INVALID_REQUIRED_ACKS,
-NOT_ENOUGH_REPLICAS(_AFTER_APPEND)."""
+NOT_ENOUGH_REPLICAS(_AFTER_APPEND).
 
+Authorization (Kafka's `KafkaApis.handleProduceRequest`): a transactional produce needs WRITE on its
+transactional id (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE
+(else its partitions are TOPIC_AUTHORIZATION_FAILED); refused partitions are not appended."""
+
+from broker.authz import Op, Resource, allowed
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.PRODUCE
 
 
+def _refused(topic, code: ErrorCode) -> dict:
+    failed = {"error_code": code, "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1}
+    return {"name": topic.name, "partition_responses": [{"index": p.index, **failed} for p in topic.partition_data]}
+
+
 async def handle(ctx, request):
     body = request.body
+    topic_data, refused = body.topic_data, []
+    if ctx.authorizer is not None:
+        tid = body.transactional_id
+        if tid is not None and not allowed(ctx, request, Op.WRITE, Resource.TRANSACTIONAL_ID, tid):
+            topic_data, refused = [], [_refused(t, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for t in topic_data]
+        else:
+            may = [allowed(ctx, request, Op.WRITE, Resource.TOPIC, t.name) for t in topic_data]
+            refused = [_refused(t, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for t, ok in zip(topic_data, may) if not ok]
+            topic_data = [t for t, ok in zip(topic_data, may) if ok]
     # Once appended, the connection's next request may start while this one waits for the HW.
     responses = await ctx.replica_manager.append_records(
-        body.acks, body.timeout_ms, body.topic_data, on_appended=request.release
+        body.acks, body.timeout_ms, topic_data, on_appended=request.release
     )
     if body.acks == 0:
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    return {"responses": responses + refused, "throttle_time_ms": 0}

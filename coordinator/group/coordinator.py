@@ -29,6 +29,7 @@ from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager
 from coordinator.group.offsets import OffsetOperations
+from coordinator.group.txn_offsets import TxnOffsetOperations
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment
     }
 
 
-class GroupCoordinator(OffsetOperations, GroupAdminOperations):
+class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperations):
     def __init__(
         self,
         replica_manager,

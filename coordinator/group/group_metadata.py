@@ -95,6 +95,9 @@ class GroupMetadata:
     #: (topic, partition) -> committed offset; and the log offset of the record that set it
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     offset_log_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: producer id -> offsets it committed in its open transaction (TxnOffsetCommit, KIP-98):
+    #: (topic, partition) -> (offset, log offset of its record); visible once the COMMIT marker lands
+    pending_txn_offsets: dict[int, dict[tuple[str, int], tuple[OffsetAndMetadata, int]]] = field(default_factory=dict)
 
     # ---- state ---------------------------------------------------------------------------------
     def is_in(self, *states: GroupState) -> bool:

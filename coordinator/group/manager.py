@@ -23,7 +23,8 @@ import trio
 from coordinator.group import records
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata
-from protocol.errors import ErrorCode
+from protocol.control_records import read_marker
+from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.record_batch import build_batch, decode_records, iter_batches
 from protocol.topic_names import GROUP_METADATA_TOPIC
 
@@ -107,6 +108,7 @@ class GroupMetadataManager:
         load overtaken by a resignation (and maybe a new election) installs nothing."""
         found_groups: dict[str, records.StoredGroup | None] = {}
         found_offsets: dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]] = {}
+        pending_txn: dict[int, dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]]] = {}
         try:
             replica = self.replica_manager.get_partition(OFFSETS_TOPIC, partition)
             offset = replica.log.log_start_offset
@@ -115,10 +117,12 @@ class GroupMetadataManager:
                 if not read.records:
                     break
                 for pos, header in iter_batches(read.records):
-                    if header.is_control or header.is_transactional:
-                        continue  # transactional offset commits: the transactions issue
+                    if header.is_control:
+                        self._replay_marker(read.records, pos, header, pending_txn, found_offsets)
+                        continue
+                    into = pending_txn.setdefault(header.producer_id, {}) if header.is_transactional else None
                     for record in decode_records(read.records, pos, header):
-                        self._replay(record, found_groups, found_offsets)
+                        self._replay(record, found_groups, found_offsets if into is None else into)
                 offset = read.next_offset
                 await trio.sleep(0)
         except Exception:
@@ -129,12 +133,16 @@ class GroupMetadataManager:
         if self._loads.get(partition) is not token:
             return 0
         now = self.clock_ms()
-        for group_id in set(found_groups) | {g for g, offsets in found_offsets.items() if offsets}:
+        still_pending = {g for by_group in pending_txn.values() for g, offsets in by_group.items() if offsets}
+        for group_id in set(found_groups) | {g for g, offsets in found_offsets.items() if offsets} | still_pending:
             stored = found_groups.get(group_id)
             group = GroupMetadata.loaded(group_id, stored, now) if stored else GroupMetadata(group_id)
             for tp, (om, log_offset) in found_offsets.get(group_id, {}).items():
                 group.offsets[tp] = om
                 group.offset_log_offsets[tp] = log_offset
+            for pid, by_group in pending_txn.items():
+                if by_group.get(group_id):
+                    group.pending_txn_offsets[pid] = dict(by_group[group_id])
             self.groups[group_id] = group
         self.loading.discard(partition)
         log.info(
@@ -145,6 +153,24 @@ class GroupMetadataManager:
             self.owned[partition],
         )
         return len(found_groups)
+
+    @staticmethod
+    def _replay_marker(buf, pos: int, header, pending_txn: dict, found_offsets: dict) -> None:
+        """A transaction marker: its producer's pending offsets become committed (COMMIT; a
+        record later in the log than the one held wins) or are dropped (ABORT)."""
+        try:
+            marker = read_marker(buf, pos, header)
+        except CorruptRecordBatch as e:
+            log.error("skipping an unreadable marker in %s at %d: %s", OFFSETS_TOPIC, header.base_offset, e)
+            return
+        done = pending_txn.pop(header.producer_id, {})
+        if marker is None or not marker.commit:
+            return
+        for group_id, offsets in done.items():
+            held = found_offsets.setdefault(group_id, {})
+            for tp, (om, log_offset) in offsets.items():
+                if tp not in held or held[tp][1] < log_offset:
+                    held[tp] = (om, log_offset)
 
     @staticmethod
     def _replay(record, found_groups: dict, found_offsets: dict) -> None:
@@ -165,14 +191,26 @@ class GroupMetadataManager:
             log.error("skipping an unreadable %s record at offset %d: %s", OFFSETS_TOPIC, record.offset, e)
 
     # ---- writes --------------------------------------------------------------------------------
-    async def append(self, group_id: str, entries: Sequence[tuple[bytes, bytes | None]]) -> tuple[ErrorCode, int]:
+    async def append(
+        self,
+        group_id: str,
+        entries: Sequence[tuple[bytes, bytes | None]],
+        producer: tuple[int, int] | None = None,
+    ) -> tuple[ErrorCode, int]:
         """Append (key, value) records for `group_id` to its partition; (error, base offset). The
-        error is NONE, or what Kafka tells a group client for that append failure."""
+        error is NONE, or what Kafka tells a group client for that append failure. `producer`
+        (id, epoch) makes it a transactional batch of that producer (TxnOffsetCommit)."""
         partition = self.partition_for(group_id)
         if partition not in self.owned or partition in self.loading:
             return ErrorCode.NOT_COORDINATOR, -1
+        pid, epoch = producer if producer is not None else (-1, -1)
         batch = build_batch(
-            list(entries), timestamp_ms=self.clock_ms(), compression=self.config.offsets_topic_compression_codec
+            list(entries),
+            timestamp_ms=self.clock_ms(),
+            compression=self.config.offsets_topic_compression_codec,
+            producer_id=pid,
+            producer_epoch=epoch,
+            transactional=producer is not None,
         )
         try:
             info = await self.replica_manager.append_internal(

@@ -67,15 +67,7 @@ class OffsetOperations:
             group, error = self._group_for_commit(group_id, generation_id, member_id, group_instance_id)
         if error != E.NONE:
             return dict.fromkeys(offsets, error)
-        results: dict[TopicPartition, ErrorCode] = {}
-        valid: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp, om in offsets.items():
-            if len(om.metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
-                results[tp] = E.OFFSET_METADATA_TOO_LARGE
-            elif self.metadata_cache.get_partition(*tp) is None:
-                results[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                valid[tp] = om
+        results, valid = self.check_offsets(offsets)
         if not valid:
             return results
         entries = [(records.offset_key(group_id, t, p), records.offset_value(om)) for (t, p), om in valid.items()]
@@ -87,6 +79,22 @@ class OffsetOperations:
                     group.offset_log_offsets[tp] = base_offset + i
         results.update(dict.fromkeys(valid, error))
         return results
+
+    def check_offsets(
+        self, offsets: dict[TopicPartition, OffsetAndMetadata]
+    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetAndMetadata]]:
+        """(errors of the partitions refused, the offsets to store): OFFSET_METADATA_TOO_LARGE
+        beyond `offset.metadata.max.bytes`, UNKNOWN_TOPIC_OR_PARTITION for one the cluster lacks."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        valid: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, om in offsets.items():
+            if len(om.metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results[tp] = E.OFFSET_METADATA_TOO_LARGE
+            elif self.metadata_cache.get_partition(*tp) is None:
+                results[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                valid[tp] = om
+        return results, valid
 
     def _group_for_commit(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None

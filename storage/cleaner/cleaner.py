@@ -9,7 +9,7 @@ Steps:
 1. Build the offset map (key -> latest offset) over the dirty section, segment by segment from the
    first dirty offset, batch by batch until the next batch would overflow the map; the cleaning
    ends at the offset after the last batch added (`CleanResult.end_offset`, the next first dirty
-   offset). Keyless records and control batches are not mapped.
+   offset). Keyless records, control batches and batches of aborted transactions are not mapped.
 2. Group the segments from the first one up to that end (Kafka's `groupSegmentsBySize`: at most
    `segment.bytes` and `segment.index.bytes` per group, offsets within an int32 of the group's base).
 3. Rewrite each group into one segment named after its first segment's base offset with suffix
@@ -18,7 +18,9 @@ Steps:
    (`delete.retention.ms` before the last modification of the clean section, Kafka's legacy horizon).
    Whole batches are copied as they are when every record stays; otherwise the batch is rebuilt
    (`protocol.record_filter.rebuild_batch`) or, when empty, dropped, except an active producer's
-   last batch, kept empty so its sequence state survives. The cleaned files are fsynced and take
+   last batch, kept empty so its sequence state survives. Batches of aborted transactions (their
+   producer's aborted range in the `.txnindex` entries the task carries) are dropped the same way,
+   as Kafka's cleaner discards them; transaction markers are kept. The cleaned files are fsynced and take
    the last modification time of the group's last segment (Kafka's `cleaned.lastModified`).
 
 The broker swaps the cleaned segments in (`Log.replace_segments`) if the log still holds the
@@ -28,6 +30,7 @@ OSError; a partly written `.cleaned` file is removed by the caller or by recover
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import time
@@ -71,6 +74,7 @@ class CleanTask:
     now_ms: int = 0
     read_buffer_size: int = 512 * 1024  # log.cleaner.io.buffer.size: bytes per read of a segment
     owner_pid: int = 0  # the broker's pid: a worker whose broker died stops at once (0: no check)
+    aborted_txns: tuple[tuple[int, int, int], ...] = ()  # (producer id, first offset, marker offset) of aborted txns
 
 
 @dataclass
@@ -152,6 +156,24 @@ def remove_cleaned(directory: Path, base_offset: int) -> None:
         (directory / (file_name(base_offset, suffix) + CLEANED_SUFFIX)).unlink(missing_ok=True)
 
 
+class AbortedRanges:
+    """Which transactional batches belong to an aborted transaction: their producer's aborted
+    range (first offset to marker offset) covers their base offset."""
+
+    def __init__(self, txns: tuple[tuple[int, int, int], ...]):
+        self._firsts: dict[int, list[int]] = {}
+        self._lasts: dict[int, list[int]] = {}
+        for pid, first, last in sorted(txns, key=lambda t: t[1]):
+            self._firsts.setdefault(pid, []).append(first)
+            self._lasts.setdefault(pid, []).append(last)
+
+    def covers(self, header: rb.BatchHeader) -> bool:
+        if not header.is_transactional or header.is_control or header.producer_id not in self._firsts:
+            return False
+        i = bisect.bisect_right(self._firsts[header.producer_id], header.base_offset) - 1
+        return i >= 0 and self._lasts[header.producer_id][i] >= header.base_offset
+
+
 def _log_path(directory: Path, base: int) -> Path:
     return directory / file_name(base, LOG_SUFFIX)
 
@@ -160,6 +182,7 @@ def build_offset_map(task: CleanTask, offset_map: OffsetMap, stats: CleanerStats
     """Step 1: map the dirty section; returns the end offset (exclusive) of what was mapped."""
     directory = Path(task.dir)
     end = task.first_dirty_offset
+    aborted = AbortedRanges(task.aborted_txns)
     bounds = [s.base_offset for s in task.segments[1:]] + [task.uncleanable_offset]
     for segment, next_base in zip(task.segments, bounds):
         if next_base <= task.first_dirty_offset:
@@ -170,7 +193,7 @@ def build_offset_map(task: CleanTask, offset_map: OffsetMap, stats: CleanerStats
             stats.map_bytes_read += header.size
             if header.last_offset < task.first_dirty_offset:
                 continue
-            if header.is_control or header.records_count == 0:
+            if header.is_control or header.records_count == 0 or aborted.covers(header):
                 end = header.next_offset
                 continue
             if header.records_count > offset_map.room():
@@ -232,12 +255,17 @@ def _keep_batch(
     retain_deletes: bool,
     producer_last_offsets: dict[int, int],
     stats: CleanerStats,
+    aborted: AbortedRanges,
 ) -> bytes | memoryview | None:
     """The batch to write for `batch` (itself, rebuilt, or empty), or None to drop it."""
     if header.is_control:
-        return batch  # transaction markers stay (they are the transactions issue's to remove)
+        return batch  # transaction markers stay
     stats.records_read += header.records_count
     payload = batch_payload(batch, 0, header)
+    if aborted.covers(header):
+        if producer_last_offsets.get(header.producer_id) == header.last_offset:
+            return rebuild_batch(header, payload, record_columns(payload), [])
+        return None
     # kept: a key (Kafka's cleaner drops keyless records, "invalid message"), no later record of
     # it in the map, and not a tombstone past the delete horizon
     try:
@@ -262,6 +290,7 @@ def _clean_group(
     throttler: Throttler,
 ) -> None:
     directory = Path(task.dir)
+    aborted = AbortedRanges(task.aborted_txns)
     cleaned = LogSegment(directory, group[0].base_offset, task.config, new=True, suffix=CLEANED_SUFFIX)
     try:
         pending: list = []
@@ -279,7 +308,7 @@ def _clean_group(
             retain_deletes = int(os.stat(path).st_mtime * 1000) > delete_horizon_ms
             for header, batch in read_batches(path, segment.size, throttler, task.read_buffer_size):
                 stats.bytes_read += header.size
-                out = _keep_batch(header, batch, offset_map, retain_deletes, task.producer_last_offsets, stats)
+                out = _keep_batch(header, batch, offset_map, retain_deletes, task.producer_last_offsets, stats, aborted)
                 if out is None:
                     continue
                 if pending and not cleaned.offset_index.can_append_offset(header.last_offset):

@@ -162,6 +162,9 @@ class LogCleaner:
             io_bytes_per_second=self.config.io_max_bytes_per_second / self.config.threads,
             read_buffer_size=self.config.io_buffer_size,
             owner_pid=os.getpid(),
+            aborted_txns=tuple(
+                (t.producer_id, t.first_offset, t.last_offset) for s in lg.segments for t in s.txn_index.entries
+            ),
             now_ms=int(time.time() * 1000),
         )
         truncations = lg.truncations

@@ -6,8 +6,8 @@ Per compacted log (`cleanup.policy` holds compact):
   is none, when it lies below the log start offset or beyond LEO, or when the log was truncated
   since (Kafka truncates the checkpoint then; we start over, which costs a full pass, never data);
 - first uncleanable offset: the base offset of the first segment that is the active one, is not
-  wholly below the high watermark (the last stable offset, once transactions exist), or holds a
-  record younger than `min.compaction.lag.ms`;
+  wholly below the last stable offset (the high watermark, or the start of the oldest open
+  transaction), or holds a record younger than `min.compaction.lag.ms`;
 - dirty ratio: bytes of the segments in [first dirty, first uncleanable) over bytes of the
   segments below the first uncleanable offset;
 - a log is cleanable when it has dirty bytes and its ratio exceeds `min.cleanable.dirty.ratio`, or
@@ -74,6 +74,7 @@ def cleanable_offsets(
     segments = lg.segments
     bounds = [s.base_offset for s in segments[1:]]
     uncleanable = segments[-1].base_offset
+    high_watermark = lg.last_stable_offset(high_watermark)
     min_lag = lg.config.min_compaction_lag_ms
     for segment, next_base in zip(segments, bounds):
         if next_base > high_watermark or (

@@ -1,0 +1,107 @@
+"""SCRAM credential admin (KIP-554), as Kafka's ZooKeeper mode serves it from any broker:
+- DescribeUserScramCredentials (key 50, v0): each named user's (mechanism, iterations), read from
+  `/config/users/<user>`; all users with credentials when `users` is null. An unknown user is
+  RESOURCE_NOT_FOUND, a user named twice DUPLICATE_RESOURCE.
+- AlterUserScramCredentials (key 51, v0): deletions and upsertions (the client sends the salt and
+  the salted password; the stored and server keys are derived here), validated per user
+  (`security.credentials.alter_credentials`), each changed user's config written with a change
+  notification so every broker's credential cache reloads it.
+Authorization: DESCRIBE (Describe) or ALTER (Alter) on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+"""
+
+from __future__ import annotations
+
+from broker.authz import Op, cluster_allowed
+from broker.server import Handler
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from security.credentials import alter_credentials, describe_credentials, user_from_node_name, user_node_name
+from zk import admin, znodes
+from zk.client import NoNodeError
+
+
+async def _config(ctx, user: str) -> dict[str, str]:
+    return await admin.fetch_entity_config(ctx.zk, "users", user_node_name(user))
+
+
+async def describe(ctx, request):
+    body = request.body
+    if not cluster_allowed(ctx, request, Op.DESCRIBE):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
+    if ctx.zk is None:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "results": []}
+    if body.users is None:
+        try:
+            names = [user_from_node_name(n) for n in await ctx.zk.get_children(znodes.CONFIG_USERS)]
+        except NoNodeError:
+            names = []
+        wanted, strict = sorted(names), False
+    else:
+        wanted, strict = [u.name for u in body.users], True
+    results = []
+    for name in dict.fromkeys(wanted):
+        if strict and wanted.count(name) > 1:
+            results.append(
+                _describe_error(
+                    name,
+                    ErrorCode.DUPLICATE_RESOURCE,
+                    "Cannot describe SCRAM credentials for the same user twice in a single request",
+                )
+            )
+            continue
+        infos = describe_credentials(await _config(ctx, name))
+        if not infos:
+            if strict:
+                results.append(
+                    _describe_error(
+                        name, ErrorCode.RESOURCE_NOT_FOUND, "Attempt to describe a user credential that does not exist"
+                    )
+                )
+            continue
+        results.append(
+            {
+                "user": name,
+                "error_code": ErrorCode.NONE,
+                "error_message": None,
+                "credential_infos": [{"mechanism": m, "iterations": i} for m, i in infos],
+            }
+        )
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "results": results}
+
+
+def _describe_error(name: str, code: ErrorCode, message: str) -> dict:
+    return {"user": name, "error_code": code, "error_message": message, "credential_infos": []}
+
+
+async def alter(ctx, request):
+    body = request.body
+    deletions = [(d.name, d.mechanism) for d in body.deletions]
+    upsertions = [(u.name, u.mechanism, u.iterations, bytes(u.salt), bytes(u.salted_password)) for u in body.upsertions]
+    names = {n for n, _ in deletions} | {u[0] for u in upsertions}
+    if not cluster_allowed(ctx, request, Op.ALTER):
+        return {
+            "throttle_time_ms": 0,
+            "results": [{"user": n, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED} for n in sorted(names)],
+        }
+    if ctx.zk is None:
+        return {
+            "throttle_time_ms": 0,
+            "results": [{"user": n, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR} for n in sorted(names)],
+        }
+    current = {n: await _config(ctx, n) for n in names if n}
+    results, updated = alter_credentials(deletions, upsertions, current)
+    for name, config in updated.items():
+        await admin.change_entity_config(ctx.zk, "users", user_node_name(name), config)
+    return {
+        "throttle_time_ms": 0,
+        "results": [
+            {"user": name, "error_code": code, "error_message": message}
+            for name, (code, message) in sorted(results.items())
+        ],
+    }
+
+
+HANDLERS: dict[int, Handler] = {
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter,
+}

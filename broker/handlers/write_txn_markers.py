@@ -1,0 +1,82 @@
+"""WriteTxnMarkers (key 27) v0-1: a transaction coordinator's COMMIT / ABORT markers
+(`protocol/control_records.py`) for partitions this broker leads. Each partition's marker is
+appended with acks=-1 (all partitions at once) and answered with its error: NOT_LEADER_OR_FOLLOWER,
+NOT_ENOUGH_REPLICAS(_AFTER_APPEND), REQUEST_TIMED_OUT, INVALID_PRODUCER_EPOCH (the producer moved to a
+newer epoch), TRANSACTION_COORDINATOR_FENCED (an older coordinator epoch), UNKNOWN_TOPIC_OR_PARTITION.
+Once a marker is in an `__consumer_offsets` partition, the group coordinator makes that producer's
+pending transactional offsets visible (commit) or drops them (abort), as Kafka's
+`GroupCoordinator.scheduleHandleTxnCompletion`."""
+
+import trio
+
+from broker.authz import Op, cluster_allowed
+from protocol.api_keys import ApiKey
+from protocol.control_records import marker_batch
+from protocol.errors import ErrorCode
+from protocol.topic_names import GROUP_METADATA_TOPIC
+
+API_KEY = ApiKey.WRITE_TXN_MARKERS
+MARKER_TIMEOUT_MS = 30000  # Kafka's request.timeout.ms for these appends
+
+
+async def handle(ctx, request):
+    if not cluster_allowed(ctx, request, Op.CLUSTER_ACTION):  # only brokers send markers
+        return {
+            "markers": [
+                {
+                    "producer_id": m.producer_id,
+                    "topics": [
+                        {
+                            "name": t.name,
+                            "partitions": [
+                                {"partition_index": i, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+                                for i in t.partition_indexes
+                            ],
+                        }
+                        for t in m.topics
+                    ],
+                }
+                for m in request.body.markers
+            ]
+        }
+    results: dict[tuple[int, str, int], ErrorCode] = {}
+
+    async def write_one(i: int, marker, topic: str, index: int) -> None:
+        batch = marker_batch(
+            marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result
+        )
+        results[(i, topic, index)] = await ctx.replica_manager.append_markers((topic, index), batch, MARKER_TIMEOUT_MS)
+
+    markers = request.body.markers
+    async with trio.open_nursery() as nursery:
+        for i, marker in enumerate(markers):
+            for t in marker.topics:
+                for index in t.partition_indexes:
+                    nursery.start_soon(write_one, i, marker, t.name, index)
+    answers = []
+    for i, marker in enumerate(markers):
+        offsets_partitions = [
+            index
+            for t in marker.topics
+            if t.name == GROUP_METADATA_TOPIC
+            for index in t.partition_indexes
+            if results[(i, t.name, index)] == ErrorCode.NONE
+        ]
+        if offsets_partitions and ctx.group_coordinator is not None:
+            ctx.group_coordinator.complete_txn(marker.producer_id, offsets_partitions, marker.transaction_result)
+        answers.append(
+            {
+                "producer_id": marker.producer_id,
+                "topics": [
+                    {
+                        "name": t.name,
+                        "partitions": [
+                            {"partition_index": index, "error_code": results[(i, t.name, index)]}
+                            for index in t.partition_indexes
+                        ],
+                    }
+                    for t in marker.topics
+                ],
+            }
+        )
+    return {"markers": answers}

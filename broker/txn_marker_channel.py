@@ -1,0 +1,149 @@
+"""Transaction markers from the coordinator to partition leaders (Kafka's
+`TransactionMarkerChannelManager`, WriteTxnMarkers key 27).
+
+`write` sends one transaction's COMMIT / ABORT marker to every partition of the transaction and
+returns once each partition's leader appended it (acks=-1). Partitions are grouped by their
+leader in the metadata cache; one sender task per broker drains its queue into a single
+WriteTxnMarkers request (the markers of many transactions at once, as Kafka batches them).
+Per partition, as Kafka's `TransactionMarkerRequestCompletionHandler`:
+- NONE: done;
+- the topic no longer exists: done (nothing to mark);
+- INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED: a newer producer or coordinator owns
+  the partition's producer state: this coordinator stops;
+- anything else (not leader, no leader yet, not enough replicas, timeouts, a lost connection):
+  retried with the leader looked up again, until `still_current()` turns false.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+
+import trio
+
+from client.connection import Connection, ConnectionClosed
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, ProtocolError
+
+log = logging.getLogger(__name__)
+E = ErrorCode
+TopicPartition = tuple[str, int]
+_STOP = {E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED}
+RETRY_BACKOFF_S = 0.1
+
+
+class _Item:
+    """One transaction's markers for one broker, and its per-partition answer."""
+
+    def __init__(self, marker: dict):
+        self.marker = marker
+        self.done = trio.Event()
+        self.results: dict[TopicPartition, ErrorCode] = {}
+
+
+class TransactionMarkerChannel:
+    def __init__(self, metadata_cache, client_id: str, security=None):
+        self.metadata_cache = metadata_cache
+        self.client_id = client_id
+        self.security = security  # ClientSecurity of the inter-broker listener (None: PLAINTEXT)
+        self._queues: dict[tuple[int, str, int], trio.MemorySendChannel] = {}
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    async def write(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        partitions: set[TopicPartition],
+        still_current: Callable[[], bool],
+    ) -> None:
+        remaining = set(partitions)
+        while remaining and still_current():
+            by_leader: dict[tuple[int, str, int], list[TopicPartition]] = {}
+            for tp in sorted(remaining):
+                if tp[0] not in self.metadata_cache.partitions:
+                    log.info("marker for %s-%d dropped: the topic no longer exists", *tp)
+                    remaining.discard(tp)
+                    continue
+                state = self.metadata_cache.get_partition(*tp)
+                broker = self.metadata_cache.brokers.get(state.leader) if state is not None else None
+                if broker is not None:
+                    by_leader.setdefault((broker.broker_id, broker.host, broker.port), []).append(tp)
+            items = []
+            for destination, tps in by_leader.items():
+                topics: dict[str, list[int]] = {}
+                for topic, index in tps:
+                    topics.setdefault(topic, []).append(index)
+                marker = {
+                    "producer_id": producer_id,
+                    "producer_epoch": producer_epoch,
+                    "transaction_result": commit,
+                    "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+                    "coordinator_epoch": coordinator_epoch,
+                }
+                item = _Item(marker)
+                self._queue(destination).send_nowait(item)
+                items.append(item)
+            for item in items:
+                await item.done.wait()
+                for tp, code in item.results.items():
+                    if code == E.NONE:
+                        remaining.discard(tp)
+                    elif code in _STOP:
+                        log.warning(
+                            "marker for %s-%d of producer %d refused (%s): stopping", *tp, producer_id, code.name
+                        )
+                        remaining.discard(tp)
+            if remaining:
+                await trio.sleep(RETRY_BACKOFF_S)
+
+    def _queue(self, destination: tuple[int, str, int]) -> trio.MemorySendChannel:
+        queue = self._queues.get(destination)
+        if queue is None:
+            assert self._nursery is not None, "the channel runs"
+            send, receive = trio.open_memory_channel[_Item](math.inf)
+            queue = self._queues[destination] = send
+            self._nursery.start_soon(self._sender, destination, receive)
+        return queue
+
+    async def _sender(self, destination: tuple[int, str, int], queue: trio.MemoryReceiveChannel) -> None:
+        broker_id, host, port = destination
+        while True:
+            try:
+                async with Connection.open(host, port, client_id=self.client_id, security=self.security) as conn:
+                    while True:
+                        batch = [await queue.receive()]
+                        while True:
+                            try:
+                                batch.append(queue.receive_nowait())
+                            except trio.WouldBlock:
+                                break
+                        await self._send(conn, batch)
+            except (ConnectionClosed, trio.TooSlowError, ProtocolError) as e:
+                log.info("marker channel to broker %d: %s; reconnecting", broker_id, e)
+                await trio.sleep(RETRY_BACKOFF_S)
+
+    @staticmethod
+    async def _send(conn: Connection, batch: list[_Item]) -> None:
+        try:
+            response = await conn.request(
+                ApiKey.WRITE_TXN_MARKERS, {"markers": [i.marker for i in batch]}, timeout_s=60
+            )
+        except BaseException:
+            for item in batch:
+                item.done.set()  # no results: every partition is retried
+            raise
+        for item, answer in zip(batch, response.markers):
+            for topic in answer.topics:
+                for p in topic.partitions:
+                    item.results[(topic.name, p.partition_index)] = ErrorCode(p.error_code)
+        for item in batch:
+            item.done.set()

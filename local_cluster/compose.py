@@ -1,0 +1,187 @@
+"""The docker-compose cluster (`docker-compose.yml`: ZooKeeper and brokers 1-3) driven from Python:
+build its images without a registry, bring it up and wait until every container is healthy, act
+on one container (the nemeses: kill, SIGTERM, pause, network disconnect), take it down.
+
+Images (`build_images`): the base `minikafka-base:bookworm` (docker/build-base.sh, debootstrap;
+reused when present), the project and its dependencies as wheels built on the host into
+docker/wheels/, then `minikafka:<version>` (Dockerfile) and `minikafka-zookeeper:<version>`
+(docker/zookeeper/) built with no network. Works with `docker compose` (v2) or `docker-compose` (v1,
+which has no `up --wait`: `ComposeCluster.wait_healthy` polls the containers' health instead).
+
+Errors: `DockerError` (with the command's output) when a docker command fails or a container
+does not become healthy in time.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSION = importlib.metadata.version("minikafka")
+BASE_IMAGE = os.environ.get("MINIKAFKA_BASE_IMAGE", "minikafka-base:bookworm")
+BROKERS = ("broker1", "broker2", "broker3")
+DEFAULT_PORTS = (19092, 19093, 19094)  # the EXTERNAL listeners' host ports
+
+
+class DockerError(RuntimeError):
+    pass
+
+
+def _run(cmd: list[str], *, cwd: Path = ROOT, env: dict | None = None, timeout: float = 1800) -> str:
+    """Run a command; its stdout, or DockerError with the tail of its output."""
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise DockerError(f"{' '.join(cmd)} exited {r.returncode}:\n{(r.stdout + r.stderr)[-3000:]}")
+    return r.stdout
+
+
+def docker_unavailable() -> str | None:
+    """None when a Docker engine answers, else why not (for a test's skip message)."""
+    if shutil.which("docker") is None:
+        return "no docker command on this machine"
+    r = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"no Docker engine answers: {(r.stderr or r.stdout).strip()[:300]}"
+    if not compose_command():
+        return "neither `docker compose` nor `docker-compose` is installed"
+    return None
+
+
+@functools.cache
+def compose_command() -> tuple[str, ...]:
+    """`docker compose` when the plugin is installed, else `docker-compose`; () when neither is."""
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ("docker", "compose")
+    if shutil.which("docker-compose"):
+        return ("docker-compose",)
+    return ()
+
+
+def image_exists(name: str) -> bool:
+    return subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0
+
+
+def build_images(log=print) -> dict[str, float]:
+    """Build (or reuse) the base image, the wheels and both images; seconds per step."""
+    timings = {}
+    started = time.monotonic()
+    _run(["bash", str(ROOT / "docker" / "build-base.sh")], timeout=3600)
+    timings["base image (debootstrap, reused when present)"] = time.monotonic() - started
+    log(f"base image {BASE_IMAGE}: ready in {timings['base image (debootstrap, reused when present)']:.0f} s")
+
+    started = time.monotonic()
+    wheels = ROOT / "docker" / "wheels"
+    shutil.rmtree(wheels, ignore_errors=True)
+    shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' in-tree build dir: no stale modules
+    # fixed timestamps in the wheels: the same sources give the same bytes, so docker build reuses its cache
+    env = {
+        **os.environ,
+        "PATH": f"{Path.home() / '.cargo' / 'bin'}:{os.environ.get('PATH', '')}",
+        "SOURCE_DATE_EPOCH": "315532800",
+    }
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(wheels), ".", "./native"], env=env)
+    timings["wheels (pip wheel on the host)"] = time.monotonic() - started
+    log(
+        f"wheels: {len(list(wheels.glob('*.whl')))} in docker/wheels ({timings['wheels (pip wheel on the host)']:.0f} s)"
+    )
+
+    started = time.monotonic()
+    base = ["--build-arg", f"BASE_IMAGE={BASE_IMAGE}"]
+    _run(["docker", "build", "-q", *base, "-t", f"minikafka:{VERSION}", "."])
+    _run(["docker", "build", "-q", *base, "-t", f"minikafka-zookeeper:{VERSION}", "docker/zookeeper"])
+    timings["images (docker build, offline)"] = time.monotonic() - started
+    log(
+        f"images minikafka:{VERSION}, minikafka-zookeeper:{VERSION}: built ({timings['images (docker build, offline)']:.0f} s)"
+    )
+    return timings
+
+
+@dataclass
+class ComposeCluster:
+    """One compose project of docker-compose.yml. `ports`: the host ports of brokers 1-3's EXTERNAL
+    listeners (published and advertised)."""
+
+    project: str = "minikafka"
+    ports: tuple[int, int, int] = DEFAULT_PORTS
+    host: str = "127.0.0.1"
+    overrides: tuple[Path, ...] = ()  # compose files read after docker-compose.yml (compose_security.py)
+    _ids: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{self.host}:{p}" for p in self.ports)
+
+    def env(self) -> dict[str, str]:
+        ports = {f"MINIKAFKA_PORT_{i}": str(p) for i, p in enumerate(self.ports, 1)}
+        return {**os.environ, **ports, "MINIKAFKA_HOST": self.host, "MINIKAFKA_VERSION": VERSION}
+
+    def compose(self, *args: str, timeout: float = 600) -> str:
+        files = [arg for path in (ROOT / "docker-compose.yml", *self.overrides) for arg in ("-f", str(path))]
+        cmd = [*compose_command(), "-p", self.project, *files, *args]
+        return _run(cmd, env=self.env(), timeout=timeout)
+
+    def up(self, timeout: float = 240) -> float:
+        """`up -d`, then wait until every service is healthy; seconds it took."""
+        started = time.monotonic()
+        self.compose("up", "-d", timeout=timeout)
+        self.wait_healthy(("zookeeper", *BROKERS), timeout)
+        return time.monotonic() - started
+
+    def container(self, service: str) -> str:
+        if service not in self._ids:
+            ids = self.compose("ps", "-q", service).split()
+            if not ids:
+                raise DockerError(f"no container for service {service} in project {self.project}")
+            self._ids[service] = ids[0]
+        return self._ids[service]
+
+    def inspect(self, service: str) -> dict:
+        return json.loads(_run(["docker", "inspect", self.container(service)]))[0]
+
+    def health(self, service: str) -> str:
+        """'healthy', 'starting', 'unhealthy', or the container's state when it has no health."""
+        state = self.inspect(service)["State"]
+        return state.get("Health", {}).get("Status") or state["Status"]
+
+    def wait_healthy(self, services, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        pending = list(services)
+        while pending:
+            pending = [s for s in pending if self.health(s) != "healthy"]
+            if pending and time.monotonic() > deadline:
+                logs = {s: _run(["docker", "logs", "--tail", "30", self.container(s)]) for s in pending}
+                raise DockerError(f"not healthy after {timeout:.0f} s: {pending}\n{logs}")
+            if pending:
+                time.sleep(1)
+
+    def docker(self, verb: str, service: str, *args: str) -> None:
+        """`docker <verb> <args> <container>`: kill, stop, start, pause, unpause."""
+        _run(["docker", verb, *args, self.container(service)])
+
+    def network(self) -> str:
+        return f"{self.project}_minikafka"
+
+    def disconnect(self, service: str) -> None:
+        """Cut the container off the compose network: the other brokers, ZooKeeper and (through its
+        published port) the host no longer reach it, nor it them."""
+        _run(["docker", "network", "disconnect", self.network(), self.container(service)])
+
+    def connect(self, service: str) -> None:
+        _run(["docker", "network", "connect", "--alias", service, self.network(), self.container(service)])
+
+    def down(self) -> None:
+        """Remove the containers, the network and the volumes."""
+        self.compose("down", "-v", "--remove-orphans", "-t", "20")
+        self._ids.clear()
+
+    def running(self) -> list[str]:
+        return self.compose("ps", "-q").split()
