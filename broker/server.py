@@ -177,6 +177,8 @@ class KafkaServer:
                     async with slots_in:
                         session = _Session(listener, peer, principal)
                         await self._read_requests(stream, slots_in, nursery, session, backlog, decoder, frames)
+        except Exception:  # a bug serving one connection closes that connection, never the broker
+            log.exception("closing %s: unexpected error serving it", peer)
         finally:
             self.active_connections -= 1
             self._per_ip[ip] -= 1
@@ -336,9 +338,12 @@ class KafkaServer:
             await backlog.wait_below(MAX_UNSENT_RESPONSE_BYTES)
             slot = _Slot()
             try:
-                slots.send_nowait(slot)
-            except trio.WouldBlock:
-                await slots.send(slot)  # waits while MAX_PIPELINED are in progress
+                try:
+                    slots.send_nowait(slot)
+                except trio.WouldBlock:
+                    await slots.send(slot)  # waits while MAX_PIPELINED are in progress
+            except trio.BrokenResourceError:  # the writer ended (its client went away)
+                return False
             try:
                 self._queued.acquire_nowait()  # queued.max.requests across all connections
             except trio.WouldBlock:

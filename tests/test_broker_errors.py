@@ -198,3 +198,31 @@ async def test_a_batch_with_a_damaged_record_is_refused_with_kafkas_record_error
         f = await conn.request(1, fetch_body("t", 0, 0))
         assert f.responses[0].partitions[0].high_watermark == 0  # nothing was appended
     await still_serving(broker)
+
+
+async def test_clients_that_reset_mid_pipeline_cost_only_their_connections(start_broker):
+    """A client that pipelines a burst and resets its connection (RST) while the broker is still
+    answering: the broker's writer fails first, and the reader, still holding frames of the burst,
+    must end only this connection (it once raised out of the connection and stopped the broker)."""
+    broker = start_broker(1)
+    await assign([broker], {"t": [[1]]})
+    burst = encode_request(18, 3, 1, {"client_software_name": "x", "client_software_version": "1"}) * 2000
+
+    def reset_mid_burst() -> None:
+        s = socket.create_connection((broker.host, broker.port), timeout=10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        try:
+            s.sendall(burst)
+            s.recv(1024)  # the broker is answering
+        except ConnectionResetError:  # only a broker that died resets us first
+            return
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # RST with unread responses and unanswered requests
+
+    for _ in range(40):
+        if not broker.alive:
+            break
+        await trio.to_thread.run_sync(reset_mid_burst)
+    assert broker.alive, broker.log_tail()
+    assert "unexpected error" not in (broker.directory / "broker.log").read_text()
+    await still_serving(broker)

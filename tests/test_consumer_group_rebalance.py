@@ -61,7 +61,8 @@ def wait_for_partitioning(members, timeout=TIMEOUT):
         if all(o is not None for o in owned) and sum(len(o) for o in owned) == 12 and set().union(*owned) == ALL:
             return owned
         time.sleep(0.1)
-    raise AssertionError(f"no complete partitioning: {[m.assigned for m in members]}")
+    tails = [m.events[-6:] for m in members]
+    raise AssertionError(f"no complete partitioning: {[m.assigned for m in members]}; last events {tails}")
 
 
 @pytest.fixture
