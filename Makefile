@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml native/pyproject.toml native/Cargo.toml native/src/lib.
 	touch $(STAMP)
 
 test: setup
-	$(PY) -m pytest -q --durations=30
+	$(PY) -m pytest -q --durations=30 -n 2 --dist loadgroup
 
 # The pure tests only (no ZooKeeper, broker, client or Spark processes): a minute or two.
 test-fast: setup
@@ -60,6 +60,7 @@ bench: setup
 	$(PY) -m bench.txn_bench
 	$(PY) -m bench.security_bench
 	$(PY) -m bench.request_bench
+	$(PY) -m bench.scale_bench
 	$(PY) -m bench.compose_bench
 
 # The docker-compose cluster (docker-compose.yml). `images` builds the base image from Debian's

@@ -576,8 +576,9 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
         md = await env.metadata()
         leaders = {p.partition_index: p.leader_id for p in md.topics[0].partitions}
         isr = {p.partition_index: list(p.isr_nodes) for p in md.topics[0].partitions}
-        for b in env.brokers.values():
-            await trio.to_thread.run_sync(b.stop)
+        async with trio.open_nursery() as stopping:  # each flushes and checkpoints; all at once
+            for b in env.brokers.values():
+                stopping.start_soon(trio.to_thread.run_sync, b.stop)
         hws = {}
         for p in range(PARTITIONS):
             text = (env.brokers[leaders[p]].directory / "logs" / "replication-offset-checkpoint").read_text()

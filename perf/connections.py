@@ -3,7 +3,9 @@
 
 Every connection is a plain TCP socket to the partition's leader carrying Produce v9 requests
 (acks as given, one 1-record batch of `record_size` bytes each), paced at `rate` requests/s per
-connection with a random phase so the connections do not send in lock-step. The request bytes are
+connection with a random phase so the connections do not send in lock-step, or (`--rate 0`) closed
+loop: each connection keeps `--in-flight` requests outstanding and sends the next as an answer
+arrives, which measures what the broker sustains. The request bytes are
 encoded once and only the correlation id changes, so this driver costs little CPU per request and
 the broker, not the driver, is what is measured. Latency is send to response, per request.
 
@@ -70,8 +72,10 @@ async def _one_connection(
     base: int,
     latencies: list,
     counts: dict,
+    in_flight: int = 1,
 ) -> None:
     stream = await trio.open_tcp_stream(host, port)
+    window = trio.Semaphore(in_flight)  # closed loop (rate 0): requests outstanding at most
     at = error_code_position(topic)
     sent_at: dict[int, float] = {}
     async with stream, trio.open_nursery() as nursery:
@@ -87,19 +91,27 @@ async def _one_connection(
                     started = sent_at.pop(correlation_id)
                     latencies.append((time.perf_counter() - started) * 1000)
                     counts["ok" if code == 0 else "errors"] += 1
+                    if rate <= 0:
+                        window.release()
 
         nursery.start_soon(receive)
-        await trio.sleep(random.random() / rate)
-        period = 1 / rate
-        next_send = trio.current_time()
         correlation_id = base
+        if rate > 0:
+            await trio.sleep(random.random() / rate)
+        period = 1 / rate if rate > 0 else 0.0
+        next_send = trio.current_time()
         while next_send < deadline:
+            if rate <= 0:
+                await window.acquire()
             _CORRELATION.pack_into(frame, 8, correlation_id)
             sent_at[correlation_id] = time.perf_counter()
             await stream.send_all(frame)
             correlation_id += 1
-            next_send += period
-            await trio.sleep_until(next_send)
+            if rate > 0:
+                next_send += period
+                await trio.sleep_until(next_send)
+            else:
+                next_send = trio.current_time()
         with trio.move_on_after(30):
             while sent_at:
                 await trio.sleep(0.01)
@@ -108,8 +120,18 @@ async def _one_connection(
 
 
 async def run_connections(
-    bootstrap: str, topic: str, connections: int, rate: float, seconds: float, record_size: int = 100, acks: int = -1
+    bootstrap: str,
+    topic: str,
+    connections: int,
+    rate: float,
+    seconds: float,
+    record_size: int = 100,
+    acks: int = -1,
+    in_flight: int = 1,
 ) -> Result:
+    """`connections` connections to the leader of `topic`-0 for `seconds`: each paced at `rate`
+    requests/s, or with `rate` 0 closed-loop, keeping `in_flight` requests outstanding (a new one
+    as each answer arrives, as a producer with max.in.flight.requests.per.connection does)."""
     host, port = await _leader(bootstrap, topic, 0)
     latencies: list[float] = []
     counts = {"ok": 0, "errors": 0}
@@ -118,7 +140,9 @@ async def run_connections(
     async with trio.open_nursery() as nursery:
         for i in range(connections):
             frame = produce_frame(topic, 0, record_size, acks)
-            nursery.start_soon(_one_connection, host, port, topic, frame, rate, deadline, i << 20, latencies, counts)
+            nursery.start_soon(
+                _one_connection, host, port, topic, frame, rate, deadline, i << 20, latencies, counts, in_flight
+            )
     elapsed = time.perf_counter() - start
     return Result(
         "produce",
@@ -137,7 +161,8 @@ def main(argv=None) -> int:
     parser.add_argument("--bootstrap-server", required=True)
     parser.add_argument("--topic", required=True, help="its partition 0 is written")
     parser.add_argument("--connections", type=int, default=100)
-    parser.add_argument("--rate", type=float, default=100, help="requests/s per connection")
+    parser.add_argument("--rate", type=float, default=100, help="requests/s per connection (0: closed loop)")
+    parser.add_argument("--in-flight", type=int, default=1, help="closed loop: requests outstanding per connection")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--acks", type=int, choices=(-1, 1), default=-1)
@@ -151,6 +176,7 @@ def main(argv=None) -> int:
         args.seconds,
         args.record_size,
         args.acks,
+        args.in_flight,
     )
     print(result.to_json())
     return 0

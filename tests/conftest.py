@@ -19,10 +19,25 @@ from local_cluster.zookeeper import ZooKeeperProcess
 PROCESS_FIXTURES = {"zookeeper", "start_broker"}
 
 
+#: modules whose tests keep the machine's cores busy (chaos workloads, benches, Spark jobs) or share
+#: Docker's images and networks: under `make test`'s two pytest-xdist workers (`--dist loadgroup`)
+#: they run one at a time on one worker, while the other worker takes the tests that mostly wait
+HEAVY_MODULES = {
+    "test_bench",
+    "test_chaos",
+    "test_chaos_docker",
+    "test_compose_cluster",
+    "test_compose_security",
+    "test_main_job",
+}
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        if item.module.__name__.rpartition(".")[2] in HEAVY_MODULES:
+            item.add_marker(pytest.mark.xdist_group("heavy"))
 
 
 @pytest.fixture(scope="session")

@@ -180,3 +180,31 @@ def test_quick_request_bench_prints_measured_against_targets():
     for row in ("linger.ms=0, 10k records/s offered", "5 runs", "1 KiB records", "Produce requests/s", "backlog"):
         assert row in r.stdout, row
     assert "(before: " in r.stdout
+
+
+def test_quick_scale_bench_prints_every_curve_with_its_limit(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.scale_bench", "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    data = json.loads((tmp_path / "scale.json").read_text())
+    curves = {p["curve"] for p in data["points"]}
+    assert curves == {"record size (bytes)", "partitions", "producer connections", "consumers per topic"}
+    assert all(p["records_per_s"] > 0 and p["limit"] for p in data["points"]), data["points"]
+    assert (tmp_path / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| curve | x | records/s |" in r.stdout
+
+
+def test_scale_limits_are_judged_from_what_was_measured():
+    from bench.scale_bench import _Usage, limit_of
+
+    idle = _Usage(client_cores=0.2, busiest_broker=(2, 0.3), all_cores=0.8, iowait=0.01)
+    assert limit_of(600, 700, idle).startswith("the ceiling")
+    assert limit_of(90, 700, _Usage(0.4, (1, 0.97), 1.6, 0.0)) == "broker CPU (broker 1: 0.97 cores)"
+    assert limit_of(90, 700, _Usage(0.95, (1, 0.5), 1.6, 0.0)).startswith("client CPU")
+    assert limit_of(90, 700, _Usage(0.8, (1, 0.8), 1.8, 0.0)).startswith("the machine's CPU")
+    assert limit_of(90, 700, _Usage(0.2, (1, 0.3), 0.6, 0.35)) == "disk (35% I/O wait)"
+    assert limit_of(90, 700, idle) == "round trips (no resource saturated)"

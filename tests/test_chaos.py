@@ -13,6 +13,7 @@ from chaos.runner import GROUP_SCENARIOS, SCENARIOS, iptables_works, run_scenari
 pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
 SEED = int(os.environ.get("CHAOS_SEED", random.randrange(1 << 30)))
+WORKLOAD_S = 6.0  # seconds of workload from the fault on (`make chaos` runs 12 s, the transactional one 20 s)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -22,7 +23,7 @@ def test_scenario(name, tmp_path):
     if name == "disk-full" and not tmpfs_works(tmp_path):
         pytest.skip("a tmpfs cannot be mounted here (needs root)")
     print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
-    report, what = trio.run(run_scenario, name, SEED, tmp_path)
+    report, what = trio.run(run_scenario, name, SEED, tmp_path, WORKLOAD_S)
     print(
         f"{name}: {what}; sent {report.attempted}, acked {report.acked}, failed {report.failed}, "
         f"lost {len(report.lost)}, duplicated {len(report.duplicated)}, "
@@ -45,7 +46,7 @@ def test_transactional_scenario(tmp_path):
     from chaos.transactions import NAME, run_txn_scenario
 
     print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
-    report, what = trio.run(run_txn_scenario, SEED, tmp_path)
+    report, what = trio.run(run_txn_scenario, SEED, tmp_path, 2 * WORKLOAD_S)
     print(
         f"{NAME}: {what}; committed {report.committed}, aborted {report.aborted}, unknown {report.unknown}, "
         f"records visible {report.records_visible}, violations {report.violations()}"

@@ -31,7 +31,7 @@ def test_docker_scenario(name, cluster):
     if name == "docker-zk-partition" and not iptables_works():
         pytest.skip("iptables does not work here (needs root and CAP_NET_ADMIN)")
     print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
-    report, what = trio.run(run_scenario, name, SEED, cluster)
+    report, what = trio.run(run_scenario, name, SEED, cluster, 7.0)  # `make chaos-docker`: 14 s
     print(
         f"{name}: {what}; sent {report.attempted}, acked {report.acked}, failed {report.failed}, "
         f"lost {len(report.lost)}, duplicated {len(report.duplicated)}, "
