@@ -16,7 +16,9 @@ trio server appending to a file, `bench/ceiling.py`) when throughput is within 7
 CPU when the busiest broker process used >= 0.85 of a core (a broker runs one Python thread);
 client CPU when a client process did; the machine's CPU when clients and brokers together used
 >= 1.7 of its 2 cores; disk when the cores spent >= 20% of the time waiting for I/O; otherwise
-round trips (acks=all waits for the followers' fetches). Results: a markdown table,
+round trips (acks=all waits for the followers' fetches). The producers run unthrottled, so their
+p99 is mostly time spent in the producer's own queue at the throughput reached; the partitions curve
+runs last, since its topics stay and 1000 idle partitions cost every broker's fetchers CPU. Results: a markdown table,
 `bench/results/scale.{md,json,png}` and README's `bench:scale` section (unless --quick: tiny
 sizes, numbers that mean nothing).
 """
@@ -169,13 +171,6 @@ def run(quick: bool, root: Path) -> tuple[float, list[Point]]:
             args = ("--num-records", str(n), "--record-size", str(size), "--acks", "all")
             results, usage = _measure(cluster, functools.partial(_children, [_perf(cluster, "produce", topic, *args)]))
             points.append(_point("record size (bytes)", size, ceiling, results, usage))
-        for partitions in xs("partitions"):
-            topic = f"partitions-{partitions}"
-            cluster.create_topic(topic, partitions, 3, acks_all)
-            n = 20_000 if quick else 2_000_000
-            args = ("--num-records", str(n), "--record-size", "100", "--acks", "all")
-            results, usage = _measure(cluster, functools.partial(_children, [_perf(cluster, "produce", topic, *args)]))
-            points.append(_point("partitions", partitions, ceiling, results, usage))
         cluster.create_topic("connections", 1, 3, acks_all)
         for connections in xs("producer connections"):
             command = [sys.executable, "-m", "perf.connections", "--bootstrap-server", cluster.bootstrap]
@@ -190,6 +185,14 @@ def run(quick: bool, root: Path) -> tuple[float, list[Point]]:
             commands = [_perf(cluster, "consume", "fanout", "--num-records", str(n)) for _ in range(consumers)]
             results, usage = _measure(cluster, functools.partial(_children, commands))
             points.append(_point("consumers per topic", consumers, ceiling, results, usage))
+        # last: the partitions stay, and 1000 idle ones cost every broker's fetchers CPU
+        for partitions in xs("partitions"):
+            topic = f"partitions-{partitions}"
+            cluster.create_topic(topic, partitions, 3, acks_all)
+            n = 20_000 if quick else 2_000_000
+            args = ("--num-records", str(n), "--record-size", "100", "--acks", "all")
+            results, usage = _measure(cluster, functools.partial(_children, [_perf(cluster, "produce", topic, *args)]))
+            points.append(_point("partitions", partitions, ceiling, results, usage))
     finally:
         cluster.close()
     return ceiling, points

@@ -77,6 +77,19 @@ class FetchContext:
     def session_id(self) -> int:
         return self.session.session_id if self.session is not None else NO_SESSION
 
+    def unchanged(self, topic: str, partition: int, high_watermark: int, log_start_offset: int) -> bool:
+        """Whether an incremental fetch would leave out a partition with no records and no error
+        at this high watermark and log start offset (both already sent): the reader may skip
+        building its answer."""
+        if not self.incremental or self.session is None:
+            return False
+        cached = self.session.partitions.get((topic, partition))
+        return (
+            cached is not None
+            and cached.sent_high_watermark == high_watermark
+            and cached.sent_log_start_offset == log_start_offset
+        )
+
     def include(self, topic: str, entry: dict) -> bool:
         """Whether a partition's answer (`entry`, Fetch response field names) goes in the
         response; records what the session has now sent."""

@@ -94,6 +94,9 @@ class FetchView(NamedTuple):
     topics: list[FetchTopic]
     read_committed: bool = False  # isolation_level 1 (KIP-98): up to the LSO, with aborted transactions
     denied: frozenset[str] = frozenset()  # topics the fetcher may not read (TOPIC_AUTHORIZATION_FAILED)
+    #: (topic, partition, HW, log start) -> whether the session already sent that and wants nothing
+    #: more (FetchContext.unchanged); None when every partition is answered
+    unchanged: Callable[[str, int, int, int], bool] | None = None
 
 
 def _denied_read(partition: int) -> dict:
@@ -454,6 +457,7 @@ class ReplicaManager:
             context.topics,
             body.isolation_level == READ_COMMITTED,
             denied,
+            context.unchanged if context.incremental else None,
         )
         follower = body.replica_id >= 0
         responses, total, errors = self._read(view, follower)
@@ -522,7 +526,10 @@ class ReplicaManager:
                     first=(total == 0),
                     replica_id=body.replica_id,
                     read_committed=body.read_committed,
+                    unchanged=body.unchanged,
                 )
+                if entry is None:  # a caught-up follower's partition with nothing new to say
+                    continue
                 size = len(entry["records"] or b"")
                 total += size
                 budget = max(0, budget - size)
@@ -541,7 +548,18 @@ class ReplicaManager:
         first: bool,
         replica_id: int,
         read_committed: bool = False,
-    ) -> dict:
+        unchanged: Callable[[str, int, int, int], bool] | None = None,
+    ) -> dict | None:
+        """One partition's answer (Fetch response field names), or None when `unchanged` says an
+        incremental session would leave it out: a follower at the LEO, whose fetch state was
+        still recorded (its caught-up time keeps it in the ISR), with the HW and log start
+        offset the session last sent."""
+        if unchanged is not None and follower:
+            quiet = self._quiet_follower_read(topic, p, record_fetch, replica_id, unchanged)
+            if quiet:
+                return None
+            if quiet is not None:  # the fetch state is recorded already
+                record_fetch = False
         entry = {
             "partition_index": p.partition,
             "error_code": ErrorCode.NONE,
@@ -593,6 +611,30 @@ class ReplicaManager:
             entry["last_stable_offset"] = hosted.last_stable_offset
             entry["log_start_offset"] = hosted.log.log_start_offset
         return entry
+
+    def _quiet_follower_read(self, topic: str, p, record_fetch: bool, replica_id: int, unchanged) -> bool | None:
+        """The cheap path of `_read_one` for a follower fetching at the leader's LEO: None when
+        the full path must run from the start (an error to report, or records to read); else the
+        follower's fetch state is recorded (once per request) and the answer is whether the
+        partition has nothing new to say (the HW and log start offset its session last sent)."""
+        partition = self.partitions.get((topic, p.partition))
+        if (
+            partition is None
+            or not partition.is_leader
+            or (p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch)
+            or replica_id == partition.local_broker_id
+            or replica_id not in partition.replicas
+            or p.fetch_offset != partition.log.log_end_offset
+        ):
+            return None
+        if record_fetch:
+            log_start_moved = partition.update_follower_log_start(replica_id, p.log_start_offset)
+            if partition.update_follower_fetch(replica_id, p.fetch_offset) or log_start_moved:
+                self._changed(partition.tp)
+            if partition.should_expand_isr(replica_id) and partition.tp not in self._expand_pending:
+                self._expand_pending.add(partition.tp)
+                self._expand_send.send_nowait(partition.tp)
+        return unchanged(topic, p.partition, partition.high_watermark, partition.log.log_start_offset)
 
     # ---- log dir failures (Kafka's LogDirFailureChannel / handleLogDirFailure) ---------------------
     def handle_log_dir_failure(self, log_dir) -> None:
