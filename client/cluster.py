@@ -186,10 +186,13 @@ class Cluster:
         raise ConnectionClosed("no broker reachable: " + "; ".join(errors))
 
     # ---- metadata ---------------------------------------------------------------------------------
-    async def refresh_metadata(self, topics: list[str] | None = None) -> Metadata:
+    async def refresh_metadata(self, topics: list[str] | None = None, auto_create: bool = False) -> Metadata:
         """Metadata for `topics` (None: all topics), merged into `self.metadata`; asks the
-        brokers in turn until one answers (raises ConnectionClosed when none does)."""
-        body = {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": False}
+        brokers in turn until one answers (raises ConnectionClosed when none does). `auto_create`
+        sets Metadata's allow_auto_topic_creation, as Kafka's producer does: a broker with
+        auto.create.topics.enable creates a missing topic (answering LEADER_NOT_AVAILABLE meanwhile)."""
+        names = None if topics is None else [{"name": t} for t in topics]
+        body = {"topics": names, "allow_auto_topic_creation": auto_create}
         candidates = list(self.bootstrap) + [hp for hp in self.metadata.brokers.values() if hp not in self.bootstrap]
         response, errors = None, []
         for host, port in candidates:
@@ -217,18 +220,21 @@ class Cluster:
                 md.topics.pop(t.name, None)
         return md
 
-    async def partitions(self, topic: str) -> dict[int, PartitionInfo]:
+    async def partitions(self, topic: str, auto_create: bool = False) -> dict[int, PartitionInfo]:
         """The topic's partitions from the cached metadata, fetched (with retries) when the topic
-        is not cached yet. Raises KafkaError for an unknown topic once retries are spent."""
+        is not cached yet (`auto_create`: see `refresh_metadata`). Raises KafkaError for an
+        unknown topic once retries are spent."""
         parts = self.metadata.topics.get(topic)
         if parts is None:
-            await self.retry(lambda refresh: self.partition_info(topic, 0, refresh=True), "metadata")
+            await self.retry(lambda refresh: self.partition_info(topic, 0, True, auto_create), "metadata")
             parts = self.metadata.topics[topic]
         return parts
 
-    async def partition_info(self, topic: str, partition: int, refresh: bool = False) -> PartitionInfo:
+    async def partition_info(
+        self, topic: str, partition: int, refresh: bool = False, auto_create: bool = False
+    ) -> PartitionInfo:
         if refresh or topic not in self.metadata.topics:
-            await self.refresh_metadata([topic])
+            await self.refresh_metadata([topic], auto_create)
         parts = self.metadata.topics.get(topic)
         if parts is None:
             raise KafkaError(self.metadata.topic_errors.get(topic, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), topic)

@@ -236,7 +236,7 @@ class Producer:
     ) -> Delivery:
         """Queue one record; returns its `Delivery`. Raises KafkaError for an unknown topic."""
         if partition is None:
-            count = len(await self.cluster.partitions(topic))
+            count = len(await self.cluster.partitions(topic, auto_create=True))  # as Kafka's producer asks
             if key is not None:
                 partition = partition_for_key(key, count)
             else:

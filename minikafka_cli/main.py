@@ -2,12 +2,16 @@
 `broker` (one broker process), `cluster` (a local ZooKeeper + brokers in the background), `compose` (the docker-compose cluster), `topics`
 (create/list/describe/alter/delete), `configs`, `delete-records`, `reassign-partitions`, `log-dirs`,
 `produce`, `consume`, `groups`, `transactions`, `acls`, `users`, `leader-election`, `health`, `perf` (Kafka-style perf tools), and `run`, the main job
-(examples/flights.py). Bad arguments exit 2 with argparse's one-line message.
+(examples/flights.py). Bad arguments exit 2 with argparse's one-line message. When the reader of the
+output goes away (`minikafka consume ... | head`) the command stops quietly with status 141, as a
+Unix tool killed by SIGPIPE does.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from broker import main as broker_main
@@ -59,7 +63,23 @@ def main(argv: list[str] | None = None) -> int:
     for name, (module, text) in COMMANDS.items():
         module.add_arguments(sub.add_parser(name, help=text))
     args = parser.parse_args(argv)
-    return COMMANDS[args.command][0].run(args)
+    try:
+        return COMMANDS[args.command][0].run(args)
+    except BrokenPipeError:
+        return _reader_gone()
+    except BaseExceptionGroup as group:  # raised from inside a trio nursery
+        broken, rest = group.split(BrokenPipeError)
+        if broken is None or rest is not None:
+            raise
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe: point stdout at /dev/null (so the interpreter's last flush
+    cannot fail again) and exit as SIGPIPE would have made us."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

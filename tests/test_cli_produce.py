@@ -83,3 +83,29 @@ def test_cli_produce_errors_are_one_line(tmp_path):
         err = r.stderr.decode()
         assert r.returncode == code, (args, err)
         assert message in err and "Traceback" not in err, (args, err)
+
+
+async def test_produce_creates_a_missing_topic_and_consume_into_head_stops_quietly(start_broker, zk):
+    """As Kafka's console producer: a missing topic is auto-created (auto.create.topics.enable,
+    num.partitions); `consume | head` ends with SIGPIPE's status and no traceback."""
+    broker = start_broker(1, num_partitions="2")
+    lines = "".join(f"record {i:06d} " + "x" * 80 + "\n" for i in range(20_000))  # ~2 MB: more than a pipe holds
+    r = subprocess.run(
+        CLI + ["--bootstrap-server", broker.bootstrap, "--topic", "fresh"],
+        input=lines.encode(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode().strip() == "20000 records acknowledged"
+    assert {p: partition_state(zk, "fresh", p)["leader"] for p in (0, 1)} == {0: 1, 1: 1}
+    consume = " ".join(
+        [sys.executable, "-m", "minikafka_cli.main", "consume", "--bootstrap-server", broker.bootstrap]
+        + ["--topic", "fresh", "--from-beginning", "--timeout-ms", "20000"]
+    )
+    r = subprocess.run(
+        ["bash", "-c", f"{consume} | head -3; exit ${{PIPESTATUS[0]}}"], capture_output=True, text=True, timeout=120
+    )
+    assert len(r.stdout.splitlines()) == 3 and r.stdout.startswith("record "), r.stdout
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
+    assert r.returncode == 141, (r.returncode, r.stderr)
