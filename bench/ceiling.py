@@ -6,6 +6,10 @@ answers each with a 4-byte ack. No parsing, no validation, no replication.
 
 Client (`measure(port, ...)`): one connection, 16 KiB frames, 8 frames in flight; returns MB/s
 of frame bodies acknowledged. The server runs in its own process, like a broker.
+
+`disk_write_mb_s(directory)`: the disk's sustained write speed (MB/s) under the page cache, which a
+long run reaches once the kernel's dirty-page limits make writers wait for writeback (every replica
+of a local cluster writes to this one disk).
 """
 
 from __future__ import annotations
@@ -54,6 +58,24 @@ async def serve(port: int, path: str, *, task_status=trio.TASK_STATUS_IGNORED) -
         await trio.serve_listeners(lambda s: _serve_connection(s, fd), listeners)
     finally:
         os.close(fd)
+
+
+def disk_write_mb_s(directory: str, mib: int = 2048) -> float:
+    """Write `mib` MiB of 1 MiB blocks to a new file in `directory` and fsync it; MB/s (MiB/s)
+    over the whole, fsync included. The file is removed."""
+    path = os.path.join(directory, "disk-ceiling.tmp")
+    block = b"\x5a" * (1 << 20)
+    os.sync()  # earlier writers' dirty pages are not this measurement's
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        start = time.perf_counter()
+        for _ in range(mib):
+            os.write(fd, block)
+        os.fsync(fd)
+        return mib / (time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        os.unlink(path)
 
 
 def measure(port: int, *, seconds: float = 3.0, frame_bytes: int = 16384, in_flight: int = 8) -> float:
