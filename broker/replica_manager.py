@@ -576,12 +576,7 @@ class ReplicaManager:
                 partition.require_leader(p.current_leader_epoch)
                 partition.check_follower_fetch(replica_id, p.fetch_offset)
             if record_fetch:
-                log_start_moved = partition.update_follower_log_start(replica_id, p.log_start_offset)
-                if partition.update_follower_fetch(replica_id, p.fetch_offset) or log_start_moved:
-                    self._changed(partition.tp)
-                if partition.should_expand_isr(replica_id) and partition.tp not in self._expand_pending:
-                    self._expand_pending.add(partition.tp)
-                    self._expand_send.send_nowait(partition.tp)
+                self._record_follower_fetch(partition, replica_id, p)
             # a follower already at the LEO has nothing to read
             if not (follower and p.fetch_offset == partition.log.log_end_offset):
                 info = partition.read(
@@ -612,6 +607,16 @@ class ReplicaManager:
             entry["log_start_offset"] = hosted.log.log_start_offset
         return entry
 
+    def _record_follower_fetch(self, partition: Partition, replica_id: int, p) -> None:
+        """Kafka's updateFollowerFetchState: the follower's LEO and log start offset from its fetch
+        (waking what waits on the HW when either moved), and an ISR expansion when it caught up."""
+        log_start_moved = partition.update_follower_log_start(replica_id, p.log_start_offset)
+        if partition.update_follower_fetch(replica_id, p.fetch_offset) or log_start_moved:
+            self._changed(partition.tp)
+        if partition.should_expand_isr(replica_id) and partition.tp not in self._expand_pending:
+            self._expand_pending.add(partition.tp)
+            self._expand_send.send_nowait(partition.tp)
+
     def _quiet_follower_read(self, topic: str, p, record_fetch: bool, replica_id: int, unchanged) -> bool | None:
         """The cheap path of `_read_one` for a follower fetching at the leader's LEO: None when
         the full path must run from the start (an error to report, or records to read); else the
@@ -628,12 +633,7 @@ class ReplicaManager:
         ):
             return None
         if record_fetch:
-            log_start_moved = partition.update_follower_log_start(replica_id, p.log_start_offset)
-            if partition.update_follower_fetch(replica_id, p.fetch_offset) or log_start_moved:
-                self._changed(partition.tp)
-            if partition.should_expand_isr(replica_id) and partition.tp not in self._expand_pending:
-                self._expand_pending.add(partition.tp)
-                self._expand_send.send_nowait(partition.tp)
+            self._record_follower_fetch(partition, replica_id, p)
         return unchanged(topic, p.partition, partition.high_watermark, partition.log.log_start_offset)
 
     # ---- log dir failures (Kafka's LogDirFailureChannel / handleLogDirFailure) ---------------------

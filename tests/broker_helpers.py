@@ -17,6 +17,32 @@ def decoded(api_key: int, version: int, body: dict):
     return decode_request(frame).body
 
 
+def session_fetch(session_id: int = 0, epoch: int = -1, parts=(), forgotten=()):
+    """A follower's (broker 2) decoded Fetch v12 in a fetch session (KIP-227); `parts`:
+    (topic, partition, fetch_offset), only what changed for an incremental fetch; `forgotten`:
+    (topic, partition) the session drops."""
+    topics: dict = {}
+    for topic, index, offset in parts:
+        topics.setdefault(topic, []).append({"partition": index, "fetch_offset": offset, "partition_max_bytes": 1000})
+    dropped: dict = {}
+    for topic, index in forgotten:
+        dropped.setdefault(topic, []).append(index)
+    return decoded(
+        1,
+        12,
+        {
+            "replica_id": 2,
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "max_bytes": 10000,
+            "session_id": session_id,
+            "session_epoch": epoch,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in dropped.items()],
+        },
+    )
+
+
 def follower_fetch(topic: str, partition: int, fetch_offset: int, replica_id: int = 2, max_bytes: int = 1000):
     """A follower's Fetch v12 (no wait) for one partition, decoded as the broker receives it."""
     return decoded(

@@ -4,6 +4,7 @@ together, and kafka-python's own session handler against a real broker."""
 
 import pytest
 import trio
+from broker_helpers import session_fetch as fetch_body
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from replication_helpers import create_topic, partition_state, wait_for
@@ -12,27 +13,6 @@ from broker.fetch_sessions import FetchSessionCache, SessionError
 from client.fetch_session import FetchSessionHandler
 from protocol.api import decode_request, encode_request
 from protocol.errors import ErrorCode
-
-
-def fetch_body(session_id=0, epoch=-1, parts=(), forgotten=()):
-    """A decoded Fetch v12 body; parts: (topic, partition, fetch_offset)."""
-    topics = {}
-    for topic, index, offset in parts:
-        topics.setdefault(topic, []).append({"partition": index, "fetch_offset": offset, "partition_max_bytes": 1000})
-    dropped = {}
-    for topic, index in forgotten:
-        dropped.setdefault(topic, []).append(index)
-    body = {
-        "replica_id": 2,
-        "max_wait_ms": 0,
-        "min_bytes": 1,
-        "max_bytes": 10000,
-        "session_id": session_id,
-        "session_epoch": epoch,
-        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-        "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in dropped.items()],
-    }
-    return decode_request(encode_request(1, 12, 1, body, size_prefix=False)).body
 
 
 def entry(index, hw, records=b"", error=0):

@@ -4,7 +4,7 @@ ListOffsets, StopReplica (real logs in a temp dir; timeouts on trio's autojump c
 import pytest
 import trio
 import trio.testing
-from broker_helpers import decoded, follower_fetch, leader_and_isr, replica_manager
+from broker_helpers import decoded, follower_fetch, leader_and_isr, replica_manager, session_fetch
 
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
@@ -278,24 +278,6 @@ async def test_a_new_leader_behind_on_its_hw_answers_offset_not_available(rm):
     assert r["error_code"] == 0 and r["high_watermark"] == 2
 
 
-def session_fetch(partitions: dict, session_id: int, epoch: int):
-    """A follower's (broker 2) Fetch v12 in a fetch session: `partitions` {(topic, index): offset}
-    lists only what changed, as an incremental fetch does."""
-    topics: dict = {}
-    for (topic, index), offset in partitions.items():
-        topics.setdefault(topic, []).append({"partition": index, "fetch_offset": offset, "partition_max_bytes": 1000})
-    body = {
-        "replica_id": 2,
-        "max_wait_ms": 0,
-        "min_bytes": 1,
-        "max_bytes": 10000,
-        "session_id": session_id,
-        "session_epoch": epoch,
-        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-    }
-    return decoded(1, 12, body)
-
-
 def answered(response):
     return {(t["topic"], p["partition_index"]): p for t in response["responses"] for p in t["partitions"]}
 
@@ -308,22 +290,22 @@ async def test_a_caught_up_follower_keeps_its_isr_place_on_partitions_its_sessio
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (1, [1, 2], [1, 2])}), 7)
     for index in (0, 1):
         await rm.append_records(1, 1000, produce("t", index, [b"a", b"b"], 1))
-    full = await rm.fetch(session_fetch({("t", 0): 0, ("t", 1): 0}, 0, 0))
+    full = await rm.fetch(session_fetch(0, 0, [("t", 0, 0), ("t", 1, 0)]))
     session = full["session_id"]
     assert session and set(answered(full)) == {("t", 0), ("t", 1)}
-    caught_up = await rm.fetch(session_fetch({("t", 0): 2, ("t", 1): 2}, session, 1))  # the HW moves: answered
+    caught_up = await rm.fetch(session_fetch(session, 1, [("t", 0, 2), ("t", 1, 2)]))  # the HW moves: answered
     assert {tp: p["high_watermark"] for tp, p in answered(caught_up).items()} == {("t", 0): 2, ("t", 1): 2}
     clock[0] += 5_000
-    quiet = await rm.fetch(session_fetch({}, session, 2))  # nothing new anywhere: an empty answer
+    quiet = await rm.fetch(session_fetch(session, 2))  # nothing new anywhere: an empty answer
     assert quiet["error_code"] == ErrorCode.NONE and answered(quiet) == {}
     for index in (0, 1):  # yet the leader saw the follower caught up on both, now
         assert rm.partitions[("t", index)].remote[2].last_caught_up_ms == clock[0]
         assert rm.partitions[("t", index)].out_of_sync_replicas(1_000, now=clock[0] + 500) == []
     await rm.append_records(1, 1000, produce("t", 1, [b"c"], 1))
-    news = answered(await rm.fetch(session_fetch({}, session, 3)))
+    news = answered(await rm.fetch(session_fetch(session, 3)))
     assert list(news) == [("t", 1)] and rb.decode_records(news[("t", 1)]["records"])[0].value == b"c"
     # a fenced epoch is still an error on the quick path's partitions
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2])}, leader_epoch=1), 7)
-    body = session_fetch({("t", 0): 2}, session, 4)
+    body = session_fetch(session, 4, [("t", 0, 2)])
     body.topics[0].partitions[0]["current_leader_epoch"] = 0
     assert answered(await rm.fetch(body))[("t", 0)]["error_code"] == ErrorCode.FENCED_LEADER_EPOCH
