@@ -38,7 +38,7 @@ async def _create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> 
         with trio.fail_after(30):
             while True:
                 md = await cluster.refresh_metadata([])
-                if md.controller_id >= 0:
+                if md.controller_id >= 0 and len(md.brokers) >= rf:  # RF needs them registered
                     break
                 await trio.sleep(0.1)
         conn = await cluster.broker_connection(md.controller_id)

@@ -117,7 +117,10 @@ def _admin(bootstrap: str, conf: dict):
 
     admin = AdminClient({"bootstrap.servers": bootstrap, **conf})
     deadline = time.monotonic() + 60
-    while admin.list_topics(timeout=60).controller_id < 0 and time.monotonic() < deadline:
+    # a controller, and all 3 brokers registered (RF 3 topics follow)
+    while ((md := admin.list_topics(timeout=60)).controller_id < 0 or len(md.brokers) < 3) and (
+        time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(60)
     return admin

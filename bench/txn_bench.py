@@ -152,7 +152,10 @@ def _create_topics(bootstrap: str) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + 60
-    while admin.list_topics(timeout=60).controller_id < 0 and time.monotonic() < deadline:
+    # a controller, and all 3 brokers registered (RF 3 topics follow)
+    while ((md := admin.list_topics(timeout=60)).controller_id < 0 or len(md.brokers) < 3) and (
+        time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     config = {"min.insync.replicas": "2"}
     futures = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config=config), NewTopic("e2e", 1, 3, config=config)])

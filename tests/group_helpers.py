@@ -16,8 +16,11 @@ def create_topics(bootstrap: str, topics: dict[str, int], rf: int = 1) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + TIMEOUT
-    # librdkafka waits long for a controller it was told is unknown (-1): ask once one is known
-    while admin.list_topics(timeout=TIMEOUT).controller_id < 0 and time.monotonic() < deadline:
+    # librdkafka waits long for a controller it was told is unknown (-1): ask once one is known,
+    # and once it knows `rf` brokers (else INVALID_REPLICATION_FACTOR while one still registers)
+    while ((md := admin.list_topics(timeout=TIMEOUT)).controller_id < 0 or len(md.brokers) < rf) and (
+        time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     futures = admin.create_topics([NewTopic(t, n, rf) for t, n in topics.items()], operation_timeout=30)
     for f in futures.values():

@@ -26,7 +26,7 @@ def test_exactly_once_survives_a_leader_kill_and_a_coordinator_kill(start_broker
     brokers = {i: start_broker(i, **CLUSTER) for i in (1, 2, 3)}
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    wait(lambda: admin.list_topics(timeout=60).controller_id >= 0, "a controller")
+    wait(lambda: (md := admin.list_topics(timeout=60)).controller_id >= 0 and len(md.brokers) == 3, "3 brokers")
     for f in admin.create_topics(
         [NewTopic(t, 3, 3, config={"min.insync.replicas": "2"}) for t in (job.SOURCE, job.SINK)]
     ).values():

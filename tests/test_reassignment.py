@@ -29,7 +29,9 @@ def create(bootstrap, topic, replicas):
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + TIMEOUT
-    while admin.list_topics(timeout=30).controller_id < 0 and time.monotonic() < deadline:
+    while ((md := admin.list_topics(timeout=30)).controller_id < 0 or not set(replicas) <= set(md.brokers)) and (
+        time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[replicas])])[topic].result(TIMEOUT)
 

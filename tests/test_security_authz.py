@@ -102,7 +102,7 @@ def test_acls_decide_who_may_do_what_on_every_broker(start_broker, tmp_path):
     brokers = {i: start_broker(i, **_broker()) for i in (1, 2)}
     b1, b2 = (brokers[i].endpoint("SASL_PLAINTEXT") for i in (1, 2))
     admin = AdminClient({"bootstrap.servers": b1, **_as("admin")})
-    wait(lambda: admin.list_topics(timeout=TIMEOUT).controller_id >= 0, "a controller")
+    wait(lambda: (md := admin.list_topics(timeout=TIMEOUT)).controller_id >= 0 and len(md.brokers) == 2, "2 brokers")
     admin.create_topics([NewTopic("orders", 2, 2)])["orders"].result(TIMEOUT)
     # alice without ACLs: sees no topic, cannot produce, cannot consume
     alice = AdminClient({"bootstrap.servers": b2, **_as("alice")})

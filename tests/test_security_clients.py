@@ -154,7 +154,7 @@ def test_a_secured_cluster_serves_every_client_over_every_protocol(start_broker,
 
     brokers = {i: start_broker(i, **secured_broker(pki)) for i in (1, 2, 3)}
     admin = _admin(brokers[1], pki)
-    wait(lambda: admin.list_topics(timeout=TIMEOUT).controller_id >= 0, "a controller")
+    wait(lambda: (md := admin.list_topics(timeout=TIMEOUT)).controller_id >= 0 and len(md.brokers) == 3, "3 brokers")
     # SCRAM users made through AlterUserScramCredentials, over SASL_SSL as the PLAIN admin
     upserts = [
         UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"bob-secret"),

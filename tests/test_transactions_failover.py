@@ -32,12 +32,16 @@ def _leaders(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
     return {p.id: (p.leader, list(p.isrs)) for p in md.topics[topic].partitions.values()}
 
 
-def _admin(bootstrap: str):
-    """An AdminClient once a controller is known (librdkafka waits long for one it was told is -1)."""
+def _admin(bootstrap: str, brokers: int = 3):
+    """An AdminClient once a controller and `brokers` brokers are known (librdkafka waits long for
+    a controller it was told is -1; an RF 3 topic needs all 3 registered)."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    wait(lambda: admin.list_topics(timeout=TIMEOUT).controller_id >= 0, "a controller")
+    wait(
+        lambda: (md := admin.list_topics(timeout=TIMEOUT)).controller_id >= 0 and len(md.brokers) >= brokers,
+        f"a controller and {brokers} brokers",
+    )
     return admin
 
 
