@@ -208,5 +208,7 @@ def test_scale_limits_are_judged_from_what_was_measured():
     assert limit_of(90, 700, _Usage(0.8, (1, 0.8), 1.8, 0.0)).startswith("the machine's CPU")
     assert limit_of(90, 700, _Usage(0.2, (1, 0.3), 0.6, 0.35)) == "disk (35% I/O wait)"
     assert limit_of(90, 700, idle) == "round trips (no resource saturated)"
+    # kernel threads (page reclaim) show only in the machine's busy share
+    assert limit_of(130, 700, _Usage(0.3, (1, 0.5), 1.5, 0.01, 0.95)).startswith("the machine's CPU (95% busy")
     # consumers read the page cache: past the append ceiling is no limit of theirs
     assert limit_of(900, 700, _Usage(1.0, (1, 0.1), 1.2, 0.0), producing=False).startswith("client CPU")
