@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 
@@ -66,12 +67,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command][0].run(args)
     except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise
         return _reader_gone()
     except BaseExceptionGroup as group:  # raised from inside a trio nursery
         broken, rest = group.split(BrokenPipeError)
-        if broken is None or rest is not None:
+        if broken is None or rest is not None or not _stdout_reader_gone():
             raise
         return _reader_gone()
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (the write end then polls POLLERR), so
+    a BrokenPipeError from any other socket or pipe still surfaces."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 def _reader_gone() -> int:
