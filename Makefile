@@ -29,8 +29,16 @@ $(STAMP): pyproject.toml native/pyproject.toml native/Cargo.toml native/src/lib.
 	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./native
 	touch $(STAMP)
 
+# Two pytest processes at once: the `heavy` tests (chaos, benches, Docker, the main job; one at a
+# time) and the others (cluster tests that mostly wait). The heavy run's output follows the other's.
 test: setup
-	$(PY) -m pytest -q --durations=30 -n 2 --dist loadgroup
+	@log=$$(mktemp); \
+	$(PY) -m pytest -q --durations=15 -m heavy > $$log 2>&1 & heavy=$$!; \
+	$(PY) -m pytest -q --durations=15 -m "not heavy"; rest=$$?; \
+	wait $$heavy; status=$$?; \
+	echo "==================== heavy tests (chaos, benches, Docker, main job) ===================="; \
+	cat $$log; rm -f $$log; \
+	exit $$(( rest != 0 || status != 0 ))
 
 # The pure tests only (no ZooKeeper, broker, client or Spark processes): a minute or two.
 test-fast: setup

@@ -20,8 +20,8 @@ PROCESS_FIXTURES = {"zookeeper", "start_broker"}
 
 
 #: modules whose tests keep the machine's cores busy (chaos workloads, benches, Spark jobs) or share
-#: Docker's images and networks: under `make test`'s two pytest-xdist workers (`--dist loadgroup`)
-#: they run one at a time on one worker, while the other worker takes the tests that mostly wait
+#: Docker's images and networks: marked `heavy`. `make test` runs them one at a time in one pytest
+#: process while a second process runs the other tests, which mostly wait on sockets and timers
 HEAVY_MODULES = {
     "test_bench",
     "test_chaos",
@@ -32,12 +32,13 @@ HEAVY_MODULES = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by these marks
 def pytest_collection_modifyitems(items):
     for item in items:
         if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
         if item.module.__name__.rpartition(".")[2] in HEAVY_MODULES:
-            item.add_marker(pytest.mark.xdist_group("heavy"))
+            item.add_marker(pytest.mark.heavy)
 
 
 @pytest.fixture(scope="session")
