@@ -151,26 +151,27 @@ async def _create_and_wait(bootstrap: str, name: str, partitions: int, rf: int, 
 # ---- perf children -------------------------------------------------------------------------------
 
 
+def perf_command(kind: str, bootstrap: str, topic: str, *args: str, client: str = "confluent") -> list[str]:
+    """The `minikafka perf <kind> ... --json` command line of one perf child."""
+    command = [sys.executable, "-m", "minikafka_cli.main", "perf", kind, "--bootstrap-server", bootstrap]
+    return command + ["--topic", topic, "--client", client, "--json", *args]
+
+
+def perf_children(commands: list[list[str]], timeout_s: float = 900) -> list[Result]:
+    """Run perf children at once and wait for all; each prints one JSON Result as its last line
+    (exit 1, records that failed, still reports). Raises RuntimeError for a child that did not."""
+    running = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+    results = []
+    for child, command in zip(running, commands):
+        out, err = child.communicate(timeout=timeout_s)
+        if child.returncode not in (0, 1) or not out.strip():
+            raise RuntimeError(f"{' '.join(command[3:])}: exit {child.returncode}: {err.strip()[-500:]}")
+        results.append(Result.from_json(out.strip().splitlines()[-1]))
+    return results
+
+
 def perf(kind: str, bootstrap: str, topic: str, *args: str, client: str = "confluent") -> Result:
-    command = [
-        sys.executable,
-        "-m",
-        "minikafka_cli.main",
-        "perf",
-        kind,
-        "--bootstrap-server",
-        bootstrap,
-        "--topic",
-        topic,
-        "--client",
-        client,
-        "--json",
-        *args,
-    ]
-    r = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    if r.returncode not in (0, 1) or not r.stdout.strip():
-        raise RuntimeError(f"{' '.join(command[3:])}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
-    return Result.from_json(r.stdout.strip().splitlines()[-1])
+    return perf_children([perf_command(kind, bootstrap, topic, *args, client=client)], timeout_s=600)[0]
 
 
 def measured(

@@ -30,7 +30,7 @@ import psutil
 
 from bench import targets
 from bench.ceiling import CeilingServer, disk_write_mb_s, measure
-from bench.cluster_bench import LocalCluster, perf
+from bench.cluster_bench import LocalCluster, perf, perf_children, perf_command
 from perf.stats import MB, Result
 
 PRODUCERS = 3  # producer processes, each on its own topic of 6 / PRODUCERS partitions
@@ -55,18 +55,8 @@ def _parallel_perf(cluster: LocalCluster, topics: list[str], *args: str) -> tupl
     """One perf produce child per topic, all at once (each verifies its count from its own
     topic's end offsets, so no two share a topic) -> (MB/s, client cores, broker cores) over the
     longest child's run."""
-    children = []
     cpu0, start = cluster.cpu_s(), time.monotonic()
-    for topic in topics:
-        command = [sys.executable, "-m", "minikafka_cli.main", "perf", "produce", "--bootstrap-server"]
-        command += [cluster.bootstrap, "--topic", topic, "--client", "confluent", "--json", *args]
-        children.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    results = []
-    for child in children:
-        out, err = child.communicate(timeout=600)
-        if child.returncode not in (0, 1) or not out.strip():
-            raise RuntimeError(f"perf produce: exit {child.returncode}: {err.strip()[-500:]}")
-        results.append(Result.from_json(out.strip().splitlines()[-1]))
+    results = perf_children([perf_command("produce", cluster.bootstrap, topic, *args) for topic in topics], 600)
     wall = time.monotonic() - start
     seconds = max(r.seconds for r in results)
     mb_s = sum(r.bytes for r in results) / MB / seconds

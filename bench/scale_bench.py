@@ -35,7 +35,6 @@ import functools
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,7 +46,7 @@ import psutil
 
 from bench import targets
 from bench.ceiling import CeilingServer, measure
-from bench.cluster_bench import LocalCluster
+from bench.cluster_bench import LocalCluster, perf_children, perf_command
 from perf.stats import MB, Result
 
 RESULTS = Path(__file__).parent / "results"
@@ -128,21 +127,8 @@ def _measure(cluster: LocalCluster, work: Callable[[], list[Result]]) -> tuple[l
     return results, usage
 
 
-def _children(commands: list[list[str]]) -> list[Result]:
-    """Run perf children at once; each prints one JSON Result as its last line."""
-    running = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
-    results = []
-    for child, command in zip(running, commands):
-        out, err = child.communicate(timeout=900)
-        if child.returncode not in (0, 1) or not out.strip():
-            raise RuntimeError(f"{' '.join(command[2:6])}: exit {child.returncode}: {err.strip()[-500:]}")
-        results.append(Result.from_json(out.strip().splitlines()[-1]))
-    return results
-
-
 def _perf(cluster: LocalCluster, kind: str, topic: str, *args: str) -> list[str]:
-    command = [sys.executable, "-m", "minikafka_cli.main", "perf", kind, "--bootstrap-server", cluster.bootstrap]
-    return command + ["--topic", topic, "--client", "confluent", "--json", *args]
+    return perf_command(kind, cluster.bootstrap, topic, *args)
 
 
 def _point(curve: str, x: int, ceiling: float, results: list[Result], usage: _Usage) -> Point:
@@ -187,21 +173,23 @@ def run(quick: bool, root: Path) -> tuple[float, list[Point]]:
             cluster.create_topic(topic, 6, 3, acks_all)
             n = max(100, min(budget // size, 2_000 if quick else 3_000_000))
             args = ("--num-records", str(n), "--record-size", str(size), "--acks", "all")
-            results, usage = _measure(cluster, functools.partial(_children, [_perf(cluster, "produce", topic, *args)]))
+            results, usage = _measure(
+                cluster, functools.partial(perf_children, [_perf(cluster, "produce", topic, *args)])
+            )
             points.append(_point("record size (bytes)", size, ceiling, results, usage))
         cluster.create_topic("connections", 1, 3, acks_all)
         for connections in xs("producer connections"):
             command = [sys.executable, "-m", "perf.connections", "--bootstrap-server", cluster.bootstrap]
             command += ["--topic", "connections", "--connections", str(connections), "--rate", "0"]
             command += ["--in-flight", str(IN_FLIGHT), "--seconds", "2" if quick else "10"]
-            results, usage = _measure(cluster, functools.partial(_children, [command]))
+            results, usage = _measure(cluster, functools.partial(perf_children, [command]))
             points.append(_point("producer connections", connections, ceiling, results, usage))
         n = 4_000 if quick else 300_000  # 1 KiB records: 300 MB
         cluster.create_topic("fanout", 6, 3, acks_all)
-        _children([_perf(cluster, "produce", "fanout", "--num-records", str(n), "--record-size", "1024")])
+        perf_children([_perf(cluster, "produce", "fanout", "--num-records", str(n), "--record-size", "1024")])
         for consumers in xs("consumers per topic"):
             commands = [_perf(cluster, "consume", "fanout", "--num-records", str(n)) for _ in range(consumers)]
-            results, usage = _measure(cluster, functools.partial(_children, commands))
+            results, usage = _measure(cluster, functools.partial(perf_children, commands))
             points.append(_point("consumers per topic", consumers, ceiling, results, usage))
         # last: the partitions stay, and 1000 idle ones cost every broker's fetchers CPU
         for partitions in xs("partitions"):
@@ -209,7 +197,9 @@ def run(quick: bool, root: Path) -> tuple[float, list[Point]]:
             cluster.create_topic(topic, partitions, 3, acks_all)
             n = 20_000 if quick else 2_000_000
             args = ("--num-records", str(n), "--record-size", "100", "--acks", "all")
-            results, usage = _measure(cluster, functools.partial(_children, [_perf(cluster, "produce", topic, *args)]))
+            results, usage = _measure(
+                cluster, functools.partial(perf_children, [_perf(cluster, "produce", topic, *args)])
+            )
             points.append(_point("partitions", partitions, ceiling, results, usage))
     finally:
         cluster.close()
