@@ -113,8 +113,10 @@ async def delete_group(cluster: Cluster, group_id: str) -> None:
     )
 
 
-async def committed_offsets(cluster: Cluster, group_id: str) -> dict[TopicPartition, int]:
-    """All the group's committed offsets (OffsetFetch v7, topics null)."""
+async def committed_offsets(cluster: Cluster, group_id: str, require_stable: bool = False) -> dict[TopicPartition, int]:
+    """All the group's committed offsets (OffsetFetch v7, topics null); with `require_stable`
+    (KIP-447) a partition with offsets pending in an open transaction answers
+    UNSTABLE_OFFSET_COMMIT, which is retried until the transaction completes."""
 
     def check(r):
         _raise(r.error_code, f"OffsetFetch({group_id})")
@@ -123,7 +125,12 @@ async def committed_offsets(cluster: Cluster, group_id: str) -> dict[TopicPartit
                 _raise(p.error_code, f"OffsetFetch({group_id}) {t.name}-{p.partition_index}")
 
     r = await _on_coordinator(
-        cluster, group_id, ApiKey.OFFSET_FETCH, {"group_id": group_id, "topics": None}, check, version=7
+        cluster,
+        group_id,
+        ApiKey.OFFSET_FETCH,
+        {"group_id": group_id, "topics": None, "require_stable": require_stable},
+        check,
+        version=7,
     )
     return {(t.name, p.partition_index): p.committed_offset for t in r.topics for p in t.partitions}
 

@@ -35,6 +35,7 @@ import trio
 
 from client.cluster import Cluster, KafkaError
 from client.connection import ConnectionClosed, unwrap_single
+from client.transactional import FATAL, TransactionManager
 from protocol import record_batch as rb
 from protocol.api_keys import ApiKey
 from protocol.errors import RETRIABLE, ErrorCode
@@ -148,8 +149,10 @@ class Producer:
         request_timeout_ms: int,
         delivery_timeout_ms: int,
         buffer_memory: int = 33554432,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
     ):
-        self._validate(acks, idempotent, max_in_flight)
+        self._validate(acks, idempotent, max_in_flight, transactional_id)
         self.cluster = cluster
         self._nursery = nursery
         self.acks, self.idempotent, self.max_in_flight = acks, idempotent, max_in_flight
@@ -160,9 +163,12 @@ class Producer:
         self._round_robin: dict[str, itertools.count] = {}
         self.buffer_memory, self._buffered, self._sends = buffer_memory, 0, 0
         self._buffer_freed = trio.Event()
+        self.txn = TransactionManager(cluster, transactional_id, transaction_timeout_ms) if transactional_id else None
 
     @staticmethod
-    def _validate(acks: int, idempotent: bool, max_in_flight: int) -> None:
+    def _validate(acks: int, idempotent: bool, max_in_flight: int, transactional_id: str | None = None) -> None:
+        if transactional_id is not None and not idempotent:
+            raise ValueError("a transactional producer is idempotent")
         if acks not in (-1, 0, 1):
             raise ValueError(f"acks must be -1 (all), 0 or 1, got {acks}")
         if idempotent and acks != -1:
@@ -185,10 +191,14 @@ class Producer:
         request_timeout_ms: int = 30000,
         delivery_timeout_ms: int = 120000,
         buffer_memory: int = 33554432,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
     ) -> AsyncIterator[Producer]:
         """Raises ValueError for inconsistent settings (idempotence needs acks=-1; max_in_flight
-        1..5) before anything is sent."""
-        cls._validate(acks, idempotent, max_in_flight)
+        1..5; transactions need idempotence) before anything is sent. With `transactional_id`
+        (Kafka's `transactional.id`) the producer's id comes from that id's coordinator, which
+        fences older producers with it, and every send must be inside a transaction."""
+        cls._validate(acks, idempotent, max_in_flight, transactional_id)
         with unwrap_single():
             async with trio.open_nursery() as nursery:
                 producer = cls(
@@ -203,6 +213,8 @@ class Producer:
                     request_timeout_ms=request_timeout_ms,
                     delivery_timeout_ms=delivery_timeout_ms,
                     buffer_memory=buffer_memory,
+                    transactional_id=transactional_id,
+                    transaction_timeout_ms=transaction_timeout_ms,
                 )
                 if idempotent:
                     await producer._init_producer_id()
@@ -213,6 +225,10 @@ class Producer:
                     nursery.cancel_scope.cancel()
 
     async def _init_producer_id(self) -> None:
+        if self.txn is not None:
+            self.producer_id, self._base_epoch = await self.txn.init()
+            return
+
         async def attempt(refresh):
             conn = await self.cluster.any_connection()
             r = await conn.request(ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000})
@@ -242,6 +258,8 @@ class Producer:
             else:
                 partition = next(self._round_robin.setdefault(topic, itertools.count())) % count
         tp = (topic, partition)
+        if self.txn is not None:
+            await self.txn.add_partition(tp)  # raises outside a transaction or after a failed batch
         state = self.partitions.get(tp)
         if state is None:
             state = self.partitions[tp] = _PartitionState(epoch=getattr(self, "_base_epoch", -1))
@@ -265,6 +283,38 @@ class Producer:
         for state in list(self.partitions.values()):
             await state.idle.wait()
 
+    # ---- transactions (KIP-98) ------------------------------------------------------------------
+    def _txn(self) -> TransactionManager:
+        if self.txn is None:
+            raise RuntimeError("not a transactional producer: open it with transactional_id")
+        return self.txn
+
+    def begin_transaction(self) -> None:
+        """Start a transaction; sends until its commit or abort belong to it."""
+        self._txn().begin()
+
+    async def send_offsets_to_transaction(self, offsets: dict[tuple[str, int], int], group_id: str) -> None:
+        """Commit `offsets` ({(topic, partition): next offset}) for `group_id` with the transaction."""
+        await self._txn().send_offsets(offsets, group_id)
+
+    async def commit_transaction(self) -> None:
+        """Flush, then commit. Raises the KafkaError of a batch that failed (then only
+        `abort_transaction` is possible) or of the commit itself."""
+        await self.flush()
+        await self._txn().end(commit=True)
+
+    async def abort_transaction(self) -> None:
+        """Flush, then abort. If a batch had failed, a new epoch is taken (KIP-360) and the
+        sequences restart from 0, so the next transaction is accepted."""
+        txn = self._txn()
+        await self.flush()
+        failed = txn.abortable is not None
+        await txn.end(commit=False)
+        if failed:
+            await self._init_producer_id()
+            for state in self.partitions.values():
+                state.epoch, state.next_sequence = self._base_epoch, 0
+
     def _make_batch(self, state: _PartitionState) -> _Batch:
         records, deliveries, size = [], [], 0
         while state.queue and (not records or size < self.batch_size):
@@ -282,6 +332,7 @@ class Producer:
             producer_id=self.producer_id,
             producer_epoch=batch.epoch,
             base_sequence=batch.base_sequence,
+            transactional=self.txn is not None,
         )
         return batch
 
@@ -310,7 +361,7 @@ class Producer:
                 window = list(itertools.islice(state.unacked, self.max_in_flight))
                 for batch in window:
                     body = {
-                        "transactional_id": None,
+                        "transactional_id": self.txn.transactional_id if self.txn else None,
                         "acks": self.acks,
                         "timeout_ms": self.request_timeout_ms,
                         "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1], "records": batch.data}]}],
@@ -370,7 +421,11 @@ class Producer:
         for delivery in batch.deliveries:
             delivery._complete(None, error, now)
         self._release(batch)
-        if self.idempotent:
+        if self.txn is not None:  # the transaction can only be aborted now (Kafka: abortable error)
+            if error.code in FATAL:
+                self.txn.fatal = self.txn.fatal or error
+            self.txn.abortable = self.txn.abortable or error
+        elif self.idempotent:
             state.epoch += 1
             state.next_sequence = 0
             for later in state.unacked:
@@ -382,6 +437,7 @@ class Producer:
                     producer_id=self.producer_id,
                     producer_epoch=later.epoch,
                     base_sequence=later.base_sequence,
+                    transactional=self.txn is not None,
                 )
 
     def _expire(self, tp, state: _PartitionState) -> None:

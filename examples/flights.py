@@ -117,7 +117,7 @@ def spark_report(bootstrap: str, acknowledged: int, security: dict[str, str] | N
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from spark_source.source import MinikafkaDataSource
+    from spark_connector import MinikafkaDataSource
 
     spark = (
         SparkSession.builder.master("local[2]")

@@ -95,7 +95,7 @@ def spark():
     pytest.importorskip("pyspark", reason="make setup installs the spark extra")
     from pyspark.sql import SparkSession
 
-    from spark_source.source import MinikafkaDataSource
+    from spark_connector import MinikafkaDataSource
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable

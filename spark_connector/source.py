@@ -1,7 +1,7 @@
-"""PySpark data source `minikafka` (Spark 4 Python Data Source API): batch and streaming reads of
+"""The `minikafka` source (Spark 4 Python Data Source API): batch and streaming reads of
 committed data (up to the high watermark), with the schema and options of Spark's Kafka source.
 
-    spark.dataSource.register(MinikafkaDataSource)
+    spark.dataSource.register(MinikafkaDataSource)  # from spark_connector
     df = (spark.read.format("minikafka").option("kafka.bootstrap.servers", "127.0.0.1:9092")
           .option("subscribe", "flights").option("startingOffsets", "earliest").load())
 
@@ -28,10 +28,11 @@ import json
 import re
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 
 from client.reads import ISOLATION_LEVELS
-from spark_source.kafka_io import KafkaReadError, fetch_range, list_topics, offsets_of
+from spark_connector.kafka_io import KafkaReadError, fetch_range, list_topics, offsets_of
+from spark_connector.options import bootstrap_of, security_of
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
@@ -61,9 +62,7 @@ def _spec(text: str | None, default: int) -> dict | int:
 
 class _Options:
     def __init__(self, options: dict):
-        self.bootstrap = options.get("bootstrap.servers") or options.get("kafka.bootstrap.servers")
-        if not self.bootstrap:
-            raise ValueError("option bootstrap.servers (or kafka.bootstrap.servers) is required")
+        self.bootstrap = bootstrap_of(options)
         topics = options.get("topic") or options.get("subscribe")
         self.pattern = options.get("topicPattern") or options.get("subscribePattern")
         if not topics and not self.pattern:
@@ -76,12 +75,7 @@ class _Options:
         if level not in ISOLATION_LEVELS:
             raise ValueError(f"kafka.isolation.level must be read_uncommitted or read_committed: {level!r}")
         self.isolation_level = ISOLATION_LEVELS[level]
-        # Spark's Kafka source passes `kafka.*` to its consumer: the security keys work the same
-        self.security = {
-            k[len("kafka.") :]: v
-            for k, v in options.items()
-            if k.startswith(("kafka.security.", "kafka.sasl.", "kafka.ssl."))
-        } or None
+        self.security = security_of(options)  # Spark passes `kafka.*` to its consumer
 
     @property
     def topics(self) -> list[str]:
@@ -116,21 +110,6 @@ def _row(topic: str, partition: int, record) -> tuple:
 
 def _split(topic: str, partition: int, start: int, end: int, size: int) -> list[OffsetRange]:
     return [OffsetRange(topic, partition, s, min(s + size, end)) for s in range(start, end, size)]
-
-
-class MinikafkaDataSource(DataSource):
-    @classmethod
-    def name(cls) -> str:
-        return "minikafka"
-
-    def schema(self) -> str:
-        return SCHEMA
-
-    def reader(self, schema):
-        return MinikafkaBatchReader(_Options(self.options))
-
-    def streamReader(self, schema):
-        return MinikafkaStreamReader(_Options(self.options))
 
 
 class MinikafkaBatchReader(DataSourceReader):
@@ -217,4 +196,4 @@ class MinikafkaStreamReader(DataSourceStreamReader):
         pass
 
 
-__all__ = ["MinikafkaDataSource", "KafkaReadError", "OffsetRange"]
+__all__ = ["MinikafkaBatchReader", "MinikafkaStreamReader", "KafkaReadError", "OffsetRange"]

@@ -62,7 +62,7 @@ async def test_batch_reads_committed_data_exactly_once(spark, start_broker, zk):
 
 
 async def test_latest_is_the_high_watermark_at_planning_and_a_leader_change_is_survived(start_broker, zk):
-    from spark_source.source import MinikafkaBatchReader, _Options
+    from spark_connector.source import MinikafkaBatchReader, _Options
 
     brokers = {i: start_broker(i) for i in (1, 2, 3)}
     await create_topic(brokers, zk, "l", partitions=1, rf=3)

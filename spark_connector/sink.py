@@ -1,0 +1,183 @@
+"""The `minikafka` sink: `df.write.format("minikafka")` (batch) and
+`df.writeStream.format("minikafka")` (streaming, with checkpoints), as Spark's Kafka sink.
+
+Columns (Spark's Kafka sink schema): `value` (binary or string, required; null writes a
+tombstone), `key` (binary or string, optional), `topic` (string; required unless the `topic`
+option is set, which then overrides it), `partition` (int, optional: else Kafka's default
+partitioner), `headers` (array<struct<key: string, value: binary>>, optional). Any other column is
+an error, as in Spark.
+
+Options: `topic`, `kafka.bootstrap.servers` (or `bootstrap.servers`), `kafka.acks` (all/-1, 1, 0;
+default all), `kafka.compression.type` (none, gzip, snappy, lz4, zstd), `kafka.linger.ms`,
+`kafka.batch.size`, `kafka.enable.idempotence` (default true; off when acks is not all, as Kafka's
+producer does when acks is set explicitly), `kafka.transaction.timeout.ms`, Kafka's client
+security keys with the `kafka.` prefix, and `kafka.transactional.id`: the prefix of the
+transactional ids of the writing tasks (`<prefix>-<task partition>`).
+
+Guarantees:
+- without `kafka.transactional.id`: at-least-once, as Spark's Kafka sink. Each task's producer is
+  idempotent, so its own retries write no duplicate, but a task Spark runs again (a failed task's
+  retry, or the last micro-batch of a query restarted from its checkpoint) writes its rows again.
+- with it, streaming: exactly-once per micro-batch and task. Each task writes its rows in one
+  transaction that also commits the micro-batch's number as a marker (`kafka_write.py`); a
+  restarted or retried task whose transaction had committed writes nothing. This needs the
+  query's output partitioning to be deterministic (the same rows in the same task when a batch
+  is run again), which holds for a source that replays the same offsets, as ours does. Readers
+  with `isolation.level=read_committed` see each row once; use one prefix per query.
+- with it, batch: each task's rows are visible all at once or not at all to read_committed readers.
+Save modes: append. Spark's Kafka sink also takes errorifexists (Spark's default), but Spark
+refuses that mode for every Python data source before the sink is asked: call `.mode("append")`.
+Overwrite is refused, as by Spark's Kafka sink.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
+
+from protocol import record_batch as rb
+from spark_connector.kafka_write import KafkaWriteError, OutRecord, ProducerSettings, write_records
+from spark_connector.options import bootstrap_of, security_of
+
+log = logging.getLogger(__name__)
+
+CODECS = {name: code for code, name in rb.CODEC_NAMES.items()}
+ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
+HEADERS = ArrayType(StructType().add("key", StringType()).add("value", BinaryType()))
+BATCH_ID = "streaming.sql.batchId"  # the local property Spark's micro-batch execution sets
+
+
+def _check_schema(schema: StructType, topic_option: str | None) -> None:
+    """Raises ValueError naming the column, as Spark's KafkaWriter.validateQuery."""
+    fields = {f.name: f.dataType for f in schema.fields}
+    expected = {
+        "value": (BinaryType(), StringType()),
+        "key": (BinaryType(), StringType()),
+        "topic": (StringType(),),
+        "partition": (IntegerType(),),
+        "headers": (HEADERS,),
+    }
+    for name, kind in fields.items():
+        if name not in expected:
+            raise ValueError(f"column {name!r} is not one of the Kafka sink's: {', '.join(expected)}")
+        if kind not in expected[name] and not (name == "headers" and _headers_like(kind)):
+            wanted = " or ".join(t.simpleString() for t in expected[name])
+            raise ValueError(f"column {name!r} must be {wanted}, not {kind.simpleString()}")
+    if "value" not in fields:
+        raise ValueError("the Kafka sink needs a 'value' column (binary or string)")
+    if "topic" not in fields and not topic_option:
+        raise ValueError("topic option required when no 'topic' column is present")
+
+
+def _headers_like(kind) -> bool:
+    if not isinstance(kind, ArrayType) or not isinstance(kind.elementType, StructType):
+        return False
+    return [(f.name, f.dataType) for f in kind.elementType.fields] == [("key", StringType()), ("value", BinaryType())]
+
+
+def _bytes(value) -> bytes | None:
+    if value is None:
+        return None
+    return value.encode() if isinstance(value, str) else bytes(value)
+
+
+@dataclass
+class SinkCommit(WriterCommitMessage):
+    task: int
+    written: int
+    skipped: bool
+
+
+class _Sink:
+    def __init__(self, options: dict, schema: StructType, overwrite: bool):
+        if overwrite:
+            raise ValueError("save mode overwrite is not allowed for Kafka: use append or errorifexists")
+        self.topic = options.get("topic")
+        _check_schema(schema, self.topic)
+        acks = options.get("kafka.acks", "all").lower()
+        if acks not in ACKS:
+            raise ValueError(f"kafka.acks must be all, -1, 1 or 0: {acks!r}")
+        codec = options.get("kafka.compression.type", "none").lower()
+        if codec not in CODECS:
+            raise ValueError(f"kafka.compression.type must be one of {', '.join(CODECS)}: {codec!r}")
+        idempotent = options.get("kafka.enable.idempotence", "true").lower() == "true" and ACKS[acks] == -1
+        self.txn_prefix = options.get("kafka.transactional.id")
+        if self.txn_prefix and not idempotent:
+            raise ValueError("kafka.transactional.id needs acks=all and idempotence")
+        self.settings = ProducerSettings(
+            bootstrap=bootstrap_of(options),
+            security=security_of(options),
+            acks=ACKS[acks],
+            idempotent=idempotent,
+            compression=CODECS[codec],
+            linger_ms=int(options.get("kafka.linger.ms", 5)),
+            batch_size=int(options.get("kafka.batch.size", 16384)),
+            transaction_timeout_ms=int(options.get("kafka.transaction.timeout.ms", 60000)),
+        )
+
+    def _records(self, rows: Iterator) -> Iterator[OutRecord]:
+        for row in rows:
+            d = row.asDict(recursive=False)
+            topic = self.topic or d.get("topic")
+            if not topic:
+                raise ValueError("a row has a null topic and no topic option is set")
+            headers = [(h["key"], _bytes(h["value"])) for h in d.get("headers") or ()]
+            yield topic, d.get("partition"), _bytes(d.get("key")), _bytes(d["value"]), headers
+
+    def _write(self, rows: Iterator, batch_id: int) -> SinkCommit:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        task = context.partitionId() if context is not None else 0
+        txn_id = f"{self.txn_prefix}-{task}" if self.txn_prefix else None
+        result = write_records(self.settings, self._records(rows), txn_id, batch_id)
+        return SinkCommit(task, result.written, result.skipped)
+
+
+class MinikafkaWriter(_Sink, DataSourceWriter):
+    """Batch writes (`df.write.format("minikafka")`)."""
+
+    def write(self, iterator: Iterator) -> SinkCommit:
+        return self._write(iterator, -1)
+
+    def commit(self, messages: list) -> None:
+        log.info("minikafka sink: %d records written", sum(m.written for m in messages if m))
+
+    def abort(self, messages: list) -> None:
+        done = [m for m in messages if m]
+        if done and not self.txn_prefix:  # without transactions, finished tasks' rows stay written
+            log.warning("minikafka sink: the job failed after %d tasks wrote their rows", len(done))
+
+
+class MinikafkaStreamWriter(_Sink, DataSourceStreamWriter):
+    """Micro-batch writes (`df.writeStream.format("minikafka")`)."""
+
+    def __init__(self, options: dict, schema: StructType, overwrite: bool):
+        super().__init__(options, schema, overwrite)
+        if not self.txn_prefix:
+            log.warning(
+                "minikafka sink: at-least-once (a restarted query may write its last micro-batch again); "
+                "set kafka.transactional.id for exactly-once"
+            )
+
+    def write(self, iterator: Iterator) -> SinkCommit:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        batch = context.getLocalProperty(BATCH_ID) if context is not None else None
+        return self._write(iterator, int(batch) if batch is not None else -1)
+
+    def commit(self, messages: list, batchId: int) -> None:
+        written = sum(m.written for m in messages if m)
+        skipped = sum(1 for m in messages if m and m.skipped)
+        log.info("minikafka sink: batch %d: %d records written, %d tasks already committed", batchId, written, skipped)
+
+    def abort(self, messages: list, batchId: int) -> None:
+        log.warning("minikafka sink: batch %d aborted after %d tasks finished", batchId, sum(1 for m in messages if m))
+
+
+__all__ = ["MinikafkaWriter", "MinikafkaStreamWriter", "KafkaWriteError", "SinkCommit"]

@@ -1,1 +1,0 @@
-"""The PySpark data source for minikafka: `spark.dataSource.register(MinikafkaDataSource)`."""

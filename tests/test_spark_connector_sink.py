@@ -1,0 +1,158 @@
+"""The `minikafka` Spark sink with real Spark (local[2]) against a real cluster, judged by
+confluent-kafka's consumer: batch writes with Spark's Kafka sink schema and options, its errors,
+and streaming writes restarted from a checkpoint whose last micro-batch must be run again
+(at-least-once without transactions, once with `kafka.transactional.id`)."""
+
+import os
+from pathlib import Path
+
+import pytest
+import trio
+from group_helpers import create_topics
+from txn_helpers import TXN_BROKER, consume_all
+
+pytestmark = pytest.mark.slow
+
+pyspark = pytest.importorskip("pyspark", reason="make setup installs the spark extra")
+
+
+def consume_records(bootstrap: str, topic: str, expected: int) -> list:
+    """(partition, key, value, headers) of every record confluent-kafka reads (read_committed)."""
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{time.monotonic_ns()}"})
+    parts = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+    out, deadline = [], time.monotonic() + 60
+    while len(out) < expected and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is not None and not msg.error():
+            out.append((msg.partition(), msg.key(), msg.value(), msg.headers() or []))
+    consumer.close()
+    return out
+
+
+async def test_batch_write_with_the_kafka_sink_schema(spark, start_broker):
+    from pyspark.sql import Row
+
+    broker = start_broker(1, **TXN_BROKER)
+    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"sink": 3, "sink-b": 1})
+    rows = [
+        Row(key=f"k{i}", value=f"v{i}", partition=i % 3, headers=[Row(key="h", value=b"%d" % i)]) for i in range(300)
+    ]
+
+    def write():
+        df = spark.createDataFrame(
+            rows, "key string, value string, partition int, headers array<struct<key: string, value: binary>>"
+        )
+        (
+            df.write.format("minikafka")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("topic", "sink")
+            .option("kafka.compression.type", "zstd")
+            .mode("append")
+            .save()
+        )
+        # no topic option: each row's topic column; binary values; a null value is a tombstone
+        spark.createDataFrame(
+            [("sink-b", b"\x00\x01", b"bin"), ("sink-b", b"gone", None)], "topic string, key binary, value binary"
+        ).write.format("minikafka").option("bootstrap.servers", broker.bootstrap).option("kafka.acks", "1").mode(
+            "append"
+        ).save()
+
+    await trio.to_thread.run_sync(write)
+    got = await trio.to_thread.run_sync(consume_records, broker.bootstrap, "sink", 300)
+    assert sorted(got) == sorted((i % 3, b"k%d" % i, b"v%d" % i, [("h", b"%d" % i)]) for i in range(300))
+    other = await trio.to_thread.run_sync(consume_records, broker.bootstrap, "sink-b", 2)
+    assert sorted((k, v) for _, k, v, _ in other) == [(b"\x00\x01", b"bin"), (b"gone", None)]
+
+
+def test_the_sink_refuses_what_spark_kafka_refuses(spark):
+    def save(df, mode="append", **options):
+        writer = df.write.format("minikafka").option("kafka.bootstrap.servers", "127.0.0.1:1").mode(mode)
+        for k, v in options.items():
+            writer = writer.option(k, v)
+        writer.save()
+
+    good = spark.createDataFrame([("a",)], "value string")
+    cases = [
+        (good, {"mode": "overwrite", "topic": "t"}, "overwrite is not allowed"),
+        (good, {}, "topic option required"),
+        (good, {"mode": "errorifexists", "topic": "t"}, "ErrorIfExists"),  # Spark refuses it for Python sources
+        (spark.createDataFrame([(1,)], "value int"), {"topic": "t"}, "'value' must be binary or string"),
+        (spark.createDataFrame([("a", 1)], "value string, extra int"), {"topic": "t"}, "'extra' is not one of"),
+        (spark.createDataFrame([("k",)], "key string"), {"topic": "t"}, "needs a 'value' column"),
+        (good, {"topic": "t", "kafka.acks": "2"}, "kafka.acks must be"),
+        (good, {"topic": "t", "kafka.compression.type": "brotli"}, "kafka.compression.type must be"),
+    ]
+    for df, options, message in cases:
+        mode = options.pop("mode", "append")
+        with pytest.raises(Exception, match=message):
+            save(df, mode, **options)
+
+
+def _stream_copy(spark, bootstrap: str, checkpoint: Path, **options) -> None:
+    # Spark 4.3's DataStreamWriter.start finds Python data sources through the calling thread's
+    # active session, which a thread other than the session's creator lacks (DATA_SOURCE_NOT_FOUND)
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    stream = (
+        spark.readStream.format("minikafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", "src")
+        .option("startingOffsets", "earliest")
+        .load()
+        .selectExpr("key", "value")
+    )
+    writer = (
+        stream.writeStream.format("minikafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", options.pop("topic"))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+    )
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    query = writer.start()
+    query.awaitTermination(180)
+    assert query.exception() is None
+
+
+def _forget_last_commit(checkpoint: Path) -> None:
+    """Make the restart run the last micro-batch again: as a driver that died after the sink wrote
+    the batch and before Spark's commit log recorded it."""
+    commits = sorted((p for p in (checkpoint / "commits").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    os.remove(commits[-1])
+    os.remove(commits[-1].with_name(f".{commits[-1].name}.crc"))  # Hadoop's checksum beside it
+
+
+async def test_streaming_writes_once_with_transactions_and_at_least_once_without(spark, start_broker, tmp_path):
+    broker = start_broker(1, **TXN_BROKER)
+    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"src": 2, "eos": 2, "alo": 2})
+    from client import Cluster
+    from client.producer import Producer
+
+    async def produce(first: int, count: int) -> None:
+        async with Cluster.open(broker.bootstrap) as cluster:
+            async with Producer.open(cluster) as producer:
+                for i in range(first, first + count):
+                    await producer.send("src", b"%d" % i, key=b"%d" % i)
+
+    await produce(0, 200)
+    for topic, extra in (("eos", {"kafka.transactional.id": "copy-eos"}), ("alo", {})):
+        checkpoint = tmp_path / topic
+        await trio.to_thread.run_sync(lambda: _stream_copy(spark, broker.bootstrap, checkpoint, topic=topic, **extra))
+        _forget_last_commit(checkpoint)
+        await trio.to_thread.run_sync(lambda: _stream_copy(spark, broker.bootstrap, checkpoint, topic=topic, **extra))
+    await produce(200, 100)
+    await trio.to_thread.run_sync(
+        lambda: _stream_copy(
+            spark, broker.bootstrap, tmp_path / "eos", topic="eos", **{"kafka.transactional.id": "copy-eos"}
+        )
+    )
+
+    eos = await trio.to_thread.run_sync(lambda: consume_all(broker.bootstrap, "eos", "read_committed", 300))
+    assert sorted(int(v) for _, v in eos) == list(range(300))  # each once, across the re-run batch
+    alo = await trio.to_thread.run_sync(lambda: consume_all(broker.bootstrap, "alo", "read_committed", 400))
+    assert sorted(int(v) for _, v in alo) == sorted(list(range(200)) * 2)  # the re-run batch again
