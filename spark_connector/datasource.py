@@ -10,7 +10,8 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 
 from spark_connector.sink import MinikafkaStreamWriter, MinikafkaWriter
-from spark_connector.source import SCHEMA, MinikafkaBatchReader, MinikafkaStreamReader, _Options
+from spark_connector.source import MinikafkaBatchReader, MinikafkaStreamReader, schema_for
+from spark_connector.source_options import SourceOptions
 
 
 class MinikafkaDataSource(DataSource):
@@ -19,13 +20,13 @@ class MinikafkaDataSource(DataSource):
         return "minikafka"
 
     def schema(self) -> str:
-        return SCHEMA
+        return schema_for(self.options)
 
     def reader(self, schema):
-        return MinikafkaBatchReader(_Options(self.options))
+        return MinikafkaBatchReader(SourceOptions(self.options))
 
     def streamReader(self, schema):
-        return MinikafkaStreamReader(_Options(self.options))
+        return MinikafkaStreamReader(SourceOptions(self.options, streaming=True))
 
     def writer(self, schema, overwrite: bool):
         return MinikafkaWriter(dict(self.options), schema, overwrite)

@@ -11,6 +11,7 @@ import trio
 from client import Cluster, KafkaError
 from client.reads import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, fetch, list_offset, reader_batches
 from protocol import record_batch as rb
+from protocol.errors import ErrorCode
 from security.config import client_security
 
 
@@ -65,6 +66,34 @@ def offsets_of(
         raise KafkaReadError(f"cannot plan the read: {e}") from None
 
 
+def offsets_for_times(
+    bootstrap: str, timestamps: dict[tuple[str, int], int], security: dict | None = None
+) -> dict[tuple[str, int], int]:
+    """{(topic, partition): the first offset whose timestamp is at or after the given ms, or -1
+    when there is none} (ListOffsets with a timestamp, as Kafka's offsetsForTimes)."""
+
+    async def run():
+        async with _open(bootstrap, security) as cluster:
+            return {tp: await list_offset(cluster, *tp, ts) for tp, ts in timestamps.items()}
+
+    try:
+        return trio.run(run)
+    except KafkaError as e:
+        raise KafkaReadError(f"cannot look up offsets by timestamp: {e}") from None
+
+
+class DataLossError(KafkaReadError):
+    """Offsets a query should read are gone from Kafka (retention, DeleteRecords, compaction)."""
+
+    def __init__(self, topic: str, partition: int, first: int, end: int):
+        super().__init__(
+            f"offsets [{first}, {end}) of {topic}-{partition} are no longer in Kafka: some data may have been "
+            "lost because it was deleted (retention, DeleteRecords) or compacted before the query read it. "
+            'If you don\'t want the query to fail on such cases, set the source option "failOnDataLoss" to "false".'
+        )
+        self.topic, self.partition, self.first, self.end = topic, partition, first, end
+
+
 def fetch_range(
     bootstrap: str,
     topic: str,
@@ -74,35 +103,62 @@ def fetch_range(
     timeout_s: float = 300.0,
     isolation_level: int = READ_UNCOMMITTED,
     security: dict | None = None,
+    fail_on_data_loss: bool = False,
 ) -> list[SparkRecord]:
     """Every record with start <= offset < end (end at or below the HW, or the LSO for
     READ_COMMITTED, when planned); never transaction markers, and under READ_COMMITTED no record
-    of an aborted transaction. Raises KafkaReadError if the range cannot be read within
-    `timeout_s` (e.g. an unclean election shortened the log below the planned end)."""
+    of an aborted transaction. Offsets in the range that Kafka no longer has (below the log start
+    offset, or removed by compaction; not those of markers or aborted batches) raise
+    DataLossError with `fail_on_data_loss` and are skipped without it. Raises KafkaReadError if
+    the range cannot be read within `timeout_s` (e.g. an unclean election shortened the log below
+    the planned end)."""
+
+    def lost(first: int, stop: int) -> None:
+        if fail_on_data_loss and first < min(stop, end):
+            raise DataLossError(topic, partition, first, min(stop, end))
 
     async def run():
         records, position = [], start
         async with _open(bootstrap, security) as cluster:
             with trio.fail_after(timeout_s):
                 while position < end:
-                    fetched = await fetch(
-                        cluster,
-                        topic,
-                        partition,
-                        position,
-                        max_wait_ms=500,
-                        max_bytes=4 << 20,
-                        isolation_level=isolation_level,
-                    )
+                    try:
+                        fetched = await fetch(
+                            cluster,
+                            topic,
+                            partition,
+                            position,
+                            max_wait_ms=500,
+                            max_bytes=4 << 20,
+                            isolation_level=isolation_level,
+                        )
+                    except KafkaError as e:
+                        if e.code != ErrorCode.OFFSET_OUT_OF_RANGE:
+                            raise
+                        log_start = await list_offset(cluster, topic, partition, EARLIEST)
+                        if log_start <= position:
+                            raise
+                        lost(position, log_start)  # deleted below the log start offset
+                        position = log_start
+                        continue
                     data = fetched.records
                     committed = isolation_level == READ_COMMITTED
                     bound = fetched.last_stable_offset if committed else fetched.high_watermark
                     if not data and bound >= end:
-                        break  # [position, end) is readable and holds nothing: compaction removed it
+                        lost(position, end)  # [position, end) is readable and holds nothing: compacted away
+                        break
                     aborted = fetched.aborted if committed else None
                     for pos, header, visible in reader_batches(data, aborted):
+                        if header.next_offset <= position:
+                            continue
+                        lost(position, header.base_offset)  # whole batches gone before this one
+                        position = max(position, header.base_offset)
                         for r in rb.decode_records(data, pos, header) if visible else ():
-                            if position <= r.offset < end:
+                            if r.offset < position:
+                                continue
+                            lost(position, r.offset)  # records compacted out of the batch
+                            position = r.offset + 1
+                            if r.offset < end:
                                 records.append(
                                     SparkRecord(
                                         r.key,
@@ -113,6 +169,8 @@ def fetch_range(
                                         r.headers,
                                     )
                                 )
+                        if visible:
+                            lost(position, header.next_offset)  # the batch's last records compacted away
                         position = max(position, header.next_offset)
         return records
 

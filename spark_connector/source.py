@@ -1,44 +1,37 @@
 """The `minikafka` source (Spark 4 Python Data Source API): batch and streaming reads of
-committed data (up to the high watermark), with the schema and options of Spark's Kafka source.
+committed data (up to the high watermark), with the schema and options of Spark's Kafka source
+(`source_options.py` lists them).
 
     spark.dataSource.register(MinikafkaDataSource)  # from spark_connector
     df = (spark.read.format("minikafka").option("kafka.bootstrap.servers", "127.0.0.1:9092")
           .option("subscribe", "flights").option("startingOffsets", "earliest").load())
 
-Options: `bootstrap.servers` (or Spark's `kafka.bootstrap.servers`), `topic` (or `subscribe`: a
-topic or a comma-separated list) or `topicPattern` (or `subscribePattern`: a regex over topic names),
-`startingOffsets` / `endingOffsets` (`earliest`, `latest`, or JSON `{"topic":{"0":23,"1":-2}}` with
--2 = earliest and -1 = latest), `maxOffsetsPerPartitionSplit` (split a big partition into input
-partitions of at most this many offsets; default 1,000,000), `kafka.isolation.level`
-(`read_uncommitted`, the default as in Spark's Kafka source, or `read_committed`: read up to the
-last stable offset and skip the records of aborted transactions; transaction markers are never
-rows), and Kafka's client security keys with Spark's `kafka.` prefix (`kafka.security.protocol`,
-`kafka.sasl.mechanism`, `kafka.sasl.jaas.config`, `kafka.ssl.truststore.location`, ...), as for
-any consumer.
-
-`latest` is the high watermark (or LSO) read when the query is planned: a reader never returns a record at
-or beyond the end it was planned with, even if the log grew meanwhile. Streaming offsets are the
-next offset per topic-partition; each micro-batch ends at the HWs of its planning.
+`latest` is the high watermark (or LSO under read_committed) read when the query is planned: a
+reader never returns a record at or beyond the end it was planned with, even if the log grew
+meanwhile. Streaming offsets are the next offset per topic-partition ({"topic-partition": offset});
+each micro-batch ends at the HWs of its planning, or earlier under `maxOffsetsPerTrigger`.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
-import re
+import time
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from client.reads import ISOLATION_LEVELS
-from spark_connector.kafka_io import KafkaReadError, fetch_range, list_topics, offsets_of
-from spark_connector.options import bootstrap_of, security_of
+from spark_connector.kafka_io import DataLossError, KafkaReadError, fetch_range, offsets_for_times, offsets_of
+from spark_connector.source_options import EARLIEST, LATEST, Bound, SourceOptions
 
-SCHEMA = (
-    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-    "timestampType int, headers array<struct<key: string, value: binary>>"
-)
-EARLIEST, LATEST = -2, -1
+COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+HEADERS = "headers array<struct<key: string, value: binary>>"
+SCHEMA = f"{COLUMNS}, {HEADERS}"  # with includeHeaders=true; Spark's columns without it
+
+
+def schema_for(options: dict) -> str:
+    """The source's schema: Spark's Kafka source columns, `headers` only with includeHeaders."""
+    return SCHEMA if str(options.get("includeHeaders", "false")).lower() == "true" else COLUMNS
 
 
 @dataclass
@@ -49,151 +42,176 @@ class OffsetRange(InputPartition):
     end: int  # exclusive: never read at or beyond it
 
 
-def _spec(text: str | None, default: int) -> dict | int:
-    if text is None or text == "":
-        return default
-    if text in ("earliest", "latest"):
-        return EARLIEST if text == "earliest" else LATEST
-    try:
-        return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in json.loads(text).items()}
-    except (ValueError, AttributeError) as e:
-        raise ValueError(f'offsets must be earliest, latest or JSON like {{"t":{{"0":5}}}}: {text!r}') from e
-
-
-class _Options:
-    def __init__(self, options: dict):
-        self.bootstrap = bootstrap_of(options)
-        topics = options.get("topic") or options.get("subscribe")
-        self.pattern = options.get("topicPattern") or options.get("subscribePattern")
-        if not topics and not self.pattern:
-            raise ValueError("option topic (or subscribe) or topicPattern (or subscribePattern) is required")
-        self._topics = [t.strip() for t in topics.split(",") if t.strip()] if topics else None
-        self.starting = _spec(options.get("startingOffsets"), EARLIEST)
-        self.ending = _spec(options.get("endingOffsets"), LATEST)
-        self.split = int(options.get("maxOffsetsPerPartitionSplit", 1_000_000))
-        level = options.get("kafka.isolation.level", "read_uncommitted")
-        if level not in ISOLATION_LEVELS:
-            raise ValueError(f"kafka.isolation.level must be read_uncommitted or read_committed: {level!r}")
-        self.isolation_level = ISOLATION_LEVELS[level]
-        self.security = security_of(options)  # Spark passes `kafka.*` to its consumer
-
-    @property
-    def topics(self) -> list[str]:
-        """The topics named, or those whose names match the pattern now."""
-        if self._topics is not None:
-            return self._topics
-        return [t for t in list_topics(self.bootstrap, self.security) if re.fullmatch(self.pattern, t)]
-
-
-def _resolve(spec, topic: str, partition: int, earliest: int, latest: int) -> int:
-    value = spec if isinstance(spec, int) else spec.get(topic, {}).get(partition, LATEST)
-    if value == EARLIEST:
-        return earliest
-    if value == LATEST:
-        return latest
-    return min(max(value, earliest), latest)
-
-
-def _row(topic: str, partition: int, record) -> tuple:
+def _row(topic: str, partition: int, record, headers: bool) -> tuple:
     ts = datetime.datetime.fromtimestamp(record.timestamp / 1000, tz=datetime.UTC)
-    return (
-        record.key,
-        record.value,
-        topic,
-        partition,
-        record.offset,
-        ts,
-        record.timestamp_type,
-        [(h.key, h.value) for h in record.headers],
-    )
+    row = (record.key, record.value, topic, partition, record.offset, ts, record.timestamp_type)
+    return (*row, [(h.key, h.value) for h in record.headers]) if headers else row
 
 
 def _split(topic: str, partition: int, start: int, end: int, size: int) -> list[OffsetRange]:
     return [OffsetRange(topic, partition, s, min(s + size, end)) for s in range(start, end, size)]
 
 
-class MinikafkaBatchReader(DataSourceReader):
-    def __init__(self, options: _Options):
-        self.options = options
+class _Reader:
+    options: SourceOptions
 
-    def partitions(self) -> list[OffsetRange]:
-        ranges = []
-        bounds = offsets_of(
-            self.options.bootstrap, self.options.topics, self.options.isolation_level, self.options.security
-        )
-        for (topic, partition), (earliest, hw) in sorted(bounds.items()):
-            start = _resolve(self.options.starting, topic, partition, earliest, hw)
-            end = _resolve(self.options.ending, topic, partition, earliest, hw)
-            ranges += _split(topic, partition, start, end, self.options.split)
-        return ranges
+    def _bounds(self) -> dict[tuple[str, int], tuple[int, int]]:
+        """{(topic, partition): (log start offset, HW or LSO)} of the wanted partitions now."""
+        o = self.options
+        bounds = offsets_of(o.bootstrap, o.topics, o.isolation_level, o.security)
+        return {tp: b for tp, b in bounds.items() if o.wanted(*tp)}
+
+    def _resolve(self, bound: Bound, bounds: dict, ending: bool = False) -> dict[tuple[str, int], int]:
+        """The offset `bound` names for each partition, clamped to [log start, HW]. A starting
+        offset below the log start is kept when failOnDataLoss is on, so that reading it fails."""
+        if bound.kind == "timestamp":
+            found = offsets_for_times(
+                self.options.bootstrap, {tp: bound.for_partition(*tp) for tp in bounds}, self.options.security
+            )
+            named = {}
+            for tp, offset in found.items():
+                if offset < 0 and not ending and not self.options.timestamp_fallback_latest:
+                    raise KafkaReadError(
+                        f"no offset of {tp[0]}-{tp[1]} has a timestamp at or after {bound.for_partition(*tp)} "
+                        "(set startingOffsetsByTimestampStrategy to latest to start at the latest offset instead)"
+                    )
+                named[tp] = LATEST if offset < 0 else offset
+        else:
+            named = {tp: bound.for_partition(*tp) for tp in bounds}
+        out = {}
+        for tp, value in named.items():
+            earliest, latest = bounds[tp]
+            if value == EARLIEST:
+                out[tp] = earliest
+            elif value == LATEST:
+                out[tp] = latest
+            elif value < earliest and self.options.fail_on_data_loss and not ending:
+                out[tp] = value
+            else:
+                out[tp] = min(max(value, earliest), latest)
+        return out
 
     def read(self, partition: OffsetRange):
+        if not isinstance(partition, OffsetRange):
+            return  # Spark's one empty InputPartition when the plan holds no range
+        o = self.options
         for record in fetch_range(
-            self.options.bootstrap,
+            o.bootstrap,
             partition.topic,
             partition.partition,
             partition.start,
             partition.end,
-            isolation_level=self.options.isolation_level,
-            security=self.options.security,
+            isolation_level=o.isolation_level,
+            security=o.security,
+            fail_on_data_loss=o.fail_on_data_loss,
         ):
-            yield _row(partition.topic, partition.partition, record)
+            yield _row(partition.topic, partition.partition, record, o.include_headers)
 
 
-class MinikafkaStreamReader(DataSourceStreamReader):
-    """Offsets: {"topic-partition": next offset}, as JSON-able dicts."""
-
-    def __init__(self, options: _Options):
+class MinikafkaBatchReader(_Reader, DataSourceReader):
+    def __init__(self, options: SourceOptions):
         self.options = options
 
-    def _bounds(self) -> dict:
-        return offsets_of(
-            self.options.bootstrap, self.options.topics, self.options.isolation_level, self.options.security
-        )
+    def partitions(self) -> list[OffsetRange]:
+        bounds = self._bounds()
+        starts = self._resolve(self.options.starting, bounds)
+        ends = self._resolve(self.options.ending, bounds, ending=True)
+        ranges = []
+        for (topic, partition), start in sorted(starts.items()):
+            ranges += _split(topic, partition, start, ends[(topic, partition)], self.options.split)
+        return ranges
+
+
+def _key(tp: tuple[str, int]) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def _tp(key: str) -> tuple[str, int]:
+    topic, _, partition = key.rpartition("-")
+    return topic, int(partition)
+
+
+def rate_limited(start: dict[str, int], latest: dict[str, int], limit: int) -> dict[str, int]:
+    """At most about `limit` more records in all, shared by partitions in proportion to their lag
+    (Spark's KafkaMicroBatchStream.rateLimit: a share below 1 rounds up, others down)."""
+    lags = {k: max(0, v - start.get(k, v)) for k, v in latest.items()}
+    total = sum(lags.values())
+    if total <= limit:
+        return dict(latest)
+    out = {}
+    for k, end in latest.items():
+        begin = start.get(k, end)
+        share = limit * lags[k] / total
+        step = int(share) if share >= 1 else (1 if lags[k] else 0)
+        out[k] = min(end, begin + step)
+    return out
+
+
+class MinikafkaStreamReader(_Reader, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets: {"topic-partition": next offset}, as JSON-able dicts."""
+
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self._target: dict[str, int] | None = None  # Trigger.AvailableNow: the end when it began
+        self._last_trigger = time.monotonic()
 
     def initialOffset(self) -> dict:
-        return {
-            f"{t}-{p}": _resolve(self.options.starting, t, p, earliest, hw)
-            for (t, p), (earliest, hw) in self._bounds().items()
-        }
+        bounds = self._bounds()
+        return {_key(tp): offset for tp, offset in self._resolve(self.options.starting, bounds).items()}
 
-    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
-        end = {f"{t}-{p}": hw for (t, p), (_, hw) in self._bounds().items()}
-        for key, offset in (start or {}).items():
+    def _latest(self, start: dict) -> dict:
+        end = {_key(tp): hw for tp, (_, hw) in self._bounds().items()}
+        for key, offset in start.items():
             end[key] = max(end.get(key, offset), offset)  # a new leader's lagging HW never moves us back
+        if self._target is not None:
+            end = {k: max(min(v, self._target.get(k, v)), start.get(k, 0)) for k, v in end.items()}
         return end
 
-    def getDefaultReadLimit(self):
-        from pyspark.sql.streaming.datasource import ReadAllAvailable
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        """The end of the next micro-batch. The limits come from this source's options (Spark
+        hands Python sources ReadAllAvailable under Trigger.AvailableNow, where Spark's Kafka
+        source still applies maxOffsetsPerTrigger); minOffsetsPerTrigger is ignored under
+        AvailableNow, as Spark's."""
+        start = start or {}
+        latest = self._latest(start)
+        o = self.options
+        new = sum(v - start.get(k, v) for k, v in latest.items() if k in start)
+        waited_ms = (time.monotonic() - self._last_trigger) * 1000
+        if (
+            o.min_per_trigger
+            and self._target is None
+            and new < o.min_per_trigger
+            and waited_ms < o.max_trigger_delay_ms
+        ):
+            return start  # not enough new records yet, and the delay has not passed
+        self._last_trigger = time.monotonic()
+        return rate_limited(start, latest, o.max_per_trigger) if o.max_per_trigger else latest
 
+    def getDefaultReadLimit(self):
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+        if self.options.max_per_trigger:
+            return ReadMaxRows(self.options.max_per_trigger)
+        if self.options.min_per_trigger:
+            return ReadMinRows(self.options.min_per_trigger)
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        pass
+        self._target = {_key(tp): hw for tp, (_, hw) in self._bounds().items()}
 
     def partitions(self, start: dict, end: dict) -> list[OffsetRange]:
         ranges = []
         for key, stop in end.items():
-            topic, _, partition = key.rpartition("-")
-            begin = start.get(key, _resolve(EARLIEST, topic, int(partition), 0, stop))
+            topic, partition = _tp(key)
+            begin = start.get(key, EARLIEST)
+            if begin == EARLIEST:  # a partition new since the last batch: from its start, as Spark
+                begin = self._bounds().get((topic, partition), (0, 0))[0]
             if stop > begin:
-                ranges += _split(topic, int(partition), begin, stop, self.options.split)
+                ranges += _split(topic, partition, begin, stop, self.options.split)
         return ranges
-
-    def read(self, partition: OffsetRange):
-        for record in fetch_range(
-            self.options.bootstrap,
-            partition.topic,
-            partition.partition,
-            partition.start,
-            partition.end,
-            isolation_level=self.options.isolation_level,
-            security=self.options.security,
-        ):
-            yield _row(partition.topic, partition.partition, record)
 
     def commit(self, end: dict) -> None:
         pass
 
 
-__all__ = ["MinikafkaBatchReader", "MinikafkaStreamReader", "KafkaReadError", "OffsetRange"]
+__all__ = ["MinikafkaBatchReader", "MinikafkaStreamReader", "KafkaReadError", "DataLossError", "OffsetRange"]
