@@ -10,7 +10,9 @@ Steps, each timed:
    again some seconds later (`minikafka cluster start`);
 5. a PySpark job reads `flights` up to the high watermark and prints rows per partition, the average
    departure delay per carrier (top 10) and checks that every acknowledged row was read exactly once;
-6. `minikafka cluster down`.
+   it writes every carrier's average to the `flights-delays` topic with the Spark sink;
+6. `minikafka consume` reads `flights-delays` back and checks it holds exactly those averages;
+7. `minikafka cluster down`.
 Exits 1 if any check fails.
 """
 
@@ -29,6 +31,7 @@ from pathlib import Path
 
 CLI = [sys.executable, "-m", "minikafka_cli.main"]
 TOPIC = "flights"
+DELAYS = "flights-delays"
 
 
 def step(name: str, timings: list):
@@ -111,7 +114,12 @@ def chaos(bootstrap: str, directory: str, delay_s: float, down_s: float, log: li
     log.append(f"started broker {victim} again {down_s:.0f} s later")
 
 
-def spark_report(bootstrap: str, acknowledged: int, security: dict[str, str] | None = None) -> bool:
+def spark_report(
+    bootstrap: str, acknowledged: int, security: dict[str, str] | None = None, delays: dict | None = None
+) -> bool:
+    """Read `flights`, print the report and check every acknowledged row was read once; write
+    each carrier's average delay to DELAYS with the Spark sink and fill `delays` with
+    {carrier: "avg,flights"}, the values written."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -167,6 +175,22 @@ def spark_report(bootstrap: str, acknowledged: int, security: dict[str, str] | N
             .collect()
         ):
             print(f"   {r['carrier']}: {r['avg']:6.2f}  ({r['n']:,} flights)")
+        per_carrier = rows.groupBy("carrier").agg(
+            F.format_string("%.2f,%d", F.coalesce(F.avg("dep_delay"), F.lit(0.0)), F.count("*")).alias("value")
+        )
+        (
+            per_carrier.selectExpr("carrier AS key", "value")
+            .write.format("minikafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", DELAYS)
+            .options(**{f"kafka.{k}": v for k, v in (security or {}).items()})
+            .mode("append")
+            .save()
+        )
+        written = {r["carrier"]: r["value"] for r in per_carrier.collect()}
+        print(f"   wrote {len(written)} per-carrier averages to {DELAYS} with the minikafka Spark sink")
+        if delays is not None:
+            delays.update(written)
         stats = rows.agg(
             F.count("*").alias("n"),
             F.countDistinct("row").alias("distinct"),
@@ -183,6 +207,34 @@ def spark_report(bootstrap: str, acknowledged: int, security: dict[str, str] | N
         return exactly_once
     finally:
         spark.stop()
+
+
+def read_back(bootstrap: str, directory: str, expected: dict[str, str]) -> bool:
+    """`minikafka consume` of DELAYS from the beginning: True if it holds exactly `expected`."""
+    out = cli(
+        "consume",
+        "--bootstrap-server",
+        bootstrap,
+        *_auth(directory),
+        "--topic",
+        DELAYS,
+        "--from-beginning",
+        "--print-key",
+        "--max-messages",
+        str(max(len(expected), 1)),
+        "--timeout-ms",
+        "30000",
+        check=False,
+        stdout=subprocess.PIPE,
+    ).stdout
+    got = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+    for carrier in sorted(got)[:5]:
+        print(f"   {carrier}\t{got[carrier]}")
+    same = got == expected and len(out.splitlines()) == len(expected)
+    print(
+        f"check: {len(expected)} averages written, {len(out.splitlines())} read back -> {'the same' if same else 'MISMATCH'}"
+    )
+    return same
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,22 +259,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with step("cluster up (ZooKeeper + 3 brokers)", timings):
             cluster_up(directory, args.base_port, args.zookeeper_port, args.security)
-        with step(f"create topic {TOPIC} (6 partitions, RF 3, min.insync.replicas=2)", timings):
-            cli(
-                "topics",
-                "create",
-                "--bootstrap-server",
-                bootstrap,
-                *_auth(directory),
-                "--topic",
-                TOPIC,
-                "--partitions",
-                "6",
-                "--replication-factor",
-                "3",
-                "--config",
-                "min.insync.replicas=2",
-            )
+        with step(f"create topics {TOPIC} (6 partitions) and {DELAYS} (1), RF 3, min.insync.replicas=2", timings):
+            for topic, partitions in ((TOPIC, "6"), (DELAYS, "1")):
+                cli(
+                    "topics",
+                    "create",
+                    "--bootstrap-server",
+                    bootstrap,
+                    *_auth(directory),
+                    "--topic",
+                    topic,
+                    "--partitions",
+                    partitions,
+                    "--replication-factor",
+                    "3",
+                    "--config",
+                    "min.insync.replicas=2",
+                )
         with step("load the flights table", timings):
             lines = flight_rows(args.rows)
             data_file = Path(directory) / "flights.tsv"
@@ -252,15 +305,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"   {line}")
             print(f"   producer: {produced.stdout.strip()}")
             acknowledged = int(produced.stdout.split()[0]) if produced.stdout.strip() else 0
-        with step("PySpark reads the topic up to the high watermark", timings):
+        delays: dict[str, str] = {}
+        with step(f"PySpark reads the topic up to the high watermark and writes {DELAYS}", timings):
             try:
                 ok = (
                     produced.returncode == 0
                     and acknowledged == len(lines)
-                    and spark_report(bootstrap, acknowledged, client_properties(directory))
+                    and spark_report(bootstrap, acknowledged, client_properties(directory), delays)
                 )
             except Exception as e:  # report it as the failed check it is
                 print(f"   the PySpark job failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+        if ok:
+            with step(f"read {DELAYS} back with `minikafka consume`", timings):
+                ok = read_back(bootstrap, directory, delays)
     finally:
         with step("cluster down", timings):
             cli("cluster", "down", "--dir", directory, check=False)

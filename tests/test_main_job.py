@@ -51,3 +51,6 @@ def test_main_job_on_a_slice_of_the_flights(tmp_path, security, rows):
     )
     assert "RESULT: all checks passed" in out and "cluster down" in out
     assert "average departure delay per carrier" in out
+    # the Spark sink wrote each carrier's average, and the CLI consumer read exactly those back
+    assert "per-carrier averages to flights-delays with the minikafka Spark sink" in out
+    assert "read back -> the same" in out
