@@ -161,6 +161,9 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "auto.leader.rebalance.enable": (_bool, True),
     "leader.imbalance.check.interval.seconds": (_int_at_least(1), 300),
     "broker.rack": (str, ""),
+    # Prometheus metrics (metrics/): -1 off, 0 any free port; served on metrics.host (all: "")
+    "metrics.port": (_int_at_least(-1), -1),
+    "metrics.host": (str, ""),
     "producer.id.expiration.ms": (_int_at_least(1), 86400000),
     "log.segment.bytes": (_int_at_least(14), 1073741824),
     "log.roll.ms": (int, None),

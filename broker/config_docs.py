@@ -42,6 +42,8 @@ BROKER_CONFIG_DOCS: dict[str, tuple[str, str]] = {
     "auto.leader.rebalance.enable": ("boolean", "Whether the controller moves leaders back to preferred replicas."),
     "leader.imbalance.check.interval.seconds": ("long", "How often, in s, the controller checks leader balance."),
     "broker.rack": ("string", "The rack of this broker (registered in ZooKeeper)."),
+    "metrics.port": ("int", "Port of the Prometheus /metrics endpoint (minikafka's; -1 off, 0 any free port)."),
+    "metrics.host": ("string", "Interface the Prometheus endpoint binds (minikafka's; empty: all)."),
     "producer.id.expiration.ms": ("int", "How long, in ms, an idle producer id's state is kept."),
     "log.segment.bytes": ("int", f"{_TOPIC_DEFAULT} segment.bytes."),
     "log.roll.ms": ("long", f"{_TOPIC_DEFAULT} segment.ms (over log.roll.hours)."),

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import trio
+from prometheus_client import CollectorRegistry
 
 from broker.acl_store import ZkAclStore
 from broker.config import BrokerConfig, ConfigError, load_config
@@ -42,6 +43,8 @@ from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.transaction.config import TransactionConfig
 from coordinator.transaction.coordinator import TransactionCoordinator
+from metrics.collector import BrokerCollector
+from metrics.http import serve_metrics
 from protocol.api_keys import ApiKey
 from security.authorizer import AclCache, Authorizer, parse_super_users
 from security.config import SecurityConfigError
@@ -216,9 +219,13 @@ class Broker:
                     await nursery.start(self.controller.run)
                     await nursery.start(self.config_manager.run)
                     nursery.start_soon(self._watch_session)
+                    metrics = await self._start_metrics(nursery, group_coordinator)
                     registration = await self._register(bound)
                     endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in registration.endpoints)
-                    print(f"minikafka broker {self.config.broker_id} started, listening on {endpoints}", flush=True)
+                    print(
+                        f"minikafka broker {self.config.broker_id} started, listening on {endpoints}{metrics}",
+                        flush=True,
+                    )
                     log.info(
                         "broker %d started (cluster %s, broker epoch %d)",
                         self.config.broker_id,
@@ -237,6 +244,22 @@ class Broker:
         finally:
             with trio.CancelScope(shield=True):
                 await self.zk.close()
+
+    async def _start_metrics(self, nursery: trio.Nursery, group_coordinator) -> str:
+        """Serve Prometheus metrics when `metrics.port` >= 0; returns the readiness line's
+        suffix naming the URL ("" when off). Raises BrokerStartupError if the port is taken."""
+        port = self.config["metrics.port"]
+        if port < 0:
+            return ""
+        registry = CollectorRegistry()
+        registry.register(BrokerCollector(self.server, self.replica_manager, self.controller, group_coordinator))
+        host = self.config["metrics.host"]
+        try:
+            bound = await nursery.start(serve_metrics, host, port, registry)
+        except OSError as e:
+            raise BrokerStartupError(f"metrics.port {port}: {e}") from None
+        shown = host or next((a.host for a in self.config.advertised_listeners if a.host), "127.0.0.1")
+        return f" (metrics http://{shown}:{bound}/metrics)"
 
     async def _watch_session(self) -> None:
         """Kafka's session handling: while ZooKeeper is unreachable keep serving with the last

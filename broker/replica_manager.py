@@ -48,6 +48,7 @@ from broker.fetch_sessions import FetchSessionCache, FetchTopic, SessionError
 from broker.metadata_cache import MetadataCache, partition_states
 from broker.partition import Partition
 from broker.replica_fetcher import ReplicaFetcher
+from metrics.stats import BrokerTopicStats, ReplicaStats
 from protocol.errors import ErrorCode
 from protocol.topic_names import is_valid_topic_name
 from protocol.types import ZERO_UUID
@@ -143,6 +144,8 @@ class ReplicaManager:
         self._log_dir_events_send, self._log_dir_events = trio.open_memory_channel(math.inf)
         self._isr_lock = trio.Lock()
         self.client_security: ClientSecurity | None = None  # the replica fetchers' (None: PLAINTEXT)
+        self.topic_stats = BrokerTopicStats()  # bytes and messages in and out, for metrics/
+        self.replica_stats = ReplicaStats()  # ISR shrinks and expands, for metrics/
 
     def min_insync_replicas(self, topic: str) -> int:
         """`min.insync.replicas`: the topic's override, else the broker's."""
@@ -376,6 +379,7 @@ class ReplicaManager:
             ]
             return {**failed, "error_code": code, "error_message": str(e)[:200], "record_errors": record_errors}
         self._changed(tp)
+        self.topic_stats.appended(tp[0], info.size, info.records)
         if acks == -1:
             waiting[tp] = info.last_offset + 1
         return {
@@ -479,6 +483,7 @@ class ReplicaManager:
             parts = [entry for entry in topic["partitions"] if context.include(topic["topic"], entry)]
             if parts:
                 answered.append({"topic": topic["topic"], "partitions": parts})
+        self.topic_stats.fetched(answered, follower)
         return {"error_code": ErrorCode.NONE, "session_id": context.session_id, "responses": answered}
 
     def _fetch_can_complete(self, body: FetchView, follower: bool, epochs: dict) -> bool:
@@ -822,7 +827,12 @@ class ReplicaManager:
             if partition.leader_epoch != leader_epoch or partition.isr_state is not pending:
                 log.info("ISR update of %s overtaken by a LeaderAndIsr; keeping the controller's state", partition.tp)
                 return False
+            before = len(partition.isr)
             partition.commit_isr_update(new_isr, stat.version)
+            if len(new_isr) < before:
+                self.replica_stats.isr_shrinks += 1
+            elif len(new_isr) > before:
+                self.replica_stats.isr_expands += 1
             self._changed(partition.tp)
             try:
                 await self.zk.create(

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -43,6 +44,7 @@ import trio
 from broker import sasl_phase
 from broker.config import Listener
 from broker.listener_transport import PLAINTEXT_TRANSPORT, ListenerTransport
+from metrics.stats import RequestStats
 from protocol.api import Request, decode_request, encode_response_parts
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, FrameTooLarge, ProtocolError, UnsupportedVersion
@@ -107,6 +109,7 @@ class KafkaServer:
         self._per_ip: dict[str, int] = {}
         self._queued = trio.Semaphore(queued_max_requests)
         self._request_bytes = _ByteBudget(queued_max_request_bytes)
+        self.request_stats = RequestStats()  # kafka.network:type=RequestMetrics, for metrics/
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Bind every listener and serve until cancelled. `task_status.started()` gets the
@@ -429,6 +432,7 @@ class KafkaServer:
             log.warning("closing %s: %s: %s", peer, type(e).__name__, e)
             return _CLOSE
         handler = self.handlers.get(request.api_key)
+        arrived = time.perf_counter()
         if handler is None:
             log.warning("closing %s: API %d is not served (ApiVersions does not advertise it)", peer, request.api_key)
             return _CLOSE
@@ -440,7 +444,11 @@ class KafkaServer:
             body = await handler(self.context, request)
             if body is None:
                 return None
-            return encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
+            parts = encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
+            self.request_stats.record(
+                request.api_key, request.api_version, (time.perf_counter() - arrived) * 1000, body
+            )
+            return parts
         except Exception:
             log.exception("closing %s: API %d v%d failed", peer, request.api_key, request.api_version)
             return _CLOSE

@@ -217,7 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     print(f"chaos seed {seed} (--seed {seed} reproduces this run's choices)")
     build_images(log=lambda line: print(line, file=sys.stderr))
-    cluster = ComposeCluster(f"minikafka-chaos-{os.getpid()}", (free_port(), free_port(), free_port()))
+    cluster = ComposeCluster(
+        f"minikafka-chaos-{os.getpid()}",
+        (free_port(), free_port(), free_port()),
+        metrics_ports=(free_port(), free_port(), free_port()),
+    )
     failures = 0
     try:
         print(f"compose cluster healthy in {cluster.up():.0f} s", file=sys.stderr)

@@ -38,6 +38,7 @@ from controller.partition_state_machine import NEW, OFFLINE, ONLINE, Chooser, Pa
 from controller.reassignment import ReassignmentManager
 from controller.topic_deletion import TopicDeletionManager
 from controller.topics import TopicError, plan_new_partitions, plan_topic, write_topic
+from metrics.stats import ControllerStats
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
 from storage.topic_configs import TopicConfigs
@@ -59,6 +60,7 @@ class KafkaController:
         self.zk = zk
         self.topic_configs = topic_configs
         self.active = False
+        self.stats = ControllerStats()  # leader elections while active, for metrics/
         self._send, self._receive = trio.open_memory_channel(1 << 16)
         self._active_scope: trio.CancelScope | None = None
         self._nursery: trio.Nursery | None = None
@@ -100,7 +102,13 @@ class KafkaController:
         """A fresh context, and the state machine and deletion manager working on it."""
         self.ctx = ControllerContext()
         self.partition_state_machine = PartitionStateMachine(
-            self.zk, self.ctx, self.batch, self.topic_configs, is_active=lambda: self.active, on_fenced=self._resign
+            self.zk,
+            self.ctx,
+            self.batch,
+            self.topic_configs,
+            is_active=lambda: self.active,
+            on_fenced=self._resign,
+            stats=self.stats,
         )
         self.topic_deletion = TopicDeletionManager(self.zk, self.ctx, self.batch, self.topic_configs, self._send_batch)
         self.reassignment = ReassignmentManager(
@@ -108,6 +116,12 @@ class KafkaController:
         )
 
     # ---- plumbing ----------------------------------------------------------------------------------
+    @property
+    def event_queue_size(self) -> int:
+        """Events waiting for the controller's event loop (Kafka's ControllerEventManager
+        EventQueueSize)."""
+        return self._receive.statistics().current_buffer_used
+
     def post(self, event: ev.ControllerEvent) -> None:
         """Queue an event (from the trio thread); raises UnknownControllerEvent for an event type
         the controller has no handler for."""

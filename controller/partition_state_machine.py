@@ -22,6 +22,7 @@ from collections.abc import Callable
 from controller import election
 from controller.channel import RequestBatch
 from controller.context import ControllerContext, TopicPartition
+from metrics.stats import ControllerStats
 from storage.topic_configs import TopicConfigs
 from zk import znodes
 from zk.client import BadVersionError, NodeExistsError, NoNodeError, ZkClient
@@ -69,7 +70,9 @@ class PartitionStateMachine:
         *,
         is_active: Callable[[], bool],
         on_fenced: Callable[[str], None],
+        stats: ControllerStats | None = None,
     ):
+        self.stats = stats if stats is not None else ControllerStats()
         self.zk = zk
         self.ctx = ctx
         self.batch = batch
@@ -204,6 +207,7 @@ class PartitionStateMachine:
                     return (live_replicas[0], live_replicas) if live_replicas else None
                 chosen = election.offline_partition_leader(replicas, list(current.isr), usable, unclean)
                 if chosen is not None and chosen[0] not in current.isr:
+                    self.stats.unclean_leader_elections += 1
                     log.warning(
                         "UNCLEAN leader election for %s-%d: broker %d leads without being in the ISR %s; "
                         "records only the old ISR held are lost",
@@ -218,6 +222,7 @@ class PartitionStateMachine:
         done = await self.change_leaderships([(tp, chooser(tp)) for tp in partitions])
         for tp in partitions:
             if done[tp]:
+                self.stats.leader_elections += 1
                 set_state(self.ctx, tp, ONLINE)
             elif tp in self.ctx.leadership and self.ctx.leadership[tp].leader not in live - self.ctx.offline_on(tp):
                 set_state(self.ctx, tp, OFFLINE)

@@ -54,7 +54,13 @@ def cli(*args, check=True, **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
-def cluster_up(directory: str, base_port: int, zookeeper_port: int, security: str = "plaintext") -> None:
+def cluster_up(
+    directory: str,
+    base_port: int,
+    zookeeper_port: int,
+    security: str = "plaintext",
+    metrics_base_port: int | None = None,
+) -> None:
     """`minikafka cluster up` of 3 brokers on base_port.. and ZooKeeper on zookeeper_port
     (`security`: `cluster up --security`, e.g. sasl_ssl)."""
     cli(
@@ -70,6 +76,7 @@ def cluster_up(directory: str, base_port: int, zookeeper_port: int, security: st
         str(zookeeper_port),
         "--security",
         security,
+        *(["--metrics-base-port", str(metrics_base_port)] if metrics_base_port is not None else []),
     )
 
 
@@ -243,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=None, help="only the first N rows (default: all 336,776)")
     parser.add_argument("--base-port", type=int, default=19092)
     parser.add_argument("--zookeeper-port", type=int, default=12181)
+    parser.add_argument(
+        "--metrics-base-port", type=int, default=None, help="brokers' Prometheus ports (default base-port + 1000)"
+    )
     parser.add_argument("--kill-after-s", type=float, default=5.0, help="when the leader is killed")
     parser.add_argument(
         "--security",
@@ -258,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = False
     try:
         with step("cluster up (ZooKeeper + 3 brokers)", timings):
-            cluster_up(directory, args.base_port, args.zookeeper_port, args.security)
+            cluster_up(directory, args.base_port, args.zookeeper_port, args.security, args.metrics_base_port)
         with step(f"create topics {TOPIC} (6 partitions) and {DELAYS} (1), RF 3, min.insync.replicas=2", timings):
             for topic, partitions in ((TOPIC, "6"), (DELAYS, "1")):
                 cli(

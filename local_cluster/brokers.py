@@ -22,6 +22,7 @@ LOG = "broker.log"  # the broker's own log, rotated by size by the broker
 STDERR_LOG = "broker.stderr.log"  # what it writes to standard error (start-up failures, crashes)
 READY = re.compile(r"minikafka broker (\d+) started, listening on [A-Z_]+://([^:]+):(\d+)(.*)")
 ENDPOINT = re.compile(r"([A-Z_][A-Z0-9_]*)://([^:,\s]+):(\d+)")
+METRICS = re.compile(r"metrics http://([^:\s]+):(\d+)/metrics")
 
 
 class BrokerStartError(RuntimeError):
@@ -38,6 +39,11 @@ class BrokerProcess:
     port: int = 0
     stdout_lines: list[str] = field(default_factory=list)
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)  # listener -> (host, port)
+    metrics_port: int | None = None  # the Prometheus endpoint's port, when metrics.port is set
+
+    @property
+    def metrics_url(self) -> str | None:
+        return f"http://{self.host}:{self.metrics_port}/metrics" if self.metrics_port is not None else None
 
     def endpoint(self, listener: str) -> str:
         """`host:port` of a named listener (as the broker advertised it)."""
@@ -59,6 +65,11 @@ class BrokerProcess:
                 port = str(self.endpoints[name.upper()][1])
             listeners.append(f"{name}://{host}:{port}")
         self.properties["listeners"] = ",".join(listeners)
+        metrics = METRICS.search(line)
+        if metrics is not None:
+            self.metrics_port = int(metrics.group(2))
+            if self.properties.get("metrics.port") == "0":
+                self.properties["metrics.port"] = metrics.group(2)  # a restart binds the same port
 
     @property
     def bootstrap(self) -> str:

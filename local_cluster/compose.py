@@ -30,6 +30,7 @@ VERSION = importlib.metadata.version("minikafka")
 BASE_IMAGE = os.environ.get("MINIKAFKA_BASE_IMAGE", "minikafka-base:bookworm")
 BROKERS = ("broker1", "broker2", "broker3")
 DEFAULT_PORTS = (19092, 19093, 19094)  # the EXTERNAL listeners' host ports
+DEFAULT_METRICS_PORTS = (19404, 19405, 19406)  # the brokers' Prometheus endpoints on the host
 
 
 class DockerError(RuntimeError):
@@ -114,14 +115,20 @@ class ComposeCluster:
     ports: tuple[int, int, int] = DEFAULT_PORTS
     host: str = "127.0.0.1"
     overrides: tuple[Path, ...] = ()  # compose files read after docker-compose.yml (compose_security.py)
+    metrics_ports: tuple[int, int, int] = DEFAULT_METRICS_PORTS
     _ids: dict[str, str] = field(default_factory=dict)
 
     @property
     def bootstrap(self) -> str:
         return ",".join(f"{self.host}:{p}" for p in self.ports)
 
+    @property
+    def metrics_urls(self) -> list[str]:
+        return [f"http://{self.host}:{p}/metrics" for p in self.metrics_ports]
+
     def env(self) -> dict[str, str]:
         ports = {f"MINIKAFKA_PORT_{i}": str(p) for i, p in enumerate(self.ports, 1)}
+        ports |= {f"MINIKAFKA_METRICS_PORT_{i}": str(p) for i, p in enumerate(self.metrics_ports, 1)}
         return {**os.environ, **ports, "MINIKAFKA_HOST": self.host, "MINIKAFKA_VERSION": VERSION}
 
     def compose(self, *args: str, timeout: float = 600) -> str:

@@ -27,6 +27,7 @@ from client import Cluster, ConnectionClosed
 from local_cluster import secure
 from local_cluster.brokers import BrokerProcess, BrokerStartError
 from local_cluster.zookeeper import ZooKeeperError, ZooKeeperProcess, four_letter
+from metrics.scrape import BrokerHealth, scrape
 from storage.cleaner.manager import dirty_state_on_disk
 
 STATE = "cluster.json"
@@ -38,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--brokers", type=int, default=3, help="how many brokers, ids 1..N (default 3)")
     up.add_argument("--zookeeper-port", type=int, default=2181)
     up.add_argument("--base-port", type=int, default=9092, help="broker i listens on base-port + i - 1")
+    up.add_argument(
+        "--metrics-base-port",
+        type=int,
+        default=None,
+        help="broker i serves Prometheus metrics on metrics-base-port + i - 1 (default base-port + 1000; -1: off)",
+    )
     up.add_argument(
         "--override",
         action="append",
@@ -118,12 +125,17 @@ def _start_broker(directory: Path, broker_id: int, entry: dict, zk_connect: str,
     protocol = overrides.get("inter.broker.listener.name")
     if protocol:  # a secured cluster: its one listener, on the same port layout
         overrides = {**overrides, "listeners": f"{protocol}://127.0.0.1:{entry['port']}"}
+    if entry.get("metrics_port") is not None:
+        overrides = {**overrides, "metrics.port": str(entry["metrics_port"]), "metrics.host": "127.0.0.1"}
     broker = BrokerProcess.create(
         broker_id, directory / f"broker-{broker_id}", zk_connect, port=entry["port"], **overrides
     )
     broker.start(detached=True)
     config = str(broker.directory / "server.properties")
-    return {**entry, "pid": broker.process.pid, "marker": config, "dir": str(broker.directory)}
+    started = {**entry, "pid": broker.process.pid, "marker": config, "dir": str(broker.directory)}
+    if broker.metrics_url:
+        started["metrics_url"] = broker.metrics_url
+    return started
 
 
 def _client_security(directory: Path):
@@ -187,11 +199,13 @@ def up(args) -> int:
         "overrides": overrides,
     }
     _save(directory, state)
+    metrics_base = args.base_port + 1000 if args.metrics_base_port is None else args.metrics_base_port
     for i in range(1, args.brokers + 1):
+        entry: dict = {"port": args.base_port + i - 1}
+        if metrics_base >= 0:
+            entry["metrics_port"] = metrics_base + i - 1
         try:
-            state["brokers"][str(i)] = _start_broker(
-                directory, i, {"port": args.base_port + i - 1}, zk.connect, overrides
-            )
+            state["brokers"][str(i)] = _start_broker(directory, i, entry, zk.connect, overrides)
         except BrokerStartError as e:
             _save(directory, state)
             raise ClusterError(f"broker {i} did not start: {str(e).splitlines()[0]}") from None
@@ -203,6 +217,9 @@ def up(args) -> int:
         f"{args.brokers} brokers, controller {controller}"
     )
     print(f"bootstrap servers: {bootstrap}")
+    for i, b in state["brokers"].items():
+        if b.get("metrics_url"):
+            print(f"broker {i} metrics: {b['metrics_url']}")
     if setup is not None:
         print(f"security: {setup.protocol}, ACLs on; admin settings in {directory / 'client.properties'}")
         print(f"  minikafka ... --command-config {directory / 'client.properties'}")
@@ -210,12 +227,22 @@ def up(args) -> int:
     return 0
 
 
+def _health(entry: dict) -> str:
+    """The broker's health summary from its own metrics (`metrics/scrape.py`), or ""."""
+    if not entry.get("metrics_url"):
+        return ""
+    try:
+        return " - " + BrokerHealth.of(scrape(entry["metrics_url"])).summary()
+    except OSError as e:
+        return f" - metrics unavailable ({e})"
+
+
 async def _status(state: dict, security=None) -> None:
     live = {i: b for i, b in state["brokers"].items() if _alive(b)}
     zk_ok = four_letter(state["zookeeper"]["port"], "ruok") == "imok"
     print(f"ZooKeeper 127.0.0.1:{state['zookeeper']['port']}: {'up' if zk_ok else 'DOWN'}")
     for i, b in sorted(state["brokers"].items(), key=lambda kv: int(kv[0])):
-        print(f"broker {i}: 127.0.0.1:{b['port']} {'up' if i in live else 'DOWN'}")
+        print(f"broker {i}: 127.0.0.1:{b['port']} {'up' if i in live else 'DOWN'}{_health(b) if i in live else ''}")
     if not live:
         return
     bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in live.values())

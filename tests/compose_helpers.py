@@ -31,7 +31,12 @@ def running_cluster(prefix: str, overrides: tuple[Path, ...] = ()) -> Iterator[C
     """The images built (or reused), then a compose project of its own on free host ports, up and
     healthy; `down -v` after."""
     compose.build_images(log=lambda line: print(line, file=sys.stderr))
-    cluster = ComposeCluster(f"{prefix}-{os.getpid()}", (free_port(), free_port(), free_port()), overrides=overrides)
+    cluster = ComposeCluster(
+        f"{prefix}-{os.getpid()}",
+        (free_port(), free_port(), free_port()),
+        overrides=overrides,
+        metrics_ports=(free_port(), free_port(), free_port()),
+    )
     try:
         cluster.up()
         yield cluster

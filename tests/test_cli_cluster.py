@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -38,12 +39,29 @@ def cli(*args, timeout=120):
 
 def test_cluster_lifecycle(tmp_path):
     d = str(tmp_path / "c")
-    base = free_base_port(4)
-    r = cli("cluster", "up", "--dir", d, "--brokers", "3", "--zookeeper-port", str(base + 3), "--base-port", str(base))
+    base = free_base_port(7)
+    metrics = base + 4
+    r = cli(
+        "cluster",
+        "up",
+        "--dir",
+        d,
+        "--brokers",
+        "3",
+        "--zookeeper-port",
+        str(base + 3),
+        "--base-port",
+        str(base),
+        "--metrics-base-port",
+        str(metrics),
+    )
     try:
         assert r.returncode == 0, r.stderr
         assert f"bootstrap servers: 127.0.0.1:{base},127.0.0.1:{base + 1},127.0.0.1:{base + 2}" in r.stdout
+        for i in range(3):  # every broker's Prometheus endpoint, printed and recorded
+            assert f"broker {i + 1} metrics: http://127.0.0.1:{metrics + i}/metrics" in r.stdout
         state = json.loads((tmp_path / "c" / "cluster.json").read_text())
+        assert state["brokers"]["3"]["metrics_url"] == f"http://127.0.0.1:{metrics + 2}/metrics"
         pids = [b["pid"] for b in state["brokers"].values()] + [state["zookeeper"]["pid"]]
         assert (tmp_path / "c" / "broker-1" / "broker.pid").read_text().strip() == str(state["brokers"]["1"]["pid"])
         assert (tmp_path / "c" / "zookeeper" / "zookeeper.pid").exists()
@@ -66,6 +84,11 @@ def test_cluster_lifecycle(tmp_path):
         )
         status = cli("cluster", "status", "--dir", d).stdout
         assert "broker 2: " in status and "controller: " in status and "topics: 1 (t)" in status
+        # each broker's health from its own metrics: one active controller, the 3 leaders shared
+        lines = [line for line in status.splitlines() if line.startswith("broker ")]
+        assert sum("active controller" in line for line in lines) == 1, status
+        assert sum(int(re.search(r"(\d+) leaders", line).group(1)) for line in lines) == 3, status
+        assert all("0 under-replicated" in line for line in lines), status
         assert cli("cluster", "kill", "2", "--dir", d).stdout.strip() == "broker 2 killed"
         status = cli("cluster", "status", "--dir", d).stdout
         assert f"broker 2: 127.0.0.1:{base + 1} DOWN" in status
@@ -101,7 +124,7 @@ def test_the_log_cleaner_state_in_status_and_describe(tmp_path):
     from confluent_kafka import Producer
 
     d = str(tmp_path / "c")
-    base = free_base_port(3)
+    base = free_base_port(5)
     r = cli(
         "cluster",
         "up",
@@ -113,6 +136,8 @@ def test_the_log_cleaner_state_in_status_and_describe(tmp_path):
         str(base + 2),
         "--base-port",
         str(base),
+        "--metrics-base-port",
+        str(base + 3),
         "--override",
         "log.cleaner.backoff.ms=200",
     )

@@ -24,7 +24,7 @@ def _rdkafka_settings(stdout: str) -> dict[str, str]:
 
 def test_cluster_up_with_sasl_ssl_prints_settings_that_work(tmp_path):
     d = tmp_path / "c"
-    base = free_base_port(3)
+    base = free_base_port(5)
     up = cli(
         "cluster",
         "up",
@@ -36,6 +36,8 @@ def test_cluster_up_with_sasl_ssl_prints_settings_that_work(tmp_path):
         str(base + 2),
         "--base-port",
         str(base),
+        "--metrics-base-port",
+        str(base + 3),
         "--security",
         "sasl_ssl",
     )

@@ -76,6 +76,14 @@ def test_clients_on_the_host_use_the_external_listeners(cluster, topic, spark):
     rows = frame.option("subscribe", topic).load().select("value").collect()
     assert {bytes(r.value) for r in rows} >= set(seen)
 
+    # every broker's Prometheus endpoint is published on the host, and the records just written
+    # show up in the leaders' bytes-in counters
+    from metrics.scrape import scrape
+
+    totals = [scrape(url) for url in cluster.metrics_urls]
+    assert sum(t.get("kafka_server_brokertopicmetrics_messagesin_total", 0) for t in totals) >= len(seen)
+    assert sum(t.get("kafka_controller_kafkacontroller_activecontrollercount", 0) for t in totals) == 1
+
 
 def test_a_killed_broker_loses_nothing_acknowledged_and_rejoins_with_identical_data(cluster, topic):
     started = time.monotonic()

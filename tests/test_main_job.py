@@ -19,6 +19,7 @@ def test_main_job_on_a_slice_of_the_flights(tmp_path, security, rows):
 
     base = free_base_port(3)
     zk_port = free_base_port(1)
+    metrics = free_base_port(3)
     r = subprocess.run(
         [
             sys.executable,
@@ -34,6 +35,8 @@ def test_main_job_on_a_slice_of_the_flights(tmp_path, security, rows):
             str(base),
             "--zookeeper-port",
             str(zk_port),
+            "--metrics-base-port",
+            str(metrics),
             "--kill-after-s",
             "1",
         ],

@@ -1,0 +1,188 @@
+"""A prometheus_client collector that reads one broker's state at scrape time, under the names the
+Prometheus JMX exporter's Kafka rules (lowercased, `kafka_<domain>_<type>_<name>`, meters as
+`_total`) give Kafka's MBeans:
+
+| metric | Kafka MBean |
+|---|---|
+| kafka_server_replicamanager_underreplicatedpartitions | ReplicaManager UnderReplicatedPartitions |
+| kafka_server_replicamanager_underminisrpartitioncount | ReplicaManager UnderMinIsrPartitionCount |
+| kafka_server_replicamanager_partitioncount, _leadercount | ReplicaManager PartitionCount, LeaderCount |
+| kafka_server_replicamanager_isrshrinks_total, _isrexpands_total | IsrShrinksPerSec, IsrExpandsPerSec |
+| kafka_controller_kafkacontroller_activecontrollercount | KafkaController ActiveControllerCount |
+| kafka_controller_kafkacontroller_offlinepartitionscount | KafkaController OfflinePartitionsCount |
+| kafka_controller_controllerstats_leaderelectionrateandtimems_count | ControllerStats LeaderElectionRateAndTimeMs |
+| kafka_controller_controllerstats_uncleanleaderelections_total | UncleanLeaderElectionsPerSec |
+| kafka_controller_controllereventmanager_eventqueuesize | ControllerEventManager EventQueueSize |
+| kafka_network_requestmetrics_requests_total{request,version} | RequestMetrics RequestsPerSec |
+| kafka_network_requestmetrics_errors_total{request,error} | RequestMetrics ErrorsPerSec |
+| kafka_network_requestmetrics_totaltimems{request} (histogram, ms) | RequestMetrics TotalTimeMs |
+| kafka_server_brokertopicmetrics_{bytesin,messagesin,bytesout,replicationbytesout}_total{topic} | BrokerTopicMetrics |
+| kafka_log_log_{size,logstartoffset,logendoffset}{topic,partition} | Log Size, LogStartOffset, LogEndOffset |
+| kafka_consumergroup_lag{consumergroup,topic,partition} | (kafka_exporter's name) HW - committed offset |
+
+Only partitions with a replica on this broker are seen; a controller's gauges are 0 on the others.
+Group lag is reported by the group's coordinator, for partitions it hosts a replica of.
+"""
+
+from __future__ import annotations
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from metrics.stats import LATENCY_BUCKETS_MS
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+
+def request_name(api_key: int) -> str:
+    """Kafka's ApiKeys name: PRODUCE -> Produce, LIST_OFFSETS -> ListOffsets."""
+    try:
+        return "".join(part.capitalize() for part in ApiKey(api_key).name.split("_"))
+    except ValueError:
+        return str(api_key)
+
+
+def error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+class BrokerCollector:
+    """`collect()` yields the metric families of one broker: `server` (a KafkaServer:
+    `request_stats`), `replica_manager` (`partitions`, `topic_stats`, `replica_stats`,
+    `min_insync_replicas(topic)`), `controller` (`active`, `ctx.partition_states`, `stats`,
+    `event_queue_size`) and `group_coordinator` (`manager.groups`), each read by attribute."""
+
+    def __init__(self, server, replica_manager, controller, group_coordinator=None):
+        self.server, self.replica_manager = server, replica_manager
+        self.controller, self.group_coordinator = controller, group_coordinator
+
+    def collect(self):
+        yield from self._replica_manager()
+        yield from self._controller()
+        yield from self._requests()
+        yield from self._topics()
+        yield from self._logs()
+        yield from self._group_lag()
+
+    def _replica_manager(self):
+        rm = self.replica_manager
+        leaders = [p for p in rm.partitions.values() if p.is_leader]
+        under = sum(1 for p in leaders if len(p.isr) < len(p.replicas))
+        under_min = sum(1 for p in leaders if len(p.isr) < rm.min_insync_replicas(p.topic))
+        for name, value, doc in (
+            (
+                "underreplicatedpartitions",
+                under,
+                "Partitions this broker leads whose ISR is smaller than their replicas",
+            ),
+            ("underminisrpartitioncount", under_min, "Partitions this broker leads with ISR below min.insync.replicas"),
+            ("partitioncount", len(rm.partitions), "Partitions with a replica on this broker"),
+            ("leadercount", len(leaders), "Partitions this broker leads"),
+        ):
+            yield GaugeMetricFamily(f"kafka_server_replicamanager_{name}", doc, value=value)
+        stats = rm.replica_stats
+        yield CounterMetricFamily(
+            "kafka_server_replicamanager_isrshrinks", "ISR shrinks committed by this leader", value=stats.isr_shrinks
+        )
+        yield CounterMetricFamily(
+            "kafka_server_replicamanager_isrexpands", "ISR expansions committed by this leader", value=stats.isr_expands
+        )
+
+    def _controller(self):
+        c = self.controller
+        active = bool(c is not None and c.active)
+        offline = sum(1 for s in c.ctx.partition_states.values() if s == "Offline") if active else 0
+        prefix = "kafka_controller_"
+        yield GaugeMetricFamily(
+            prefix + "kafkacontroller_activecontrollercount", "1 on the active controller", value=int(active)
+        )
+        yield GaugeMetricFamily(
+            prefix + "kafkacontroller_offlinepartitionscount", "Partitions without a live leader", value=offline
+        )
+        yield GaugeMetricFamily(
+            prefix + "controllereventmanager_eventqueuesize",
+            "Controller events waiting",
+            value=c.event_queue_size if c is not None else 0,
+        )
+        stats = c.stats if c is not None else None
+        elections = GaugeMetricFamily(
+            prefix + "controllerstats_leaderelectionrateandtimems_count",
+            "Leader elections made by this broker as controller",
+            value=stats.leader_elections if stats else 0,
+        )
+        yield elections
+        yield CounterMetricFamily(
+            prefix + "controllerstats_uncleanleaderelections",
+            "Unclean leader elections made by this broker as controller",
+            value=stats.unclean_leader_elections if stats else 0,
+        )
+
+    def _requests(self):
+        stats = self.server.request_stats
+        requests = CounterMetricFamily(
+            "kafka_network_requestmetrics_requests", "Requests answered", labels=["request", "version"]
+        )
+        for (api, version), n in sorted(stats.requests.items()):
+            requests.add_metric([request_name(api), str(version)], n)
+        yield requests
+        errors = CounterMetricFamily(
+            "kafka_network_requestmetrics_errors", "Error codes in responses", labels=["request", "error"]
+        )
+        for (api, code), n in sorted(stats.errors.items()):
+            errors.add_metric([request_name(api), error_name(code)], n)
+        yield errors
+        latency = HistogramMetricFamily(
+            "kafka_network_requestmetrics_totaltimems", "Request time in ms, decoded to encoded", labels=["request"]
+        )
+        for api, h in sorted(stats.total_time.items()):
+            cumulative, buckets = 0, []
+            for bound, n in zip((*LATENCY_BUCKETS_MS, float("inf")), h.counts, strict=True):
+                cumulative += n
+                buckets.append(("+Inf" if bound == float("inf") else str(bound), cumulative))
+            latency.add_metric([request_name(api)], buckets, h.total_ms)
+        yield latency
+
+    def _topics(self):
+        stats = self.replica_manager.topic_stats
+        for name, values, doc in (
+            ("bytesin", stats.bytes_in, "Record bytes appended by producers"),
+            ("messagesin", stats.messages_in, "Records appended by producers"),
+            ("bytesout", stats.bytes_out, "Record bytes sent to consumers"),
+            ("replicationbytesout", stats.replication_bytes_out, "Record bytes sent to followers"),
+        ):
+            family = CounterMetricFamily(f"kafka_server_brokertopicmetrics_{name}", doc, labels=["topic"])
+            for topic, n in sorted(values.items()):
+                family.add_metric([topic], n)
+            yield family
+
+    def _logs(self):
+        families = {
+            "size": GaugeMetricFamily("kafka_log_log_size", "Log size, bytes", labels=["topic", "partition"]),
+            "start": GaugeMetricFamily(
+                "kafka_log_log_logstartoffset", "Log start offset", labels=["topic", "partition"]
+            ),
+            "end": GaugeMetricFamily("kafka_log_log_logendoffset", "Log end offset", labels=["topic", "partition"]),
+        }
+        for (topic, index), p in sorted(self.replica_manager.partitions.items()):
+            labels = [topic, str(index)]
+            families["size"].add_metric(labels, p.log.size)
+            families["start"].add_metric(labels, p.log.log_start_offset)
+            families["end"].add_metric(labels, p.log.log_end_offset)
+        yield from families.values()
+
+    def _group_lag(self):
+        lag = GaugeMetricFamily(
+            "kafka_consumergroup_lag",
+            "High watermark minus the group's committed offset",
+            labels=["consumergroup", "topic", "partition"],
+        )
+        coordinator = self.group_coordinator
+        partitions = self.replica_manager.partitions
+        for group_id, group in sorted(coordinator.manager.groups.items() if coordinator else ()):
+            for (topic, index), committed in sorted(group.offsets.items()):
+                partition = partitions.get((topic, index))
+                if partition is not None:
+                    lag.add_metric([group_id, topic, str(index)], max(0, partition.high_watermark - committed.offset))
+        yield lag
