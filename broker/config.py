@@ -122,6 +122,20 @@ def _float_in(lo: float, hi: float = math.inf) -> Callable[[str], float]:
     return parse
 
 
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
+
+
+def _replica_selector(value: str) -> str:
+    """`replica.selector.class` (KIP-392): Kafka's two selectors by class name (or short name)."""
+    for known in (RACK_AWARE_SELECTOR, LEADER_SELECTOR):
+        if value.strip() in (known, known.rsplit(".", 1)[1]):
+            return known
+    if not value.strip():
+        return ""
+    raise ValueError(f"must be {RACK_AWARE_SELECTOR} or {LEADER_SELECTOR} (other selectors are Java classes)")
+
+
 # key -> (parser, default). A default of None means "required"; defaults are Kafka's.
 SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "broker.id": (_int_at_least(0), None),
@@ -161,6 +175,7 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "auto.leader.rebalance.enable": (_bool, True),
     "leader.imbalance.check.interval.seconds": (_int_at_least(1), 300),
     "broker.rack": (str, ""),
+    "replica.selector.class": (_replica_selector, ""),
     # Prometheus metrics (metrics/): -1 off, 0 any free port; served on metrics.host (all: "")
     "metrics.port": (_int_at_least(-1), -1),
     "metrics.host": (str, ""),

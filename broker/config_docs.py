@@ -42,6 +42,11 @@ BROKER_CONFIG_DOCS: dict[str, tuple[str, str]] = {
     "auto.leader.rebalance.enable": ("boolean", "Whether the controller moves leaders back to preferred replicas."),
     "leader.imbalance.check.interval.seconds": ("long", "How often, in s, the controller checks leader balance."),
     "broker.rack": ("string", "The rack of this broker (registered in ZooKeeper)."),
+    "replica.selector.class": (
+        "class",
+        "The replica a consumer with a client.rack reads from (KIP-392): RackAwareReplicaSelector picks a "
+        "caught-up replica in its rack; unset or LeaderSelector, the leader.",
+    ),
     "metrics.port": ("int", "Port of the Prometheus /metrics endpoint (minikafka's; -1 off, 0 any free port)."),
     "metrics.host": ("string", "Interface the Prometheus endpoint binds (minikafka's; empty: all)."),
     "producer.id.expiration.ms": ("int", "How long, in ms, an idle producer id's state is kept."),

@@ -260,13 +260,20 @@ class Partition:
         min_one_batch: bool,
         current_leader_epoch: int = NO_EPOCH,
         read_committed: bool = False,
+        leader_only: bool = True,
     ) -> LogReadInfo:
         """Read for a consumer (committed_only: up to the HW, or with `read_committed` up to the
-        LSO; leader only) or a follower (to the LEO). Raises NotLeaderOrFollower, fencing errors,
-        OffsetOutOfRange."""
-        self.require_leader(current_leader_epoch)
-        if committed_only:
-            self._require_caught_up_high_watermark()
+        LSO) or a follower (to the LEO). `leader_only=False` (a consumer's Fetch v11+, KIP-392)
+        lets a follower replica answer a consumer up to its own HW. Raises NotLeaderOrFollower,
+        fencing errors, OffsetOutOfRange."""
+        if leader_only or self.is_leader:
+            self.require_leader(current_leader_epoch)
+            if committed_only:
+                self._require_caught_up_high_watermark()
+        else:
+            self.check_leader_epoch(current_leader_epoch)
+            if self.leader_id < 0 or not self.replicas:
+                raise NotLeaderOrFollower(f"broker {self.local_broker_id} has no replica state for {self.tp}")
         end = (self.last_stable_offset if read_committed else self.high_watermark) if committed_only else None
         return self.log.read(fetch_offset, max_bytes, end, min_one_batch=min_one_batch)
 

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, Protocol
 
 import trio
 
-from broker.config import BrokerConfig
+from broker.config import RACK_AWARE_SELECTOR, BrokerConfig
 from broker.delayed import OffsetWaiters, Watchers
 from broker.errors import (
     NotEnoughReplicasAfterAppend,
@@ -98,6 +98,10 @@ class FetchView(NamedTuple):
     #: (topic, partition, HW, log start) -> whether the session already sent that and wants nothing
     #: more (FetchContext.unchanged); None when every partition is answered
     unchanged: Callable[[str, int, int, int], bool] | None = None
+    #: KIP-392, consumer Fetch v11+: a follower may answer it (up to its own HW), and a leader
+    #: with the rack-aware selector may send the consumer to a replica in `client_rack`
+    any_replica: bool = False
+    client_rack: str = ""
 
 
 def _denied_read(partition: int) -> dict:
@@ -445,10 +449,13 @@ class ReplicaManager:
         return info
 
     # ---- fetch ---------------------------------------------------------------------------------
-    async def fetch(self, body, may_read: Callable[[str], bool] | None = None) -> dict:
+    async def fetch(self, body, may_read: Callable[[str], bool] | None = None, version: int = 4) -> dict:
         """Fetch v4-12 -> response body, with incremental fetch sessions (KIP-227,
         `broker/fetch_sessions.py`): a session's response holds only partitions with news.
-        `may_read(topic)` (authorization): a topic it refuses answers TOPIC_AUTHORIZATION_FAILED."""
+        `may_read(topic)` (authorization): a topic it refuses answers TOPIC_AUTHORIZATION_FAILED.
+        A consumer's v11+ fetch may be answered by a follower replica, and with
+        `replica.selector.class` rack-aware a leader names a preferred read replica in the
+        consumer's `rack_id` (KIP-392)."""
         try:
             context = self.fetch_sessions.context(body)
         except SessionError as e:
@@ -462,6 +469,8 @@ class ReplicaManager:
             body.isolation_level == READ_COMMITTED,
             denied,
             context.unchanged if context.incremental else None,
+            any_replica=body.replica_id < 0 and version >= 11,
+            client_rack=(getattr(body, "rack_id", "") or "") if body.replica_id < 0 and version >= 11 else "",
         )
         follower = body.replica_id >= 0
         responses, total, errors = self._read(view, follower)
@@ -496,7 +505,7 @@ class ReplicaManager:
                 partition = self.partitions.get((topic.topic, p.partition))
                 if (
                     partition is None
-                    or not partition.is_leader
+                    or not (partition.is_leader or body.any_replica)
                     or partition.leader_epoch != epochs[(topic.topic, p.partition)]
                 ):
                     return True
@@ -532,6 +541,8 @@ class ReplicaManager:
                     replica_id=body.replica_id,
                     read_committed=body.read_committed,
                     unchanged=body.unchanged,
+                    any_replica=body.any_replica,
+                    client_rack=body.client_rack,
                 )
                 if entry is None:  # a caught-up follower's partition with nothing new to say
                     continue
@@ -554,6 +565,8 @@ class ReplicaManager:
         replica_id: int,
         read_committed: bool = False,
         unchanged: Callable[[str, int, int, int], bool] | None = None,
+        any_replica: bool = False,
+        client_rack: str = "",
     ) -> dict | None:
         """One partition's answer (Fetch response field names), or None when `unchanged` says an
         incremental session would leave it out: a follower at the LEO, whose fetch state was
@@ -582,8 +595,11 @@ class ReplicaManager:
                 partition.check_follower_fetch(replica_id, p.fetch_offset)
             if record_fetch:
                 self._record_follower_fetch(partition, replica_id, p)
+            preferred = None if follower else self._preferred_read_replica(partition, p.fetch_offset, client_rack)
+            if preferred is not None:
+                entry["preferred_read_replica"] = preferred  # KIP-392: no records, read there instead
             # a follower already at the LEO has nothing to read
-            if not (follower and p.fetch_offset == partition.log.log_end_offset):
+            elif not (follower and p.fetch_offset == partition.log.log_end_offset):
                 info = partition.read(
                     p.fetch_offset,
                     min(p.partition_max_bytes, budget),
@@ -591,6 +607,7 @@ class ReplicaManager:
                     min_one_batch=first,
                     current_leader_epoch=p.current_leader_epoch,
                     read_committed=read_committed and not follower,
+                    leader_only=not any_replica,
                 )
                 entry["records"] = info.records
                 if read_committed and not follower:
@@ -611,6 +628,32 @@ class ReplicaManager:
             entry["last_stable_offset"] = hosted.last_stable_offset
             entry["log_start_offset"] = hosted.log.log_start_offset
         return entry
+
+    def _preferred_read_replica(self, partition: Partition, fetch_offset: int, client_rack: str) -> int | None:
+        """Kafka's RackAwareReplicaSelector, on the leader (ReplicaManager.findPreferredReadReplica):
+        for a consumer in `client_rack`, None (read here) when this broker is in that rack or no
+        replica there qualifies; else the most caught-up replica in the rack that is in the ISR,
+        alive, and holds `fetch_offset` (its LEO above it, its log start at or below it)."""
+        if not client_rack or not partition.is_leader or self.config["replica.selector.class"] != RACK_AWARE_SELECTOR:
+            return None
+        if self.config["broker.rack"] == client_rack:
+            return None
+        brokers = self.metadata_cache.brokers
+        candidates = [
+            r
+            for r in partition.isr
+            if r != self.broker_id
+            and r in brokers
+            and brokers[r].rack == client_rack
+            and r in partition.remote
+            and partition.remote[r].log_end_offset >= fetch_offset
+            and 0 <= partition.remote[r].log_start_offset <= fetch_offset
+        ]
+        if not candidates:
+            return None
+        return max(
+            candidates, key=lambda r: (partition.remote[r].log_end_offset, partition.remote[r].last_caught_up_ms)
+        )
 
     def _record_follower_fetch(self, partition: Partition, replica_id: int, p) -> None:
         """Kafka's updateFollowerFetchState: the follower's LEO and log start offset from its fetch
