@@ -90,6 +90,14 @@ async def test_metrics_move_with_the_cluster(start_broker, zk):
         for b in brokers.values()
     ]
     assert sorted(actives) == [0, 0, 1]
+    elections = [
+        value(
+            await trio.to_thread.run_sync(scrape, b),
+            "kafka_controller_controllerstats_leaderelectionrateandtimems_count",
+        )
+        for b in brokers.values()
+    ]
+    assert sum(elections) >= 1  # the new partition's leader (and __consumer_offsets'), by the controller
 
     # the group's lag, reported by its coordinator: HW 100 - committed 40 (a follower's HW
     # catches up with its next fetch)
