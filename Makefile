@@ -67,6 +67,7 @@ bench: setup
 	$(PY) -m bench.admin_bench
 	$(PY) -m bench.txn_bench
 	$(PY) -m bench.security_bench
+	$(PY) -m bench.connector_bench
 	$(PY) -m bench.request_bench
 	$(PY) -m bench.scale_bench
 	$(PY) -m bench.compose_bench

@@ -36,7 +36,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from protocol import record_batch as rb
@@ -119,14 +119,21 @@ class _Sink:
             transaction_timeout_ms=int(options.get("kafka.transaction.timeout.ms", 60000)),
         )
 
-    def _records(self, rows: Iterator) -> Iterator[OutRecord]:
-        for row in rows:
-            d = row.asDict(recursive=False)
-            topic = self.topic or d.get("topic")
-            if not topic:
-                raise ValueError("a row has a null topic and no topic option is set")
-            headers = [(h["key"], _bytes(h["value"])) for h in d.get("headers") or ()]
-            yield topic, d.get("partition"), _bytes(d.get("key")), _bytes(d["value"]), headers
+    def _records(self, batches: Iterator) -> Iterator[OutRecord]:
+        """The records of Spark's Arrow batches (columns converted once per batch, not per row)."""
+        for batch in batches:
+            columns = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+            n = batch.num_rows
+            topics = [self.topic] * n if self.topic else columns["topic"]
+            keys = columns.get("key") or [None] * n
+            partitions = columns.get("partition") or [None] * n
+            headers = columns.get("headers") or [None] * n
+            for topic, partition, key, value, hs in zip(
+                topics, partitions, keys, columns["value"], headers, strict=True
+            ):
+                if not topic:
+                    raise ValueError("a row has a null topic and no topic option is set")
+                yield topic, partition, _bytes(key), _bytes(value), [(h["key"], _bytes(h["value"])) for h in hs or ()]
 
     def _write(self, rows: Iterator, batch_id: int) -> SinkCommit:
         from pyspark import TaskContext
@@ -138,7 +145,7 @@ class _Sink:
         return SinkCommit(task, result.written, result.skipped)
 
 
-class MinikafkaWriter(_Sink, DataSourceWriter):
+class MinikafkaWriter(_Sink, DataSourceArrowWriter):
     """Batch writes (`df.write.format("minikafka")`)."""
 
     def write(self, iterator: Iterator) -> SinkCommit:
@@ -153,7 +160,7 @@ class MinikafkaWriter(_Sink, DataSourceWriter):
             log.warning("minikafka sink: the job failed after %d tasks wrote their rows", len(done))
 
 
-class MinikafkaStreamWriter(_Sink, DataSourceStreamWriter):
+class MinikafkaStreamWriter(_Sink, DataSourceStreamArrowWriter):
     """Micro-batch writes (`df.writeStream.format("minikafka")`)."""
 
     def __init__(self, options: dict, schema: StructType, overwrite: bool):

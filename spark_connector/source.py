@@ -14,7 +14,6 @@ each micro-batch ends at the HWs of its planning, or earlier under `maxOffsetsPe
 
 from __future__ import annotations
 
-import datetime
 import time
 from dataclasses import dataclass
 
@@ -42,10 +41,45 @@ class OffsetRange(InputPartition):
     end: int  # exclusive: never read at or beyond it
 
 
-def _row(topic: str, partition: int, record, headers: bool) -> tuple:
-    ts = datetime.datetime.fromtimestamp(record.timestamp / 1000, tz=datetime.UTC)
-    row = (record.key, record.value, topic, partition, record.offset, ts, record.timestamp_type)
-    return (*row, [(h.key, h.value) for h in record.headers]) if headers else row
+ARROW_BATCH_ROWS = 8192
+
+
+def _arrow_batches(topic: str, partition: int, records: list, headers: bool):
+    """The records as pyarrow RecordBatches of the source's schema (Spark takes them without a
+    per-row conversion; 5-10 x faster than yielding tuples)."""
+    import pyarrow as pa
+
+    fields = [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("timestampType", pa.int32()),
+    ]
+    if headers:
+        fields.append(("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))))
+    schema = pa.schema(fields)
+    for first in range(0, len(records), ARROW_BATCH_ROWS):
+        chunk = records[first : first + ARROW_BATCH_ROWS]
+        n = len(chunk)
+        columns = [
+            pa.array([r.key for r in chunk], pa.binary()),
+            pa.array([r.value for r in chunk], pa.binary()),
+            pa.array([topic] * n, pa.string()),
+            pa.array([partition] * n, pa.int32()),
+            pa.array([r.offset for r in chunk], pa.int64()),
+            pa.array([r.timestamp * 1000 for r in chunk], pa.timestamp("us", tz="UTC")),
+            pa.array([r.timestamp_type for r in chunk], pa.int32()),
+        ]
+        if headers:
+            columns.append(
+                pa.array(
+                    [[{"key": h.key, "value": h.value} for h in r.headers] for r in chunk], schema.field("headers").type
+                )
+            )
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _split(topic: str, partition: int, start: int, end: int, size: int) -> list[OffsetRange]:
@@ -95,7 +129,7 @@ class _Reader:
         if not isinstance(partition, OffsetRange):
             return  # Spark's one empty InputPartition when the plan holds no range
         o = self.options
-        for record in fetch_range(
+        records = fetch_range(
             o.bootstrap,
             partition.topic,
             partition.partition,
@@ -104,8 +138,8 @@ class _Reader:
             isolation_level=o.isolation_level,
             security=o.security,
             fail_on_data_loss=o.fail_on_data_loss,
-        ):
-            yield _row(partition.topic, partition.partition, record, o.include_headers)
+        )
+        yield from _arrow_batches(partition.topic, partition.partition, records, o.include_headers)
 
 
 class MinikafkaBatchReader(_Reader, DataSourceReader):

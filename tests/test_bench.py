@@ -171,6 +171,22 @@ def test_quick_compose_bench_prints_measured_against_targets():
     assert "compose up: ZooKeeper + 3 brokers healthy" in r.stdout and "| met |" in r.stdout
 
 
+def test_quick_connector_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.connector_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 23) | measured | target | met |" in r.stdout
+    for row in (
+        "Spark sink, batch write",
+        "(transactional)",
+        "Spark source, batch read",
+        "one request's metrics",
+        "one scrape",
+    ):
+        assert row in r.stdout, row
+
+
 def test_quick_request_bench_prints_measured_against_targets():
     r = subprocess.run(
         [sys.executable, "-m", "bench.request_bench", "--quick"], capture_output=True, text=True, timeout=600

@@ -1,0 +1,178 @@
+"""`make bench`, issue 23's part: the Spark connector both ways and the cost of the metrics, on
+real broker processes (3 brokers, a 6-partition RF-3 topic, min.insync.replicas 2).
+
+1. Spark sink, batch: `df.write.format("minikafka")` of N 100-byte records from local[2]
+   (acks=all, idempotent), and the same with `kafka.transactional.id` (one transaction per task).
+2. Spark source, batch: `spark.read.format("minikafka")` of those N records, counted.
+   Both report records/s and MB/s of record values over the Spark action's wall time (the session
+   is started before, so its ~5 s start is not counted).
+3. Metrics: the cost of recording one request in `RequestStats` (µs, measured in this process over
+   a Produce response body) against the broker's per-request CPU (the request bench's ~125 µs),
+   and the time to scrape one broker hosting 300 partitions (the collector reads every partition
+   at scrape time).
+
+Issue 23 names no speed targets; the metrics rows carry our own (recording a request costs under
+2% of a request, issue 22's "nothing regresses"; a scrape of 300 partitions under 1 s, well inside
+a 15 s scrape interval). Results: a markdown table printed, written to `bench/results/connector.md`
+and (unless --quick) copied into README.md between the `bench:connector` markers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+from bench import targets
+from local_cluster.brokers import BrokerProcess
+from local_cluster.zookeeper import ZooKeeperProcess
+
+TOPIC, PARTITIONS = "bench-spark", 6
+REQUEST_US = 125.0  # the leader's CPU per small Produce request (bench/results/requests.md)
+
+
+def _spark():
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from spark_connector import MinikafkaDataSource
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("minikafka-connector-bench")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(MinikafkaDataSource)
+    return spark
+
+
+def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 60
+    while ((md := admin.list_topics(timeout=60)).controller_id < 0 or len(md.brokers) < 3) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    future = admin.create_topics([NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})])[name]
+    future.result(60)
+
+
+def _rate(records: int, seconds: float) -> str:
+    return f"{records / seconds:,.0f} records/s ({records * 100 / seconds / 1e6:.1f} MB/s of values), {seconds:.1f} s"
+
+
+def spark_rows(bootstrap: str, records: int) -> list[targets.Row]:
+    spark = _spark()
+    rows: list[targets.Row] = []
+    try:
+        df = spark.range(records, numPartitions=4).selectExpr("CAST(id AS STRING) AS key", "repeat('x', 100) AS value")
+        df.cache().count()
+        # warm up the Python workers and the producers' connections (not counted)
+        df.limit(100).write.format("minikafka").option("kafka.bootstrap.servers", bootstrap).option(
+            "topic", "bench-warmup"
+        ).mode("append").save()
+        for name, extra in (("acks=all, idempotent", {}), ("transactional", {"kafka.transactional.id": "bench-sink"})):
+            started = time.monotonic()
+            writer = df.write.format("minikafka").option("kafka.bootstrap.servers", bootstrap).option("topic", TOPIC)
+            for k, v in extra.items():
+                writer = writer.option(k, v)
+            writer.mode("append").save()
+            rows.append(
+                (
+                    f"Spark sink, batch write of {records:,} records ({name})",
+                    _rate(records, time.monotonic() - started),
+                    "-",
+                    True,
+                )
+            )
+        started = time.monotonic()
+        count = (
+            spark.read.format("minikafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", TOPIC)
+            .load()
+            .count()
+        )
+        elapsed = time.monotonic() - started
+        assert count == 2 * records, (count, records)
+        rows.append((f"Spark source, batch read of {count:,} records", _rate(count, elapsed), "-", True))
+    finally:
+        spark.stop()
+    return rows
+
+
+def metrics_rows(bootstrap_broker: BrokerProcess) -> list[targets.Row]:
+    from metrics.scrape import scrape
+    from metrics.stats import RequestStats
+
+    stats = RequestStats()
+    body = {
+        "responses": [
+            {
+                "name": TOPIC,
+                "partition_responses": [
+                    {"index": 0, "error_code": 0, "base_offset": 5, "log_append_time_ms": -1, "log_start_offset": 0}
+                ],
+            }
+        ],
+        "throttle_time_ms": 0,
+    }
+    n = 200_000
+    record_us = timeit.timeit(lambda: stats.record(0, 9, 1.2, body), number=n) / n * 1e6
+    share = record_us / REQUEST_US
+    rows: list[targets.Row] = [
+        (
+            "recording one request's metrics (requests, errors, latency histogram)",
+            f"{record_us:.2f} µs = {100 * share:.1f}% of a request's {REQUEST_US:.0f} µs",
+            "< 2% of a request",
+            share < 0.02,
+        )
+    ]
+    started = time.monotonic()
+    totals = scrape(bootstrap_broker.metrics_url)
+    scrape_ms = (time.monotonic() - started) * 1000
+    hosted = int(totals.get("kafka_server_replicamanager_partitioncount", 0))
+    rows.append(
+        (f"one scrape of a broker hosting {hosted} partitions", f"{scrape_ms:.0f} ms", "< 1,000 ms", scrape_ms < 1000)
+    )
+    return rows
+
+
+def run(quick: bool) -> list[targets.Row]:
+    records = 20_000 if quick else 300_000
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        zk = ZooKeeperProcess.start(root / "zk")
+        brokers = {}
+        try:
+            settings = {"metrics_port": 0, "offsets_topic_replication_factor": 3, "transaction_state_log_min_isr": 2}
+            for i in (1, 2, 3):
+                brokers[i] = BrokerProcess.create(i, root / f"b{i}", zk.connect, **settings).start()
+            bootstrap = ",".join(b.bootstrap for b in brokers.values())
+            _create_topic(bootstrap, TOPIC, PARTITIONS)
+            _create_topic(bootstrap, "bench-warmup", 1)
+            _create_topic(bootstrap, "bench-many", 30 if quick else 300)
+            rows = spark_rows(bootstrap, records)
+            rows += metrics_rows(brokers[1])
+        finally:
+            for b in brokers.values():
+                b.stop()
+            zk.stop()
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(
+        targets.main(sys.argv[1:], "the Spark connector and the metrics (issue 23)", run, issue=23, name="connector")
+    )
