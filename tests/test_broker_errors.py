@@ -98,8 +98,11 @@ async def test_per_partition_errors(start_broker):
         # fetch out of range, from a follower, and with a stale / future leader epoch (KIP-320)
         f = await conn.request(1, fetch_body("t", 0, 10))
         assert f.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
-        f = await conn.request(1, fetch_body("t", 1, 0))
+        f = await conn.request(1, fetch_body("t", 1, 0), version=10)
         assert f.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        # v11+ (KIP-392): a follower answers a consumer up to its HW, as Kafka's brokers do
+        f = await conn.request(1, fetch_body("t", 1, 0))
+        assert f.responses[0].partitions[0].error_code == ErrorCode.NONE
         await assign([leader, other], {"t": [[1], [2, 1]]}, leader_epoch=3, controller_epoch=2)
         for epoch, code in (
             (1, ErrorCode.FENCED_LEADER_EPOCH),

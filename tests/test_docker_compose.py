@@ -35,7 +35,11 @@ def test_broker_services_use_internal_and_external_listeners_the_broker_accepts(
         assert set(listeners) == set(advertised) == {"INTERNAL", "EXTERNAL"}
         assert (advertised["INTERNAL"].host, advertised["INTERNAL"].port) == (name, listeners["INTERNAL"].port)
         published = [substitute(p) for p in service["ports"]]
-        assert published == [f"{advertised['EXTERNAL'].port}:{listeners['EXTERNAL'].port}"]
+        metrics = config["metrics.port"]  # the Prometheus endpoint, published beside the listener
+        assert published == [
+            f"{advertised['EXTERNAL'].port}:{listeners['EXTERNAL'].port}",
+            f"{19403 + config.broker_id}:{metrics}",
+        ]
         assert advertised["EXTERNAL"].host == "127.0.0.1"
         assert config["min.insync.replicas"] <= config["default.replication.factor"] <= len(brokers)
         assert service["depends_on"]["zookeeper"]["condition"] == "service_healthy"
