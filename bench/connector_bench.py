@@ -19,7 +19,6 @@ and (unless --quick) copied into README.md between the `bench:connector` markers
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -27,45 +26,11 @@ import timeit
 from pathlib import Path
 
 from bench import targets
+from bench.cluster_bench import LocalCluster
 from local_cluster.brokers import BrokerProcess
-from local_cluster.zookeeper import ZooKeeperProcess
 
 TOPIC, PARTITIONS = "bench-spark", 6
 REQUEST_US = 125.0  # the leader's CPU per small Produce request (bench/results/requests.md)
-
-
-def _spark():
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from spark_connector import MinikafkaDataSource
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("minikafka-connector-bench")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(MinikafkaDataSource)
-    return spark
-
-
-def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + 60
-    while ((md := admin.list_topics(timeout=60)).controller_id < 0 or len(md.brokers) < 3) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
-    future = admin.create_topics([NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})])[name]
-    future.result(60)
 
 
 def _rate(records: int, seconds: float) -> str:
@@ -73,7 +38,9 @@ def _rate(records: int, seconds: float) -> str:
 
 
 def spark_rows(bootstrap: str, records: int) -> list[targets.Row]:
-    spark = _spark()
+    from spark_connector.local import local_session
+
+    spark = local_session("minikafka-connector-bench", quiet=True)
     rows: list[targets.Row] = []
     try:
         df = spark.range(records, numPartitions=4).selectExpr("CAST(id AS STRING) AS key", "repeat('x', 100) AS value")
@@ -152,23 +119,15 @@ def metrics_rows(bootstrap_broker: BrokerProcess) -> list[targets.Row]:
 def run(quick: bool) -> list[targets.Row]:
     records = 20_000 if quick else 300_000
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        zk = ZooKeeperProcess.start(root / "zk")
-        brokers = {}
+        settings = {"metrics_port": "0", "offsets_topic_replication_factor": "3", "transaction_state_log_min_isr": "2"}
+        cluster = LocalCluster(Path(tmp) / "cluster", **settings)
         try:
-            settings = {"metrics_port": 0, "offsets_topic_replication_factor": 3, "transaction_state_log_min_isr": 2}
-            for i in (1, 2, 3):
-                brokers[i] = BrokerProcess.create(i, root / f"b{i}", zk.connect, **settings).start()
-            bootstrap = ",".join(b.bootstrap for b in brokers.values())
-            _create_topic(bootstrap, TOPIC, PARTITIONS)
-            _create_topic(bootstrap, "bench-warmup", 1)
-            _create_topic(bootstrap, "bench-many", 30 if quick else 300)
-            rows = spark_rows(bootstrap, records)
-            rows += metrics_rows(brokers[1])
+            for name, partitions in ((TOPIC, PARTITIONS), ("bench-warmup", 1), ("bench-many", 30 if quick else 300)):
+                cluster.create_topic(name, partitions, 3, {"min.insync.replicas": "2"})
+            rows = spark_rows(cluster.bootstrap, records)
+            rows += metrics_rows(cluster.brokers[1])
         finally:
-            for b in brokers.values():
-                b.stop()
-            zk.stop()
+            cluster.close()
     return rows
 
 

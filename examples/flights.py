@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib.resources
 import io
-import os
 import subprocess
 import sys
 import threading
@@ -127,26 +126,12 @@ def spark_report(
     """Read `flights`, print the report and check every acknowledged row was read once; write
     each carrier's average delay to DELAYS with the Spark sink and fill `delays` with
     {carrier: "avg,flights"}, the values written."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from spark_connector import MinikafkaDataSource
+    from spark_connector.local import local_session
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("minikafka-flights")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session("minikafka-flights", shuffle_partitions=4, quiet=True)
     try:
-        spark.dataSource.register(MinikafkaDataSource)
         raw = (
             spark.read.format("minikafka")
             .option("kafka.bootstrap.servers", bootstrap)

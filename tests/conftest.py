@@ -1,4 +1,3 @@
-import os
 import pathlib
 import sys
 
@@ -93,21 +92,8 @@ def start_broker(tmp_path, zk_connect):
 def spark():
     """A local[2] SparkSession with the `minikafka` data source registered (one per test module)."""
     pytest.importorskip("pyspark", reason="make setup installs the spark extra")
-    from pyspark.sql import SparkSession
+    from spark_connector.local import local_session
 
-    from spark_connector import MinikafkaDataSource
-
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("minikafka-tests")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.dataSource.register(MinikafkaDataSource)
+    session = local_session("minikafka-tests", shuffle_partitions=2)
     yield session
     session.stop()

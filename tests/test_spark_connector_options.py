@@ -7,6 +7,7 @@ import json
 import pytest
 import trio
 from group_helpers import create_topics
+from spark_helpers import minikafka_stream, run_available_now
 
 from client import Cluster
 from client.admin import delete_records
@@ -126,25 +127,8 @@ async def test_trigger_limits(spark, start_broker, tmp_path):
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
 
     def stream():
-        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
-        df = (
-            spark.readStream.format("minikafka")
-            .option("kafka.bootstrap.servers", broker.bootstrap)
-            .option("subscribe", "rate")
-            .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", "30")
-            .load()
-            .selectExpr("partition", "offset")
-        )
-        query = (
-            df.writeStream.format("parquet")
-            .option("path", out)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(180)
-        assert query.exception() is None
+        df = minikafka_stream(spark, broker.bootstrap, "rate", ["partition", "offset"], maxOffsetsPerTrigger="30")
+        query = run_available_now(spark, df, "parquet", checkpoint, path=out)
         return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
 
     batches = await trio.to_thread.run_sync(stream)

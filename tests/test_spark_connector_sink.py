@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 from group_helpers import create_topics
+from spark_helpers import minikafka_stream, run_available_now
 from txn_helpers import TXN_BROKER, consume_all
 
 pytestmark = pytest.mark.slow
@@ -94,29 +95,8 @@ def test_the_sink_refuses_what_spark_kafka_refuses(spark):
 
 
 def _stream_copy(spark, bootstrap: str, checkpoint: Path, **options) -> None:
-    # Spark 4.3's DataStreamWriter.start finds Python data sources through the calling thread's
-    # active session, which a thread other than the session's creator lacks (DATA_SOURCE_NOT_FOUND)
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
-    stream = (
-        spark.readStream.format("minikafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", "src")
-        .option("startingOffsets", "earliest")
-        .load()
-        .selectExpr("key", "value")
-    )
-    writer = (
-        stream.writeStream.format("minikafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", options.pop("topic"))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-    )
-    for k, v in options.items():
-        writer = writer.option(k, v)
-    query = writer.start()
-    query.awaitTermination(180)
-    assert query.exception() is None
+    stream = minikafka_stream(spark, bootstrap, "src", ["key", "value"])
+    run_available_now(spark, stream, "minikafka", str(checkpoint), **{"kafka.bootstrap.servers": bootstrap, **options})
 
 
 def _forget_last_commit(checkpoint: Path) -> None:

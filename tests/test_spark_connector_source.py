@@ -3,6 +3,7 @@
 import pytest
 import trio
 from replication_helpers import create_topic, partition_state, wait_for
+from spark_helpers import minikafka_stream, run_available_now
 
 from client import Cluster
 from client.producer import Producer
@@ -92,22 +93,8 @@ async def test_streaming_continues_exactly_where_it_stopped(spark, start_broker,
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
 
     def run_stream():
-        stream = (
-            spark.readStream.format("minikafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", "st")
-            .option("startingOffsets", "earliest")
-            .load()
-            .selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
-        )
-        query = (
-            stream.writeStream.format("parquet")
-            .option("path", out)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(120)
+        stream = minikafka_stream(spark, bootstrap, "st", ["CAST(value AS STRING) AS value", "partition", "offset"])
+        run_available_now(spark, stream, "parquet", checkpoint, path=out)
 
     await produce(bootstrap, "st", [b"%d" % i for i in range(200)], key_of=lambda v: v)
     await trio.to_thread.run_sync(run_stream)
@@ -185,23 +172,9 @@ def test_isolation_levels_with_transactions(spark, start_broker, tmp_path):
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
 
     def run_stream():
-        stream = (
-            spark.readStream.format("minikafka")
-            .option("kafka.bootstrap.servers", broker.bootstrap)
-            .option("subscribe", "tx")
-            .option("startingOffsets", "earliest")
-            .option("kafka.isolation.level", "read_committed")
-            .load()
-            .selectExpr("CAST(value AS STRING) AS value")
-        )
-        query = (
-            stream.writeStream.format("parquet")
-            .option("path", out)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(120)
+        columns = ["CAST(value AS STRING) AS value"]
+        stream = minikafka_stream(spark, broker.bootstrap, "tx", columns, **{"kafka.isolation.level": "read_committed"})
+        run_available_now(spark, stream, "parquet", checkpoint, path=out)
 
     run_stream()
     assert sorted(r.value for r in spark.read.parquet(out).collect()) == committed
