@@ -16,6 +16,7 @@ or by a query restarted from its checkpoint, writes each row once.
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ import trio
 
 from client import Cluster, KafkaError
 from client.groups import committed_offsets
-from client.producer import Producer
+from client.producer import Delivery, Producer
 from security.config import client_security
 
 
@@ -76,24 +77,28 @@ async def _write(settings: ProducerSettings, records: Iterable[OutRecord], txn_i
                 return TaskResult(0, True)
             if txn_id is not None:
                 producer.begin_transaction()
-            deliveries, first_topic = [], None
-            for topic, partition, key, value, headers in records:
-                first_topic = first_topic or topic
-                deliveries.append(await producer.send(topic, value, key=key, headers=headers, partition=partition))
-            if txn_id is None:
-                await producer.flush()
-                for delivery in deliveries:
-                    await delivery.wait()  # raises the first failure
-                return TaskResult(len(deliveries), False)
+            sent, first_topic = 0, None
+            pending: deque[Delivery] = deque()  # sent and not yet known to be written, oldest first
             try:
-                if batch_id >= 0 and first_topic is not None:
-                    await producer.send_offsets_to_transaction({(first_topic, 0): batch_id + 1}, txn_id)
-                await producer.commit_transaction()
+                for topic, partition, key, value, headers in records:
+                    first_topic = first_topic or topic
+                    pending.append(await producer.send(topic, value, key=key, headers=headers, partition=partition))
+                    sent += 1
+                    while pending and pending[0].done:  # memory stays bounded by what is in flight
+                        await pending.popleft().wait()  # raises a failure at once
+                await producer.flush()
+                for delivery in pending:
+                    await delivery.wait()  # raises the first failure
+                if txn_id is not None:
+                    if batch_id >= 0 and first_topic is not None:
+                        await producer.send_offsets_to_transaction({(first_topic, 0): batch_id + 1}, txn_id)
+                    await producer.commit_transaction()
             except BaseException:
-                with trio.CancelScope(shield=True), contextlib.suppress(KafkaError, RuntimeError, OSError):
-                    await producer.abort_transaction()  # best effort: the original error matters
+                if txn_id is not None:
+                    with trio.CancelScope(shield=True), contextlib.suppress(KafkaError, RuntimeError, OSError):
+                        await producer.abort_transaction()  # best effort: the original error matters
                 raise
-            return TaskResult(len(deliveries), False)
+            return TaskResult(sent, False)
 
 
 def write_records(
