@@ -234,12 +234,13 @@ class MinikafkaStreamReader(_Reader, DataSourceStreamReader, SupportsTriggerAvai
         self._target = {_key(tp): hw for tp, (_, hw) in self._bounds().items()}
 
     def partitions(self, start: dict, end: dict) -> list[OffsetRange]:
-        ranges = []
+        ranges, bounds = [], None
         for key, stop in end.items():
             topic, partition = _tp(key)
             begin = start.get(key, EARLIEST)
             if begin == EARLIEST:  # a partition new since the last batch: from its start, as Spark
-                begin = self._bounds().get((topic, partition), (0, 0))[0]
+                bounds = self._bounds() if bounds is None else bounds  # asked once for all new ones
+                begin = bounds.get((topic, partition), (0, 0))[0]
             if stop > begin:
                 ranges += _split(topic, partition, begin, stop, self.options.split)
         return ranges
