@@ -99,7 +99,8 @@ class FetchView(NamedTuple):
     #: more (FetchContext.unchanged); None when every partition is answered
     unchanged: Callable[[str, int, int, int], bool] | None = None
     #: KIP-392, consumer Fetch v11+: a follower may answer it (up to its own HW), and a leader
-    #: with the rack-aware selector may send the consumer to a replica in `client_rack`
+    #: with the rack-aware selector may send the consumer to a replica in `client_rack` ("" when
+    #: no selector applies: no rack, no rack-aware selector, or the consumer in this broker's rack)
     any_replica: bool = False
     client_rack: str = ""
 
@@ -460,6 +461,10 @@ class ReplicaManager:
             context = self.fetch_sessions.context(body)
         except SessionError as e:
             return {"error_code": e.code, "session_id": 0, "responses": []}
+        any_replica = body.replica_id < 0 and version >= 11
+        client_rack = (getattr(body, "rack_id", "") or "") if any_replica else ""
+        if self.config["replica.selector.class"] != RACK_AWARE_SELECTOR or client_rack == self.config["broker.rack"]:
+            client_rack = ""  # decided once here, not for every partition read
         denied = frozenset(t.topic for t in context.topics if may_read is not None and not may_read(t.topic))
         view = FetchView(
             body.replica_id,
@@ -469,8 +474,8 @@ class ReplicaManager:
             body.isolation_level == READ_COMMITTED,
             denied,
             context.unchanged if context.incremental else None,
-            any_replica=body.replica_id < 0 and version >= 11,
-            client_rack=(getattr(body, "rack_id", "") or "") if body.replica_id < 0 and version >= 11 else "",
+            any_replica=any_replica,
+            client_rack=client_rack,
         )
         follower = body.replica_id >= 0
         responses, total, errors = self._read(view, follower)
@@ -631,12 +636,11 @@ class ReplicaManager:
 
     def _preferred_read_replica(self, partition: Partition, fetch_offset: int, client_rack: str) -> int | None:
         """Kafka's RackAwareReplicaSelector, on the leader (ReplicaManager.findPreferredReadReplica):
-        for a consumer in `client_rack`, None (read here) when this broker is in that rack or no
-        replica there qualifies; else the most caught-up replica in the rack that is in the ISR,
-        alive, and holds `fetch_offset` (its LEO above it, its log start at or below it)."""
-        if not client_rack or not partition.is_leader or self.config["replica.selector.class"] != RACK_AWARE_SELECTOR:
-            return None
-        if self.config["broker.rack"] == client_rack:
+        for a consumer in `client_rack` ("" when the selector does not apply, see FetchView), None
+        (read here) when no replica there qualifies; else the most caught-up replica in the rack
+        that is in the ISR, alive, and holds `fetch_offset` (its LEO above it, its log start at or
+        below it)."""
+        if not client_rack or not partition.is_leader:
             return None
         brokers = self.metadata_cache.brokers
         candidates = [

@@ -28,11 +28,14 @@ TopicPartition = tuple[str, int]
 REJOIN = {ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID}
 
 
-async def coordinator_connection(cluster: Cluster, group_id: str, refresh: bool = False) -> Connection:
-    """A connection to `group_id`'s coordinator (FindCoordinator v3, key type 0)."""
+async def coordinator_connection(
+    cluster: Cluster, group_id: str, refresh: bool = False, key_type: int = 0
+) -> Connection:
+    """A connection to `group_id`'s coordinator (FindCoordinator v3, key type 0), or with
+    `key_type` 1 to a transactional id's."""
     await cluster.refresh_metadata([])  # the brokers' addresses
     conn = await cluster.any_connection()
-    r = await conn.request(ApiKey.FIND_COORDINATOR, {"key": group_id, "key_type": 0}, version=3)
+    r = await conn.request(ApiKey.FIND_COORDINATOR, {"key": group_id, "key_type": key_type}, version=3)
     if r.error_code != ErrorCode.NONE:
         raise KafkaError(r.error_code, f"FindCoordinator({group_id})")
     return await cluster.connect(r.host, r.port)

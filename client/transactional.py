@@ -18,7 +18,6 @@ KafkaError and are fatal for the producer (a newer one owns the id).
 from __future__ import annotations
 
 from client.cluster import Cluster, KafkaError
-from client.connection import Connection
 from client.groups import coordinator_connection
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -62,16 +61,10 @@ class TransactionManager:
         self.abortable: KafkaError | None = None  # a batch failed: only abort is possible
         self.fatal: KafkaError | None = None
 
-    async def _coordinator(self, refresh: bool) -> Connection:
-        await self.cluster.refresh_metadata([])
-        conn = await self.cluster.any_connection()
-        r = await conn.request(ApiKey.FIND_COORDINATOR, {"key": self.transactional_id, "key_type": 1}, version=3)
-        _check(r.error_code, f"FindCoordinator(transaction {self.transactional_id})")
-        return await self.cluster.connect(r.host, r.port)
-
     async def _call(self, api_key: int, body: dict, version: int, check) -> object:
         async def attempt(refresh: bool):
-            response = await (await self._coordinator(refresh)).request(api_key, body, version=version)
+            conn = await coordinator_connection(self.cluster, self.transactional_id, refresh, key_type=1)
+            response = await conn.request(api_key, body, version=version)
             check(response)
             return response
 

@@ -107,12 +107,11 @@ class BrokerCollector:
             value=c.event_queue_size if c is not None else 0,
         )
         stats = c.stats if c is not None else None
-        elections = GaugeMetricFamily(
+        yield GaugeMetricFamily(
             prefix + "controllerstats_leaderelectionrateandtimems_count",
             "Leader elections made by this broker as controller",
             value=stats.leader_elections if stats else 0,
         )
-        yield elections
         yield CounterMetricFamily(
             prefix + "controllerstats_uncleanleaderelections",
             "Unclean leader elections made by this broker as controller",

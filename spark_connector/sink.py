@@ -135,11 +135,15 @@ class _Sink:
                     raise ValueError("a row has a null topic and no topic option is set")
                 yield topic, partition, _bytes(key), _bytes(value), [(h["key"], _bytes(h["value"])) for h in hs or ()]
 
-    def _write(self, rows: Iterator, batch_id: int) -> SinkCommit:
+    def _write(self, rows: Iterator, streaming: bool) -> SinkCommit:
+        """One task's write; a streaming task's micro-batch number comes from Spark's local
+        property (-1 for a batch query: no marker)."""
         from pyspark import TaskContext
 
         context = TaskContext.get()
         task = context.partitionId() if context is not None else 0
+        batch = context.getLocalProperty(BATCH_ID) if streaming and context is not None else None
+        batch_id = int(batch) if batch is not None else -1
         txn_id = f"{self.txn_prefix}-{task}" if self.txn_prefix else None
         result = write_records(self.settings, self._records(rows), txn_id, batch_id)
         return SinkCommit(task, result.written, result.skipped)
@@ -149,7 +153,7 @@ class MinikafkaWriter(_Sink, DataSourceArrowWriter):
     """Batch writes (`df.write.format("minikafka")`)."""
 
     def write(self, iterator: Iterator) -> SinkCommit:
-        return self._write(iterator, -1)
+        return self._write(iterator, streaming=False)
 
     def commit(self, messages: list) -> None:
         log.info("minikafka sink: %d records written", sum(m.written for m in messages if m))
@@ -172,11 +176,7 @@ class MinikafkaStreamWriter(_Sink, DataSourceStreamArrowWriter):
             )
 
     def write(self, iterator: Iterator) -> SinkCommit:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        batch = context.getLocalProperty(BATCH_ID) if context is not None else None
-        return self._write(iterator, int(batch) if batch is not None else -1)
+        return self._write(iterator, streaming=True)
 
     def commit(self, messages: list, batchId: int) -> None:
         written = sum(m.written for m in messages if m)
