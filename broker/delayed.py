@@ -12,20 +12,93 @@ offset N" (acks=-1 produces): a notification wakes only the waiters whose offset
 offset order, so a partition with many produces waiting (one per producer connection) costs one
 wake-up per answered request instead of one per waiter per change (Kafka's DelayedProduce is
 checked per watcher on every change; in Python the wake-ups dominated at 100 connections).
+
+Timeouts are not a `move_on_after` per waiter: entering and leaving a cancel scope registers and
+removes a deadline in trio's run loop, and at thousands of acks=-1 produces and follower fetches a
+second that was a tenth of a small request's cost. `DelayedTimer` plays the part of Kafka's
+purgatory timer instead: one task (`run`) sleeps until the earliest deadline and wakes the waiters
+whose deadline passed; a waiter registers its deadline with `add` and drops it with `discard`.
+Until that task runs (a replica manager used without its `run`, as unit tests do), each waiter
+keeps its own cancel scope, so a timeout is never lost.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 import trio
 
 
-class Watchers:
+class DelayedTimer:
+    """Deadlines of delayed operations (trio clock, seconds), served by one task: `run` wakes the
+    event of each entry whose deadline passed. Entries discarded before their deadline are dropped
+    lazily (rebuilt away once they outnumber the live ones), so adding and discarding are O(log n)
+    and O(1) with no trio call."""
+
     def __init__(self) -> None:
+        self._heap: list[list] = []  # [deadline, seq, event or None]
+        self._seq = itertools.count()
+        self._dead = 0
+        self._sleep: trio.CancelScope | None = None  # the run task's sleep, while it sleeps
+        self.running = False  # whether `run` serves the deadlines (else waiters time themselves out)
+
+    def add(self, deadline: float, event: trio.Event) -> list:
+        """Wake `event` at `deadline` (trio.current_time() seconds) unless discarded first;
+        returns the entry to pass to `discard`."""
+        entry = [deadline, next(self._seq), event]
+        heapq.heappush(self._heap, entry)
+        if self._sleep is not None and deadline < self._sleep.deadline:
+            self._sleep.deadline = deadline
+        return entry
+
+    def discard(self, entry: list) -> None:
+        if entry[2] is None:
+            return
+        entry[2] = None
+        self._dead += 1
+        if self._dead > 1024 and self._dead * 2 > len(self._heap):
+            self._heap = [e for e in self._heap if e[2] is not None]
+            heapq.heapify(self._heap)
+            self._dead = 0
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Wake expired entries until cancelled (entries added before it started are served too)."""
+        self.running = True
+        task_status.started()
+        try:
+            await self._serve()
+        finally:
+            self.running = False
+
+    async def _serve(self) -> None:
+        while True:
+            heap = self._heap
+            now = trio.current_time()
+            while heap and (heap[0][0] <= now or heap[0][2] is None):
+                entry = heapq.heappop(heap)
+                if entry[2] is None:
+                    self._dead -= 1
+                else:
+                    event, entry[2] = entry[2], None
+                    event.set()
+            with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as self._sleep:
+                await trio.sleep_forever()
+            self._sleep = None
+
+    def __len__(self) -> int:
+        """Live deadlines (for tests)."""
+        return sum(1 for e in self._heap if e[2] is not None)
+
+
+class Watchers:
+    """Waiters for keyed changes; their timeouts are served by `timer`."""
+
+    def __init__(self, timer: DelayedTimer) -> None:
+        self._timer = timer
         self._waiters: dict[Hashable, set[trio.Event]] = {}
 
     def notify(self, key: Hashable) -> None:
@@ -37,22 +110,31 @@ class Watchers:
         """Wait until `check()` is true (returns True) or `timeout_s` passes (returns the final
         `check()`)."""
         keys = list(keys)
-        with trio.move_on_after(max(0.0, timeout_s)):
-            while True:
-                event = trio.Event()
+        deadline = trio.current_time() + max(0.0, timeout_s)
+        if not self._timer.running:
+            with trio.CancelScope(deadline=deadline):
+                return await self._wait(keys, check, deadline)
+            return check()
+        return await self._wait(keys, check, deadline)
+
+    async def _wait(self, keys: list, check: Callable[[], bool], deadline: float) -> bool:
+        while trio.current_time() < deadline:
+            event = trio.Event()
+            for key in keys:
+                self._waiters.setdefault(key, set()).add(event)
+            timeout = self._timer.add(deadline, event)
+            try:
+                if check():
+                    return True
+                await event.wait()
+            finally:
+                self._timer.discard(timeout)
                 for key in keys:
-                    self._waiters.setdefault(key, set()).add(event)
-                try:
-                    if check():
-                        return True
-                    await event.wait()
-                finally:
-                    for key in keys:
-                        events = self._waiters.get(key)
-                        if events is not None:
-                            events.discard(event)
-                            if not events:
-                                del self._waiters[key]
+                    events = self._waiters.get(key)
+                    if events is not None:
+                        events.discard(event)
+                        if not events:
+                            del self._waiters[key]
         return check()
 
     def __len__(self) -> int:
@@ -66,7 +148,8 @@ class OffsetWaiters:
     #: dead (finished) entries a key's heap may hold before it is rebuilt without them
     _COMPACT_AT = 64
 
-    def __init__(self) -> None:
+    def __init__(self, timer: DelayedTimer) -> None:
+        self._timer = timer
         self._heaps: dict[Hashable, list[list]] = {}  # key -> heap of [offset, seq, event or None]
         self._dead: dict[Hashable, int] = {}
         self._seq = itertools.count()
@@ -77,23 +160,32 @@ class OffsetWaiters:
     async def wait_for(self, targets: Mapping[Any, int], check: Callable[[], bool], timeout_s: float) -> bool:
         """Wait until `check()` is true (returns True) or `timeout_s` passes (returns the final
         `check()`); woken by `notify(key, reached)` with `reached >= targets[key]`, or with None."""
-        with trio.move_on_after(max(0.0, timeout_s)):
-            while True:
-                if check():  # nothing can change between this check and the registration
-                    return True
-                event = trio.Event()
-                entries = []
-                for key, offset in targets.items():
-                    entry = [offset, next(self._seq), event]
-                    heapq.heappush(self._heaps.setdefault(key, []), entry)
-                    entries.append((key, entry))
-                try:
-                    await event.wait()
-                finally:
-                    for key, entry in entries:
-                        if entry[2] is not None:  # still in its heap: drop it lazily
-                            entry[2] = None
-                            self._bury(key)
+        deadline = trio.current_time() + max(0.0, timeout_s)
+        if not self._timer.running:
+            with trio.CancelScope(deadline=deadline):
+                return await self._wait(targets, check, deadline)
+            return check()
+        return await self._wait(targets, check, deadline)
+
+    async def _wait(self, targets: Mapping[Any, int], check: Callable[[], bool], deadline: float) -> bool:
+        while trio.current_time() < deadline:
+            if check():  # nothing can change between this check and the registration
+                return True
+            event = trio.Event()
+            entries = []
+            for key, offset in targets.items():
+                entry = [offset, next(self._seq), event]
+                heapq.heappush(self._heaps.setdefault(key, []), entry)
+                entries.append((key, entry))
+            timeout = self._timer.add(deadline, event)
+            try:
+                await event.wait()
+            finally:
+                self._timer.discard(timeout)
+                for key, entry in entries:
+                    if entry[2] is not None:  # still in its heap: drop it lazily
+                        entry[2] = None
+                        self._bury(key)
         return check()
 
     def notify(self, key: Hashable, reached: int | None) -> None:

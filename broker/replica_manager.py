@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, Protocol
 import trio
 
 from broker.config import RACK_AWARE_SELECTOR, BrokerConfig
-from broker.delayed import OffsetWaiters, Watchers
+from broker.delayed import DelayedTimer, OffsetWaiters, Watchers
 from broker.errors import (
     NotEnoughReplicasAfterAppend,
     NotLeaderOrFollower,
@@ -135,8 +135,9 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.controller_epoch = 0
         self.broker_epoch = -1
-        self.watchers = Watchers()
-        self.replication_waiters = OffsetWaiters()  # acks=-1 appends waiting for the HW
+        self.delayed_timer = DelayedTimer()  # the timeouts of both kinds of waiters, served by run()
+        self.watchers = Watchers(self.delayed_timer)
+        self.replication_waiters = OffsetWaiters(self.delayed_timer)  # acks=-1 appends waiting for the HW
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
         self.topic_configs = topic_configs
@@ -770,9 +771,10 @@ class ReplicaManager:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Own the replica fetchers and run the periodic work (HW checkpoints, ISR shrink, ISR
-        expansion) until cancelled."""
+        expansion) and the delayed operations' timeouts until cancelled."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            nursery.start_soon(self.delayed_timer.run)
             nursery.start_soon(
                 run_periodically,
                 "high watermark checkpoint",

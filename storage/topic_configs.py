@@ -18,6 +18,8 @@ from storage.config import TOPIC_CONFIGS, LogConfig, parse_topic_config
 
 log = logging.getLogger(__name__)
 
+_NONE: dict[str, Any] = {}
+
 
 class TopicConfigs:
     def __init__(
@@ -33,6 +35,7 @@ class TopicConfigs:
         self.default_min_insync_replicas = min_insync_replicas
         self.default_unclean_leader_election_enable = unclean_leader_election_enable
         self._overrides: dict[str, dict[str, str]] = {}
+        self._parsed: dict[str, dict[str, Any]] = {}  # the overrides' typed values, parsed once
         self._log_configs: dict[str, LogConfig] = {}
 
     def set_defaults(
@@ -59,6 +62,7 @@ class TopicConfigs:
             log.warning("topic %s: ignoring its compaction lag configs: %s", topic, e)
             usable = {k: v for k, v in usable.items() if k not in ("min.compaction.lag.ms", "max.compaction.lag.ms")}
         self._overrides[topic] = usable
+        self._parsed[topic] = {key: TOPIC_CONFIGS[key].parse(key, value) for key, value in usable.items()}
         self._log_configs.pop(topic, None)
 
     @staticmethod
@@ -72,6 +76,7 @@ class TopicConfigs:
 
     def remove(self, topic: str) -> None:
         self._overrides.pop(topic, None)
+        self._parsed.pop(topic, None)
         self._log_configs.pop(topic, None)
 
     def overrides(self, topic: str) -> dict[str, str]:
@@ -97,5 +102,5 @@ class TopicConfigs:
         return self._override(topic, "unclean.leader.election.enable", self.default_unclean_leader_election_enable)
 
     def _override(self, topic: str, key: str, default: Any) -> Any:
-        value = self._overrides.get(topic, {}).get(key)
-        return default if value is None else TOPIC_CONFIGS[key].parse(key, value)
+        value = self._parsed.get(topic, _NONE).get(key)  # per produce request: no parsing here
+        return default if value is None else value
