@@ -40,16 +40,17 @@ class DelayedTimer:
     and O(1) with no trio call."""
 
     def __init__(self) -> None:
-        self._heap: list[list] = []  # [deadline, seq, event or None]
+        self._heap: list[list] = []  # [deadline, seq, wake() or None]
         self._seq = itertools.count()
         self._dead = 0
         self._sleep: trio.CancelScope | None = None  # the run task's sleep, while it sleeps
         self.running = False  # whether `run` serves the deadlines (else waiters time themselves out)
 
-    def add(self, deadline: float, event: trio.Event) -> list:
-        """Wake `event` at `deadline` (trio.current_time() seconds) unless discarded first;
-        returns the entry to pass to `discard`."""
-        entry = [deadline, next(self._seq), event]
+    def add(self, deadline: float, wake: Callable[[], None]) -> list:
+        """Call `wake()` at `deadline` (trio.current_time() seconds) unless discarded first;
+        returns the entry to pass to `discard`. `wake` runs in the timer's task: it must not
+        block or raise."""
+        entry = [deadline, next(self._seq), wake]
         heapq.heappush(self._heap, entry)
         if self._sleep is not None and deadline < self._sleep.deadline:
             self._sleep.deadline = deadline
@@ -83,8 +84,8 @@ class DelayedTimer:
                 if entry[2] is None:
                     self._dead -= 1
                 else:
-                    event, entry[2] = entry[2], None
-                    event.set()
+                    wake, entry[2] = entry[2], None
+                    wake()
             with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as self._sleep:
                 await trio.sleep_forever()
             self._sleep = None
@@ -122,7 +123,7 @@ class Watchers:
             event = trio.Event()
             for key in keys:
                 self._waiters.setdefault(key, set()).add(event)
-            timeout = self._timer.add(deadline, event)
+            timeout = self._timer.add(deadline, event.set)
             try:
                 if check():
                     return True
@@ -172,21 +173,31 @@ class OffsetWaiters:
             if check():  # nothing can change between this check and the registration
                 return True
             event = trio.Event()
-            entries = []
-            for key, offset in targets.items():
-                entry = [offset, next(self._seq), event]
-                heapq.heappush(self._heaps.setdefault(key, []), entry)
-                entries.append((key, entry))
-            timeout = self._timer.add(deadline, event)
+            entries = self.watch(targets, event.set)
+            timeout = self._timer.add(deadline, event.set)
             try:
                 await event.wait()
             finally:
                 self._timer.discard(timeout)
-                for key, entry in entries:
-                    if entry[2] is not None:  # still in its heap: drop it lazily
-                        entry[2] = None
-                        self._bury(key)
+                self.unwatch(entries)
         return check()
+
+    def watch(self, targets: Mapping[Any, int], wake: Callable[[], None]) -> list:
+        """Call `wake()` (once) when a notify reaches any of `targets` (`{key: offset}`); returns
+        the registration for `unwatch`. `wake` runs in the notifier's task: it must not block or
+        raise (Kafka's delayed operations complete in the thread that changed the state)."""
+        entries = []
+        for key, offset in targets.items():
+            entry = [offset, next(self._seq), wake]
+            heapq.heappush(self._heaps.setdefault(key, []), entry)
+            entries.append((key, entry))
+        return entries
+
+    def unwatch(self, entries: list) -> None:
+        for key, entry in entries:
+            if entry[2] is not None:  # still in its heap: drop it lazily
+                entry[2] = None
+                self._bury(key)
 
     def notify(self, key: Hashable, reached: int | None) -> None:
         """Wake the waiters of `key` whose offset is <= `reached`; every waiter of `key` when
@@ -194,16 +205,19 @@ class OffsetWaiters:
         heap = self._heaps.get(key)
         if heap is None:
             return
+        woken = []
         while heap and (reached is None or heap[0][0] <= reached):
             entry = heapq.heappop(heap)
-            event, entry[2] = entry[2], None
-            if event is not None:
-                event.set()
+            wake, entry[2] = entry[2], None
+            if wake is not None:
+                woken.append(wake)
             else:
                 self._dead[key] -= 1
         if not heap:
             del self._heaps[key]
             self._dead.pop(key, None)
+        for wake in woken:  # after the heap is consistent: a wake may watch again
+            wake()
 
     def _bury(self, key: Hashable) -> None:
         dead = self._dead.get(key, 0) + 1
@@ -223,3 +237,53 @@ class OffsetWaiters:
     def __len__(self) -> int:
         """Live waiters registered (for tests)."""
         return sum(1 for heap in self._heaps.values() for entry in heap if entry[2] is not None)
+
+
+class DelayedResponse:
+    """A response body known only later (Kafka's delayed operations, e.g. DelayedProduce): an
+    inline handler returns one instead of a body, and whoever completes the operation calls
+    `complete(value)` once; `map(fn)` turns the value into the body (applied in order), and the
+    server (`on_complete`) or a task (`wait`) receives the body. `expire` forces completion now
+    (as at the operation's timeout) when it has a timeout of its own."""
+
+    __slots__ = ("_callback", "_value", "_done", "_maps", "expire")
+
+    def __init__(self) -> None:
+        self._callback: Callable[[Any], None] | None = None
+        self._value: Any = None
+        self._done = False
+        self._maps: list[Callable[[Any], Any]] = []
+        self.expire: Callable[[], None] | None = None
+
+    def map(self, fn: Callable[[Any], Any]) -> DelayedResponse:
+        if self._done:  # completed before the map was added (it did not have to wait)
+            self._value = fn(self._value)
+        else:
+            self._maps.append(fn)
+        return self
+
+    def complete(self, value: Any) -> None:
+        """Set the value (later calls are ignored) and hand the mapped body to the receiver."""
+        if self._done:
+            return
+        for fn in self._maps:
+            value = fn(value)
+        self._done, self._value = True, value
+        if self._callback is not None:
+            callback, self._callback = self._callback, None
+            callback(value)
+
+    def on_complete(self, callback: Callable[[Any], None]) -> None:
+        """Call `callback(body)` once completed (now, when it already is)."""
+        if self._done:
+            callback(self._value)
+        else:
+            self._callback = callback
+
+    async def wait(self) -> Any:
+        """The body, once completed."""
+        if not self._done:
+            event = trio.Event()
+            self.on_complete(lambda _: event.set())
+            await event.wait()
+        return self._value

@@ -29,7 +29,7 @@ from broker.config import BrokerConfig, ConfigError, load_config
 from broker.config_manager import DynamicConfigManager
 from broker.context import BrokerContext
 from broker.dynamic_config import DynamicBrokerConfig
-from broker.handlers import HANDLERS, advertised_api_versions
+from broker.handlers import HANDLERS, INLINE_HANDLERS, advertised_api_versions
 from broker.listener_transport import build_transports
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
@@ -204,6 +204,7 @@ class Broker:
                 queued_max_requests=self.config["queued.max.requests"],
                 queued_max_request_bytes=self.config["queued.max.request.bytes"],
                 transports=self.transports,
+                inline_handlers=INLINE_HANDLERS,
             )
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:

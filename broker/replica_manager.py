@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, Protocol
 import trio
 
 from broker.config import RACK_AWARE_SELECTOR, BrokerConfig
-from broker.delayed import DelayedTimer, OffsetWaiters, Watchers
+from broker.delayed import DelayedResponse, DelayedTimer, OffsetWaiters, Watchers
 from broker.errors import (
     NotEnoughReplicasAfterAppend,
     NotLeaderOrFollower,
@@ -341,26 +341,37 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     # ---- produce -------------------------------------------------------------------------------
-    async def append_records(
-        self, acks: int, timeout_ms: int, topic_data, on_appended: Callable[[], None] | None = None
-    ) -> list[dict]:
-        """Produce: append every partition's records, call `on_appended` (the appends are done;
-        the server may start the connection's next request), then for acks=-1 wait until the HW
-        covers them. Returns the `responses` of a Produce response (v3-9 names)."""
+    async def append_records(self, acks: int, timeout_ms: int, topic_data) -> list[dict]:
+        """`append_records_now`, waiting for the outcome (Produce `responses`, v3-9 names)."""
+        result = self.append_records_now(acks, timeout_ms, topic_data)
+        if not isinstance(result, DelayedResponse):
+            return result
+        if self.delayed_timer.running:
+            return await result.wait()
+        with trio.move_on_after(timeout_ms / 1000):  # no timer task (unit tests): time out here
+            return await result.wait()
+        assert result.expire is not None
+        result.expire()
+        return await result.wait()
+
+    def append_records_now(self, acks: int, timeout_ms: int, topic_data) -> list[dict] | DelayedResponse:
+        """Produce: append every partition's records now, in order. Returns the `responses` of a
+        Produce response (v3-9 names) when they are known at once (acks 0 or 1, or no acks=-1
+        append succeeded), else a DelayedResponse completed with them once the HW covers every
+        acks=-1 append or after `timeout_ms` (REQUEST_TIMED_OUT for what it does not cover): Kafka's
+        DelayedProduce, completed by the `_changed` that moved the HW or shrank the ISR, or by
+        the delayed timer, without a task of its own."""
         results: dict[TopicPartition, dict] = {}
         waiting: dict[TopicPartition, int] = {}  # tp -> offset the HW must reach
         for topic in topic_data:
             for p in topic.partition_data:
                 tp = (topic.name, p.index)
                 results[tp] = self._append_one(tp, acks, p.records, waiting)
-        if on_appended is not None:
-            on_appended()
-        if waiting:
-            await self._await_replication(waiting, results, timeout_ms)
-        responses: dict[str, list] = {}
-        for (topic, index), r in results.items():
-            responses.setdefault(topic, []).append({"index": index, **r})
-        return [{"name": t, "partition_responses": ps} for t, ps in responses.items()]
+        if not waiting:
+            return _produce_responses(results)
+        delayed = DelayedResponse()
+        _DelayedProduce(self, waiting, results, trio.current_time() + timeout_ms / 1000, delayed).try_complete()
+        return delayed
 
     def _append_one(self, tp: TopicPartition, acks: int, records, waiting: dict) -> dict:
         failed = {"base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1}
@@ -395,23 +406,26 @@ class ReplicaManager:
             "log_start_offset": info.log_start_offset,
         }
 
-    async def _await_replication(self, waiting: dict[TopicPartition, int], results: dict, timeout_ms: int) -> None:
-        def settled(tp: TopicPartition, required: int) -> ErrorCode | None:
-            partition = self.partitions.get(tp)
-            if partition is None or not partition.is_leader:
-                return ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if partition.high_watermark >= required:
-                return ErrorCode.NONE
-            if len(partition.isr) < self.min_insync_replicas(tp[0]):
-                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            return None
+    def replication_outcome(self, tp: TopicPartition, required: int) -> ErrorCode | None:
+        """What an acks=-1 append ending before offset `required` gets now: NONE once the HW
+        covers it, NOT_LEADER_OR_FOLLOWER or NOT_ENOUGH_REPLICAS_AFTER_APPEND when it no longer
+        can, None while it must wait."""
+        partition = self.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if partition.high_watermark >= required:
+            return ErrorCode.NONE
+        if len(partition.isr) < self.min_insync_replicas(tp[0]):
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return None
 
+    async def _await_replication(self, waiting: dict[TopicPartition, int], results: dict, timeout_ms: int) -> None:
         def done() -> bool:
-            return all(settled(tp, off) is not None for tp, off in waiting.items())
+            return all(self.replication_outcome(tp, off) is not None for tp, off in waiting.items())
 
         await self.replication_waiters.wait_for(waiting, done, timeout_ms / 1000)
         for tp, required in waiting.items():
-            outcome = settled(tp, required)
+            outcome = self.replication_outcome(tp, required)
             code = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
             if code != ErrorCode.NONE:
                 results[tp]["error_code"] = code
@@ -893,3 +907,57 @@ class ReplicaManager:
             except Exception as e:
                 log.warning("ISR change notification for %s failed: %s", partition.tp, e)
             return True
+
+
+def _produce_responses(results: dict[TopicPartition, dict]) -> list[dict]:
+    """Per-partition results -> the `responses` of a Produce response (v3-9 names)."""
+    responses: dict[str, list] = {}
+    for (topic, index), r in results.items():
+        responses.setdefault(topic, []).append({"index": index, **r})
+    return [{"name": t, "partition_responses": ps} for t, ps in responses.items()]
+
+
+class _DelayedProduce:
+    """Kafka's DelayedProduce: acks=-1 appends waiting for the HW, held as registrations in the
+    replica manager's OffsetWaiters and DelayedTimer instead of a task. Each wake-up (a notify
+    that reached one of its offsets, or the deadline) re-checks every partition and completes
+    `delayed` once all are settled or the deadline passed, else watches what is still pending."""
+
+    __slots__ = ("_rm", "_waiting", "_results", "_deadline", "_delayed", "_entries", "_timeout", "_finished")
+
+    def __init__(
+        self, rm: ReplicaManager, waiting: dict, results: dict, deadline: float, delayed: DelayedResponse
+    ) -> None:
+        self._rm, self._waiting, self._results = rm, waiting, results
+        self._deadline, self._delayed = deadline, delayed
+        self._entries: list = []
+        self._timeout: list | None = None
+        self._finished = False
+        delayed.expire = self._finish
+
+    def try_complete(self) -> None:
+        if self._finished:
+            return
+        outcome = self._rm.replication_outcome
+        pending = {tp: offset for tp, offset in self._waiting.items() if outcome(tp, offset) is None}
+        if not pending or trio.current_time() >= self._deadline:
+            self._finish()
+            return
+        self._rm.replication_waiters.unwatch(self._entries)
+        self._entries = self._rm.replication_waiters.watch(pending, self.try_complete)
+        if self._timeout is None:
+            self._timeout = self._rm.delayed_timer.add(self._deadline, self.try_complete)
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self._rm.replication_waiters.unwatch(self._entries)
+        if self._timeout is not None:
+            self._rm.delayed_timer.discard(self._timeout)
+        for tp, required in self._waiting.items():
+            outcome = self._rm.replication_outcome(tp, required)
+            code = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
+            if code != ErrorCode.NONE:
+                self._results[tp]["error_code"] = code
+        self._delayed.complete(_produce_responses(self._results))

@@ -14,6 +14,12 @@ Rules (Kafka's `SocketServer` semantics, with one relaxation):
   ApiVersions at an unknown version, which gets a v0 response with UNSUPPORTED_VERSION and the
   served versions (KIP-511) so newer clients downgrade;
 - a handler that fails unexpectedly closes that connection only; other clients are unaffected.
+- inline handlers (`inline_handlers`, Produce) run in the connection's reader task, without a task
+  of their own: their ordered work is done when they return, and a handler that must wait
+  returns a DelayedResponse that completes the response later (from the task that changed the
+  state it waited for, or the delayed timer). Spawning and scheduling a task per request was a
+  large share of a small Produce's cost. They do not hold a `queued.max.requests` place (their
+  ordered work never waits).
 - bounds (Kafka's): a connection whose computed responses are not being read (more than
   `MAX_UNSENT_RESPONSE_BYTES` unsent) is not read from, and one whose response stays unread for
   `connections.max.idle.ms` is closed; at most `queued.max.requests` requests do their ordered
@@ -43,6 +49,7 @@ import trio
 
 from broker import sasl_phase
 from broker.config import Listener
+from broker.delayed import DelayedResponse
 from broker.listener_transport import PLAINTEXT_TRANSPORT, ListenerTransport
 from metrics.stats import RequestStats
 from protocol.api import Request, decode_request, encode_response_parts
@@ -62,6 +69,7 @@ MAX_UNSENT_RESPONSE_BYTES = 1 << 20
 HANDSHAKE_TIMEOUT_S = 10.0
 
 Handler = Callable[[Any, Request], Awaitable[dict | None]]
+InlineHandler = Callable[[Any, Request], "dict | DelayedResponse | None"]
 
 
 class KafkaServer:
@@ -80,6 +88,7 @@ class KafkaServer:
         queued_max_requests: int = 500,
         queued_max_request_bytes: int = -1,
         transports: Mapping[str, ListenerTransport] | None = None,
+        inline_handlers: Mapping[int, InlineHandler] | None = None,
     ):
         """`max_connections` (broker-wide), `max_connections_per_ip` and its per-host overrides are
         Kafka's `max.connections*` keys: a connection beyond them is closed at once (and logged).
@@ -89,8 +98,11 @@ class KafkaServer:
         `queued_max_request_bytes` (Kafka's `queued.max.request.bytes`, -1 unbounded) bounds the
         bytes of the requests in progress across all connections: a connection waits to start its
         next request until enough of the others are done (one request is always let through).
-        `transports` gives each listener's TLS and SASL requirements (PLAINTEXT when absent)."""
+        `transports` gives each listener's TLS and SASL requirements (PLAINTEXT when absent).
+        `inline_handlers`: API keys served by a synchronous handler in the reader's task (see the
+        module docstring); `handlers` must serve them too (ApiVersions is built from it)."""
         self.listeners = listeners
+        self.inline_handlers = dict(inline_handlers or {})
         self.transports = dict(transports or {})
         self.handlers = handlers
         self.context = context
@@ -347,6 +359,11 @@ class KafkaServer:
                     await slots.send(slot)  # waits while MAX_PIPELINED are in progress
             except trio.BrokenResourceError:  # the writer ended (its client went away)
                 return False
+            inline = self.inline_handlers.get(_api_key(frame))
+            if inline is not None:
+                self._respond_inline(inline, frame, session, slot, backlog)
+                last[0] = slot
+                continue
             try:
                 self._queued.acquire_nowait()  # queued.max.requests across all connections
             except trio.WouldBlock:
@@ -415,6 +432,49 @@ class KafkaServer:
             slot.done.set()
 
     async def _respond(self, frame: bytes | bytearray, session: _Session, release: Callable[[], None]):
+        request = self._decoded(frame, session)
+        if not isinstance(request, Request):
+            return request
+        handler = self.handlers.get(request.api_key)
+        arrived = time.perf_counter()
+        if handler is None:
+            log.warning(
+                "closing %s: API %d is not served (ApiVersions does not advertise it)", session.peer, request.api_key
+            )
+            return _CLOSE
+        request.release = release
+        try:
+            body = await handler(self.context, request)
+        except Exception:
+            log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
+            return _CLOSE
+        return self._encoded(request, session, arrived, body)
+
+    def _respond_inline(
+        self, handler: InlineHandler, frame: bytes | bytearray, session: _Session, slot: _Slot, backlog: _Backlog
+    ) -> None:
+        """Serve `frame` with an inline handler now; its response goes to `slot` now or when its
+        DelayedResponse completes. Released at once: the handler's ordered work is done."""
+        arrived = time.perf_counter()
+        request = self._decoded(frame, session)
+        if not isinstance(request, Request):
+            _answer(slot, backlog, request)
+            return
+        try:
+            body = handler(self.context, request)
+        except Exception:
+            log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
+            _answer(slot, backlog, _CLOSE)
+            return
+        slot.release()
+        if isinstance(body, DelayedResponse):
+            body.on_complete(lambda done: _answer(slot, backlog, self._encoded(request, session, arrived, done)))
+        else:
+            _answer(slot, backlog, self._encoded(request, session, arrived, body))
+
+    def _decoded(self, frame: bytes | bytearray, session: _Session):
+        """The request with its connection's facts, or what to answer instead: ApiVersions'
+        UNSUPPORTED_VERSION response at an unknown version, or _CLOSE."""
         peer = session.peer
         try:
             request = decode_request(frame)
@@ -431,27 +491,37 @@ class KafkaServer:
         except ProtocolError as e:
             log.warning("closing %s: %s: %s", peer, type(e).__name__, e)
             return _CLOSE
-        handler = self.handlers.get(request.api_key)
-        arrived = time.perf_counter()
-        if handler is None:
-            log.warning("closing %s: API %d is not served (ApiVersions does not advertise it)", peer, request.api_key)
-            return _CLOSE
-        request.release = release
         request.listener = session.listener
         request.peer = peer
         request.principal = session.principal
+        return request
+
+    def _encoded(self, request: Request, session: _Session, arrived: float, body):
+        """A handler's body as response buffers (None: no response; _CLOSE when it cannot be
+        encoded), counted in the request metrics."""
+        if body is None:
+            return None
         try:
-            body = await handler(self.context, request)
-            if body is None:
-                return None
             parts = encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
-            self.request_stats.record(
-                request.api_key, request.api_version, (time.perf_counter() - arrived) * 1000, body
-            )
-            return parts
         except Exception:
-            log.exception("closing %s: API %d v%d failed", peer, request.api_key, request.api_version)
+            log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
             return _CLOSE
+        self.request_stats.record(request.api_key, request.api_version, (time.perf_counter() - arrived) * 1000, body)
+        return parts
+
+
+def _answer(slot: _Slot, backlog: _Backlog, response) -> None:
+    """Give an inline request its response (buffers, None or _CLOSE): the writer sends it in turn."""
+    slot.response = response
+    if response is not None and response is not _CLOSE:
+        backlog.add(_size(response))
+    slot.release()
+    slot.done.set()
+
+
+def _api_key(frame) -> int:
+    """The API key of a request frame (-1 for a frame too short to hold one)."""
+    return (frame[0] << 8 | frame[1]) if len(frame) >= 2 else -1
 
 
 _IOV_MAX = 512  # buffers per sendmsg call (Linux allows 1024)

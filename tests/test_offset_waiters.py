@@ -5,7 +5,7 @@ waiters do not pile up in the heap."""
 import pytest
 import trio
 
-from broker.delayed import DelayedTimer, OffsetWaiters, Watchers
+from broker.delayed import DelayedResponse, DelayedTimer, OffsetWaiters, Watchers
 
 TP = ("t", 0)
 
@@ -135,3 +135,15 @@ async def test_without_the_timer_task_waiters_time_themselves_out(autojump_clock
     assert not await OffsetWaiters(timer).wait_for({TP: 1}, lambda: False, 2.0)
     assert not await Watchers(timer).wait_for([TP], lambda: False, 0.5)
     assert trio.current_time() - start == pytest.approx(2.5)
+
+
+async def test_a_delayed_response_maps_its_value_whenever_it_completes():
+    early = DelayedResponse()
+    early.complete([1])
+    assert await early.map(lambda v: {"responses": v}).wait() == {"responses": [1]}
+    late = DelayedResponse().map(lambda v: v + [2])
+    got: list = []
+    late.on_complete(got.append)
+    late.complete([1])
+    late.complete([9])  # only the first completion counts
+    assert got == [[1, 2]] and await late.wait() == [1, 2]

@@ -97,6 +97,38 @@ async def test_acks_all_waits_for_the_isr_then_times_out_or_succeeds(rm, autojum
     assert r[0]["partition_responses"][0]["error_code"] == ErrorCode.NOT_ENOUGH_REPLICAS
 
 
+async def test_delayed_produce_completes_without_a_task_when_every_partition_is_covered(rm, autojump_clock):
+    """An acks=-1 produce to two partitions returns a DelayedResponse at once (Kafka's
+    DelayedProduce); the follower fetch that covers the first partition does not complete it, the
+    one that covers the second does; one whose follower never fetches times out on the timer."""
+    from broker.delayed import DelayedResponse
+
+    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (1, [1, 2], [1, 2])}), 7)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(rm.delayed_timer.run)
+        topic_data = produce("t", 0, [b"a"], -1)
+        topic_data[0].partition_data += produce("t", 1, [b"b", b"c"], -1)[0].partition_data
+        delayed = rm.append_records_now(-1, 1000, topic_data)
+        assert isinstance(delayed, DelayedResponse)
+        answered: list = []
+        delayed.on_complete(answered.append)
+        await rm.fetch(follower_fetch("t", 0, 1))
+        assert answered == [] and rm.partitions[("t", 0)].high_watermark == 1
+        await rm.fetch(follower_fetch("t", 1, 2))
+        assert [(p["index"], p["error_code"], p["base_offset"]) for p in answered[0][0]["partition_responses"]] == [
+            (0, ErrorCode.NONE, 0),
+            (1, ErrorCode.NONE, 0),
+        ]
+        start = trio.current_time()
+        late = rm.append_records_now(-1, 1000, produce("t", 0, [b"d"], -1))
+        assert isinstance(late, DelayedResponse)
+        body = await late.wait()
+        assert trio.current_time() - start == pytest.approx(1.0)
+        assert body[0]["partition_responses"][0]["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+        assert len(rm.delayed_timer) == 0 and len(rm.replication_waiters) == 0
+        nursery.cancel_scope.cancel()
+
+
 async def test_consumer_fetch_reads_to_the_hw_and_long_polls(rm, autojump_clock):
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
     await rm.append_records(1, 1000, produce("t", 0, [b"a", b"b"], 1))

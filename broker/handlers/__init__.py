@@ -2,7 +2,9 @@
 
 A handler is `async def handle(ctx: BrokerContext, request: Request) -> dict | None`: it gets a
 decoded request and returns a response body (a dict with Kafka's field names) or None when no
-response is sent (Produce with acks=0). Handlers never touch bytes or sockets. The same table
+response is sent (Produce with acks=0). Handlers never touch bytes or sockets. An API may also
+have an inline handler (`INLINE_HANDLERS`): a plain function returning the body, None, or a
+`DelayedResponse`, which the server runs without a task of its own. The same table
 decides what ApiVersions advertises: an API is advertised only if a handler serves it.
 """
 
@@ -32,7 +34,7 @@ from broker.handlers import (
     transactions,
     write_txn_markers,
 )
-from broker.server import Handler
+from broker.server import Handler, InlineHandler
 from protocol.api import SCHEMAS
 
 HANDLERS: dict[int, Handler] = {
@@ -59,6 +61,10 @@ HANDLERS: dict[int, Handler] = {
     **scram_credentials.HANDLERS,
     **acls.HANDLERS,
 }
+
+
+#: APIs served by a synchronous handler in the connection's reader task (broker/server.py)
+INLINE_HANDLERS: dict[int, InlineHandler] = {**produce.INLINE}
 
 
 def advertised_api_versions() -> list[dict]:

@@ -6,11 +6,20 @@ UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, CORRUPT_MESSAGE (CRC, record
 MESSAGE_TOO_LARGE, UNSUPPORTED_FOR_MESSAGE_FORMAT (magic 0/1), INVALID_REQUIRED_ACKS,
 NOT_ENOUGH_REPLICAS(_AFTER_APPEND).
 
+Served inline (`INLINE`): the server runs `handle_now` in the connection's reader task, with no
+task per request; an acks=-1 produce returns a DelayedResponse that the replica manager completes
+when the high watermark covers its batches (Kafka's DelayedProduce).
+
 Authorization (Kafka's `KafkaApis.handleProduceRequest`): a transactional produce needs WRITE on its
 transactional id (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE
 (else its partitions are TOPIC_AUTHORIZATION_FAILED); refused partitions are not appended."""
 
+from collections.abc import Callable
+from typing import Any
+
 from broker.authz import Op, Resource, allowed
+from broker.delayed import DelayedResponse
+from protocol.api import Request
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -22,7 +31,8 @@ def _refused(topic, code: ErrorCode) -> dict:
     return {"name": topic.name, "partition_responses": [{"index": p.index, **failed} for p in topic.partition_data]}
 
 
-async def handle(ctx, request):
+def handle_now(ctx, request) -> dict | DelayedResponse | None:
+    """The Produce response body (None for acks=0), or a DelayedResponse completed with it."""
     body = request.body
     topic_data, refused = body.topic_data, []
     if ctx.authorizer is not None:
@@ -33,10 +43,22 @@ async def handle(ctx, request):
             may = [allowed(ctx, request, Op.WRITE, Resource.TOPIC, t.name) for t in topic_data]
             refused = [_refused(t, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for t, ok in zip(topic_data, may) if not ok]
             topic_data = [t for t, ok in zip(topic_data, may) if ok]
-    # Once appended, the connection's next request may start while this one waits for the HW.
-    responses = await ctx.replica_manager.append_records(
-        body.acks, body.timeout_ms, topic_data, on_appended=request.release
-    )
+    result = ctx.replica_manager.append_records_now(body.acks, body.timeout_ms, topic_data)
     if body.acks == 0:
         return None
-    return {"responses": responses + refused, "throttle_time_ms": 0}
+
+    def response(responses: list) -> dict:
+        return {"responses": responses + refused, "throttle_time_ms": 0}
+
+    if isinstance(result, DelayedResponse):
+        return result.map(response)
+    return response(result)
+
+
+async def handle(ctx, request):
+    """The same as a task (the server's path for handlers that are not inline)."""
+    result = handle_now(ctx, request)
+    return await result.wait() if isinstance(result, DelayedResponse) else result
+
+
+INLINE: dict[int, Callable[[Any, Request], dict | DelayedResponse | None]] = {API_KEY: handle_now}
