@@ -13,6 +13,7 @@ checkpoint the logs, write the clean-shutdown marker, deregister, exit 0.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import logging.handlers
 import os
@@ -233,6 +234,7 @@ class Broker:
                         cluster_id,
                         self.replica_manager.broker_epoch,
                     )
+                    freeze_startup_heap()
                     task_status.started(bound)
                     async for signum in signals:
                         log.info("received %s: shutting down", signal.Signals(signum).name)
@@ -411,8 +413,27 @@ def configure_logging(broker_id: int, log_file: Path | None, max_bytes: int, bac
     logging.getLogger("kazoo").setLevel(logging.WARNING)
 
 
+#: Python's cyclic garbage collector thresholds for the broker (gen0 allocations, then gen1 and
+#: gen2 collection counts; CPython's defaults are 700, 10, 10). With the defaults, objects that live
+#: for a request's round trip (a delayed produce, a slot, a response) outlive several gen0 passes
+#: and reach gen2, and the full collections they trigger traverse the whole heap: measured at 100
+#: producer connections, 39 us of a 105 us Produce went to the collector, and each full pass stalled
+#: the event loop for tens of ms. At 10000 they die young; cycles are still collected.
+GC_THRESHOLDS = (10_000, 10, 10)
+
+
+def freeze_startup_heap() -> None:
+    """Collect once, then move everything alive after startup (modules, configuration, loaded
+    logs' state) to the collector's permanent generation, so later full collections do not
+    traverse it (CPython's gc.freeze). Only what is alive is frozen (the collection runs first);
+    objects freed by reference counting are still freed."""
+    gc.collect()
+    gc.freeze()
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of `minikafka broker`; returns the exit status."""
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         config = load_config(args.config, args.override, environ=dict(os.environ) if args.env_config else None)
     except ConfigError as e:
