@@ -19,6 +19,7 @@ cores. Results: a markdown table, `bench/results/requests.md`, README's `bench:r
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,12 @@ BEFORE = {
 def _row(name: str, measured: str, before: str, target: str, ok: bool) -> targets.Row:
     print(f"  {name}: {measured} (target {target})", flush=True)
     return (name, f"{measured} (before: {before})", target, ok)
+
+
+def _quiesce() -> None:
+    """Write back the dirty pages of the rows before (gigabytes after a throughput row), so the
+    next row does not share the disk with their writeback."""
+    os.sync()
 
 
 def _parallel_perf(cluster: LocalCluster, topics: list[str], *args: str) -> tuple[float, float, float]:
@@ -154,6 +161,7 @@ def run(quick: bool) -> list[targets.Row]:
             for topic in topics:  # 6 partitions in all
                 cluster.create_topic(topic, 6 // PRODUCERS, rf, {"min.insync.replicas": "2"} if rf == 3 else {})
             time.sleep(1.0)  # every broker's metadata knows the new topics
+            _quiesce()
             mb_s, client, brokers = _parallel_perf(
                 cluster, topics, "--num-records", str(n1k // PRODUCERS), "--record-size", "1024", "--acks", acks
             )
@@ -180,6 +188,7 @@ def run(quick: bool) -> list[targets.Row]:
                     )
                 )
         conns, rate = (20, 50) if quick else (100, 100)
+        _quiesce()
         result, brokers = _connections(cluster, "lat", conns, rate, 3 if quick else 15)
         offered = conns * rate
         cp99 = result.latency.p99 if result.latency else float("inf")
@@ -194,6 +203,7 @@ def run(quick: bool) -> list[targets.Row]:
             )
         )
         backlog_mib = 32 if quick else 1024
+        _quiesce()
         cluster.create_topic("backlog", 1, 1)
         time.sleep(1.0)  # every broker's metadata knows the new topic
         perf("produce", cluster.bootstrap, "backlog", "--num-records", str(backlog_mib * 1024), "--record-size",

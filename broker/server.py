@@ -111,7 +111,9 @@ class KafkaServer:
         self.idle_timeout_s = idle_timeout_ms / 1000
         self.bound: list[tuple[Listener, int]] = []
         self._accepting = trio.CancelScope()
-        self._reading: set[trio.CancelScope] = set()
+        self._reading: set[trio.CancelScope] = set()  # TLS connections waiting for a request
+        self._waiting: dict[Any, float] = {}  # plaintext sockets waiting for a request -> since (trio time)
+        self._idle_closed: dict[Any, bool] = {}  # those woken by `_close_idle`
         self._closing = False
         self._connections: trio.Nursery | None = None
         self.active_connections = 0
@@ -128,6 +130,7 @@ class KafkaServer:
         bound (listener, port) pairs (port 0 in a listener binds an ephemeral port)."""
         async with trio.open_nursery() as connections:
             self._connections = connections
+            connections.start_soon(self._close_idle)
             with self._accepting:
                 async with trio.open_nursery() as accept:
                     for listener in self.listeners:
@@ -147,6 +150,8 @@ class KafkaServer:
         self._accepting.cancel()
         for scope in list(self._reading):
             scope.cancel()
+        for fd in list(self._waiting):
+            trio.lowlevel.notify_closing(fd)
         with trio.move_on_after(grace_s):
             while self.active_connections:
                 await trio.sleep(0.01)
@@ -296,19 +301,21 @@ class KafkaServer:
                 await trio.lowlevel.checkpoint()  # let the other tasks run now and then
             if data is not None:
                 direct += 1
-            else:
+            elif sock is not None:
                 direct = 0
+                # wait, then read straight from the socket: trio's receive_some would add a
+                # scheduler pass after the read
+                if not await self._wait_readable(sock, peer):
+                    return
+                data = _receive_now(sock, size)
+                if data is None:  # woken without data: wait again
+                    continue
+            else:
                 reading = trio.CancelScope(deadline=trio.current_time() + self.idle_timeout_s)
                 self._reading.add(reading)
                 try:
                     with reading:
-                        if sock is not None:
-                            # wait, then read straight from the socket: trio's receive_some
-                            # would add a scheduler pass after the read
-                            await trio.lowlevel.wait_readable(sock.socket)
-                            data = _receive_now(sock, size)
-                        if data is None:
-                            data = await stream.receive_some(size)
+                        data = await stream.receive_some(size)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
                     log.debug("connection %s ended: %s", peer, e)
                     return
@@ -327,6 +334,38 @@ class KafkaServer:
                 return
             if not await self._start_requests(frames, slots, nursery, session, backlog, last):
                 return
+
+    async def _wait_readable(self, sock: trio.SocketStream, peer: str) -> bool:
+        """Wait until a plaintext connection's socket is readable; False when the connection must
+        end instead: idle for connections.max.idle.ms (`_close_idle`), the server stopping, or
+        the socket failing. No cancel scope per wait (its deadline bookkeeping was a noticeable
+        share of a small request's cost): the idle sweep and stop() wake the wait with
+        `notify_closing` instead."""
+        fd = sock.socket
+        self._waiting[fd] = trio.current_time()
+        try:
+            await trio.lowlevel.wait_readable(fd)
+            return True
+        except trio.ClosedResourceError:
+            if self._idle_closed.pop(fd, False) and not self._closing:
+                log.info("closing %s: idle for %.0f s", peer, self.idle_timeout_s)
+            return False
+        except (trio.BrokenResourceError, ConnectionError) as e:
+            log.debug("connection %s ended: %s", peer, e)
+            return False
+        finally:
+            self._waiting.pop(fd, None)
+
+    async def _close_idle(self) -> None:
+        """connections.max.idle.ms for plaintext connections waiting for a request: every tenth
+        of the timeout, wake (to close) each whose wait began a timeout ago or earlier."""
+        while True:
+            await trio.sleep(max(0.01, self.idle_timeout_s / 10))
+            limit = trio.current_time() - self.idle_timeout_s
+            for fd, since in list(self._waiting.items()):
+                if since <= limit:
+                    self._idle_closed[fd] = True
+                    trio.lowlevel.notify_closing(fd)
 
     async def _start_requests(
         self,

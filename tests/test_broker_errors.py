@@ -148,6 +148,9 @@ async def test_bad_frames_close_only_their_connection(start_broker):
 async def test_connection_idle_timeout(start_broker):
     broker = start_broker(1, connections_max_idle_ms="300")
     async with Connection.open(broker.host, broker.port) as conn:
+        for _ in range(8):  # requests 150 ms apart for 1.2 s: never idle for 300 ms
+            await conn.request(18, {}, timeout_s=5)
+            await trio.sleep(0.15)
         await trio.sleep(1.0)
         try:
             await conn.request(18, {}, timeout_s=5)
