@@ -49,6 +49,15 @@ import trio
 
 from broker import sasl_phase
 from broker.config import Listener
+from broker.connection_output import (
+    CLOSE,
+    MAX_PIPELINED,
+    Backlog,
+    ResponseQueue,
+    Slot,
+    response_size,
+    send_parts,
+)
 from broker.delayed import DelayedResponse
 from broker.listener_transport import PLAINTEXT_TRANSPORT, ListenerTransport
 from metrics.stats import RequestStats
@@ -60,8 +69,8 @@ from security.principal import ANONYMOUS
 
 log = logging.getLogger(__name__)
 
-#: Requests in progress per connection (started, not yet answered); Kafka allows one.
-MAX_PIPELINED = 16
+__all__ = ["MAX_PIPELINED", "MAX_UNSENT_RESPONSE_BYTES", "KafkaServer"]
+
 #: A connection whose computed responses not yet written to its socket exceed this many bytes is
 #: not read from until they are (Kafka mutes a connection while its response is being sent).
 MAX_UNSENT_RESPONSE_BYTES = 1 << 20
@@ -177,7 +186,7 @@ class KafkaServer:
             return
         self.active_connections += 1
         self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
-        backlog = _Backlog()
+        backlog = Backlog()
         transport = self.transports.get(listener, PLAINTEXT_TRANSPORT)
         stream: trio.abc.Stream = tcp
         try:
@@ -191,12 +200,14 @@ class KafkaServer:
                         log.info("closing %s: the TLS / SASL handshake took over %.0f s", peer, HANDSHAKE_TIMEOUT_S)
                     return
                 stream, principal = opened
-                slots_in, slots_out = trio.open_memory_channel(MAX_PIPELINED - 1)
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._write_responses, stream, slots_out, peer, nursery.cancel_scope, backlog)
-                    async with slots_in:
-                        session = _Session(listener, peer, principal)
-                        await self._read_requests(stream, slots_in, nursery, session, backlog, decoder, frames)
+                    queue = ResponseQueue(stream, backlog, nursery.cancel_scope, peer, self.idle_timeout_s)
+                    nursery.start_soon(queue.run)
+                    session = _Session(listener, peer, principal)
+                    try:
+                        await self._read_requests(stream, queue, nursery, session, decoder, frames)
+                    finally:
+                        queue.input_done()
         except Exception:  # a bug serving one connection closes that connection, never the broker
             log.exception("closing %s: unexpected error serving it", peer)
         finally:
@@ -249,11 +260,11 @@ class KafkaServer:
             return pending.pop(0)
 
         async def send(parts: list) -> None:
-            await _send_parts(stream, parts)
+            await send_parts(stream, parts)
 
         async def api_versions(frame):
             response = await self._respond(frame, _Session(transport.name, peer, ANONYMOUS), lambda: None)
-            return None if response is _CLOSE else response
+            return None if response is CLOSE else response
 
         # until authenticated, a frame may not exceed Kafka's sasl.server.max.receive.size
         decoder.max_frame_size = min(decoder.max_frame_size, sasl_phase.MAX_TOKEN_BYTES)
@@ -272,10 +283,9 @@ class KafkaServer:
     async def _read_requests(
         self,
         stream: trio.abc.Stream,
-        slots: trio.MemorySendChannel,
+        queue: ResponseQueue,
         nursery: trio.Nursery,
         session: _Session,
-        backlog: _Backlog,
         decoder: FrameDecoder,
         first_frames: list,
     ) -> None:
@@ -285,7 +295,8 @@ class KafkaServer:
         closes the connection, or shutdown. `first_frames` were read already (after SASL)."""
         peer = session.peer
         last: list = [None]  # the latest request started on this connection
-        if first_frames and not await self._start_requests(first_frames, slots, nursery, session, backlog, last):
+        backlog = queue.backlog
+        if first_frames and not await self._start_requests(first_frames, queue, nursery, session, last):
             return
         sock = stream if isinstance(stream, trio.SocketStream) else None
         direct = 0  # reads in a row taken straight from the socket, without a scheduler pass
@@ -332,7 +343,7 @@ class KafkaServer:
             except FrameTooLarge as e:
                 log.warning("closing %s: %s (socket.request.max.bytes)", peer, e)
                 return
-            if not await self._start_requests(frames, slots, nursery, session, backlog, last):
+            if not await self._start_requests(frames, queue, nursery, session, last):
                 return
 
     async def _wait_readable(self, sock: trio.SocketStream, peer: str) -> bool:
@@ -370,10 +381,9 @@ class KafkaServer:
     async def _start_requests(
         self,
         frames: list,
-        slots: trio.MemorySendChannel,
+        queue: ResponseQueue,
         nursery: trio.Nursery,
         session: _Session,
-        backlog: _Backlog,
         last: list,
     ) -> bool:
         """Start each frame's request in order, each once the one before it (`last[0]`, the
@@ -387,20 +397,16 @@ class KafkaServer:
             if previous is not None:
                 if not previous.released.is_set():
                     await previous.released.wait()
-                if previous.response is _CLOSE:
+                if previous.response is CLOSE:
                     return False
-            await backlog.wait_below(MAX_UNSENT_RESPONSE_BYTES)
-            slot = _Slot()
-            try:
-                try:
-                    slots.send_nowait(slot)
-                except trio.WouldBlock:
-                    await slots.send(slot)  # waits while MAX_PIPELINED are in progress
-            except trio.BrokenResourceError:  # the writer ended (its client went away)
+            await queue.backlog.wait_below(MAX_UNSENT_RESPONSE_BYTES)
+            slot = Slot()
+            await queue.put(slot)  # waits while MAX_PIPELINED are in progress
+            if queue.ended:  # the connection is ending (its client went away)
                 return False
             inline = self.inline_handlers.get(_api_key(frame))
             if inline is not None:
-                self._respond_inline(inline, frame, session, slot, backlog)
+                self._respond_inline(inline, frame, session, slot, queue)
                 last[0] = slot
                 continue
             try:
@@ -414,61 +420,18 @@ class KafkaServer:
                 except BaseException:  # cancelled while waiting: the queued.max.requests place goes back
                     slot.release()
                     raise
-            nursery.start_soon(self._handle, frame, session, slot, backlog)
+            nursery.start_soon(self._handle, frame, session, slot, queue)
             last[0] = slot
         return True
 
-    async def _write_responses(
-        self,
-        stream: trio.abc.Stream,
-        slots: trio.MemoryReceiveChannel,
-        peer: str,
-        connection: trio.CancelScope,
-        backlog: _Backlog,
-    ) -> None:
-        """Send responses in request order; a request that closes the connection ends it after
-        the responses before it are sent, and so does a response its client does not read within
-        connections.max.idle.ms."""
-        try:
-            async with slots:
-                while True:
-                    try:
-                        slot = slots.receive_nowait()
-                    except trio.WouldBlock:
-                        try:
-                            slot = await slots.receive()
-                        except trio.EndOfChannel:
-                            break
-                    except trio.EndOfChannel:
-                        break
-                    if not slot.done.is_set():
-                        await slot.done.wait()
-                    if slot.response is _CLOSE:
-                        break
-                    if slot.response is not None:
-                        size = _size(slot.response)
-                        unsent = _send_now(stream, slot.response, size)
-                        if unsent:
-                            with trio.move_on_after(self.idle_timeout_s) as sending:
-                                await _send_parts(stream, unsent)
-                            if sending.cancelled_caught:
-                                log.info("closing %s: a response was not read for %.0f s", peer, self.idle_timeout_s)
-                                break
-                        backlog.remove(size)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
-            log.debug("connection %s ended: %s", peer, e)
-        connection.cancel()
-
-    async def _handle(self, frame: bytes | bytearray, session: _Session, slot: _Slot, backlog: _Backlog) -> None:
+    async def _handle(self, frame: bytes | bytearray, session: _Session, slot: Slot, queue: ResponseQueue) -> None:
         size = len(frame)
+        response = CLOSE  # unless answered
         try:
-            slot.response = await self._respond(frame, session, slot.release)
-            if slot.response is not None and slot.response is not _CLOSE:
-                backlog.add(_size(slot.response))
+            response = await self._respond(frame, session, slot.release)
         finally:
             self._request_bytes.release(size)
-            slot.release()
-            slot.done.set()
+            _answer(slot, queue, response)
 
     async def _respond(self, frame: bytes | bytearray, session: _Session, release: Callable[[], None]):
         request = self._decoded(frame, session)
@@ -480,40 +443,40 @@ class KafkaServer:
             log.warning(
                 "closing %s: API %d is not served (ApiVersions does not advertise it)", session.peer, request.api_key
             )
-            return _CLOSE
+            return CLOSE
         request.release = release
         try:
             body = await handler(self.context, request)
         except Exception:
             log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
-            return _CLOSE
+            return CLOSE
         return self._encoded(request, session, arrived, body)
 
     def _respond_inline(
-        self, handler: InlineHandler, frame: bytes | bytearray, session: _Session, slot: _Slot, backlog: _Backlog
+        self, handler: InlineHandler, frame: bytes | bytearray, session: _Session, slot: Slot, queue: ResponseQueue
     ) -> None:
         """Serve `frame` with an inline handler now; its response goes to `slot` now or when its
         DelayedResponse completes. Released at once: the handler's ordered work is done."""
         arrived = time.perf_counter()
         request = self._decoded(frame, session)
         if not isinstance(request, Request):
-            _answer(slot, backlog, request)
+            _answer(slot, queue, request)
             return
         try:
             body = handler(self.context, request)
         except Exception:
             log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
-            _answer(slot, backlog, _CLOSE)
+            _answer(slot, queue, CLOSE)
             return
         slot.release()
         if isinstance(body, DelayedResponse):
-            body.on_complete(lambda done: _answer(slot, backlog, self._encoded(request, session, arrived, done)))
+            body.on_complete(lambda done: _answer(slot, queue, self._encoded(request, session, arrived, done)))
         else:
-            _answer(slot, backlog, self._encoded(request, session, arrived, body))
+            _answer(slot, queue, self._encoded(request, session, arrived, body))
 
     def _decoded(self, frame: bytes | bytearray, session: _Session):
         """The request with its connection's facts, or what to answer instead: ApiVersions'
-        UNSUPPORTED_VERSION response at an unknown version, or _CLOSE."""
+        UNSUPPORTED_VERSION response at an unknown version, or CLOSE."""
         peer = session.peer
         try:
             request = decode_request(frame)
@@ -526,17 +489,17 @@ class KafkaServer:
                     {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.api_versions()},
                 )
             log.warning("closing %s: %s", peer, e)
-            return _CLOSE
+            return CLOSE
         except ProtocolError as e:
             log.warning("closing %s: %s: %s", peer, type(e).__name__, e)
-            return _CLOSE
+            return CLOSE
         request.listener = session.listener
         request.peer = peer
         request.principal = session.principal
         return request
 
     def _encoded(self, request: Request, session: _Session, arrived: float, body):
-        """A handler's body as response buffers (None: no response; _CLOSE when it cannot be
+        """A handler's body as response buffers (None: no response; CLOSE when it cannot be
         encoded), counted in the request metrics."""
         if body is None:
             return None
@@ -544,26 +507,23 @@ class KafkaServer:
             parts = encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
         except Exception:
             log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
-            return _CLOSE
+            return CLOSE
         self.request_stats.record(request.api_key, request.api_version, (time.perf_counter() - arrived) * 1000, body)
         return parts
 
 
-def _answer(slot: _Slot, backlog: _Backlog, response) -> None:
-    """Give an inline request its response (buffers, None or _CLOSE): the writer sends it in turn."""
-    slot.response = response
-    if response is not None and response is not _CLOSE:
-        backlog.add(_size(response))
+def _answer(slot: Slot, queue: ResponseQueue, response) -> None:
+    """Give a request its response (buffers, None or CLOSE), sent in its turn."""
+    if response is not None and response is not CLOSE:
+        queue.backlog.add(response_size(response))
+    slot.response = response  # before the release: the reader checks it for CLOSE then
     slot.release()
-    slot.done.set()
+    queue.finished(slot, response)
 
 
 def _api_key(frame) -> int:
     """The API key of a request frame (-1 for a frame too short to hold one)."""
     return (frame[0] << 8 | frame[1]) if len(frame) >= 2 else -1
-
-
-_IOV_MAX = 512  # buffers per sendmsg call (Linux allows 1024)
 
 
 #: reads taken straight from a socket in a row before the reader lets other tasks run
@@ -583,53 +543,6 @@ def _receive_now(stream: trio.SocketStream, size: int) -> bytes | None:
         return b""
 
 
-def _send_now(stream: trio.abc.Stream, parts: list, size: int) -> list:
-    """Write what the socket takes at once, without a pass through trio's scheduler (a plaintext
-    stream only: one `os.writev` on its non-blocking socket); returns the buffers still unsent
-    ([] when all went, `parts` itself for a TLS stream or a full socket buffer); `size` is
-    their total length in bytes. A small
-    response nearly always goes whole, so it costs one system call and no task switch. An error
-    of the socket raises trio.BrokenResourceError, as trio's own send does."""
-    if not isinstance(stream, trio.SocketStream):
-        return parts
-    try:
-        sent = os.writev(stream.socket.fileno(), parts[:_IOV_MAX])
-    except BlockingIOError:
-        return parts
-    except OSError as e:
-        raise trio.BrokenResourceError(f"socket write failed: {e}") from e
-    if sent == size:
-        return []
-    pending = [memoryview(p).cast("B") for p in parts]
-    _drop_sent(pending, sent)
-    return pending
-
-
-def _drop_sent(pending: list, sent: int) -> None:
-    """Remove the first `sent` bytes from `pending` (memoryviews), after a partial write."""
-    while sent and pending:
-        if sent >= len(pending[0]):
-            sent -= len(pending.pop(0))
-        else:
-            pending[0] = pending[0][sent:]
-            sent = 0
-
-
-async def _send_parts(stream: trio.abc.Stream, parts: list) -> None:
-    """Send a response given as buffers: one send_all for one buffer, else vectored sends
-    (sendmsg) so referenced record batches are not copied into one frame first (TLS streams get
-    the joined frame: their records are encrypted anyway)."""
-    if len(parts) == 1:
-        await stream.send_all(parts[0])
-        return
-    if not isinstance(stream, trio.SocketStream):
-        await stream.send_all(b"".join(parts))
-        return
-    pending = [memoryview(p).cast("B") for p in parts]
-    while pending:
-        _drop_sent(pending, await stream.socket.sendmsg(pending[:_IOV_MAX]))
-
-
 class _Session:
     """What a connection's requests share: its listener, peer and authenticated principal."""
 
@@ -637,32 +550,6 @@ class _Session:
 
     def __init__(self, listener: str, peer: str, principal: str):
         self.listener, self.peer, self.principal = listener, peer, principal
-
-
-class _Slot:
-    """One request in progress on a connection: `released` once its ordered work is done,
-    `done` once `response` (a list of buffers, None for no response, or _CLOSE) is final."""
-
-    __slots__ = ("released", "done", "response", "on_release")
-
-    def __init__(self) -> None:
-        self.released = trio.Event()
-        self.done = trio.Event()
-        self.response = None
-        self.on_release: Callable[[], None] | None = None  # called once, at the release
-
-    def release(self) -> None:
-        if not self.released.is_set():
-            self.released.set()
-            if self.on_release is not None:
-                self.on_release()
-
-
-_CLOSE = object()
-
-
-def _size(parts: list) -> int:
-    return sum(len(p) for p in parts)
 
 
 class _ByteBudget:
@@ -692,28 +579,6 @@ class _ByteBudget:
         self.used -= n
         for freed in self._waiters:
             freed.set()
-
-
-class _Backlog:
-    """Bytes of a connection's responses computed but not yet written to its socket."""
-
-    __slots__ = ("unsent", "_drained")
-
-    def __init__(self) -> None:
-        self.unsent = 0
-        self._drained = trio.Event()
-
-    def add(self, n: int) -> None:
-        self.unsent += n
-
-    def remove(self, n: int) -> None:
-        self.unsent -= n
-        self._drained.set()
-
-    async def wait_below(self, limit: int) -> None:
-        while self.unsent > limit:
-            self._drained = trio.Event()
-            await self._drained.wait()
 
 
 def _peer(stream: trio.SocketStream) -> str:
