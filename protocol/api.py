@@ -25,7 +25,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocol import produce_codec
+from protocol import fetch_codec, produce_codec
 from protocol.api_keys import ApiKey
 from protocol.errors import MalformedMessage, UnsupportedApiKey, UnsupportedVersion
 from protocol.schemas import APIS, headers
@@ -158,8 +158,8 @@ def decode_request(frame) -> Request:
     memoryviews into `frame`, so keep `frame` alive while they are used. Bytes after the body are
     ignored (Kafka's rule, see the module docstring)."""
     api_key, api_version, correlation_id = peek_header(frame)
-    if api_key == ApiKey.PRODUCE:
-        fast = produce_codec.decode_request(frame)
+    if api_key == ApiKey.PRODUCE or api_key == ApiKey.FETCH:  # their fast paths, else the generic decoder
+        fast = (produce_codec if api_key == ApiKey.PRODUCE else fetch_codec).decode_request(frame)
         if fast is not None:
             return Request(*fast)
     schema = schema_for(api_key, api_version, correlation_id)
@@ -233,8 +233,9 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int, b
     """`encode_response` with the size prefix, as a list of buffers whose concatenation is the
     frame: record batches of 32 KiB or more are referenced, not copied (for a vectored send; the
     buffers must not change until sent)."""
-    if api_key == ApiKey.PRODUCE:
-        fast = produce_codec.encode_response(api_version, correlation_id, body)
+    if api_key == ApiKey.PRODUCE or api_key == ApiKey.FETCH:
+        codec = produce_codec if api_key == ApiKey.PRODUCE else fetch_codec
+        fast = codec.encode_response(api_version, correlation_id, body)
         if fast is not None:
             return fast
     header_struct, body_struct = _response_structs(api_key, api_version, correlation_id)
