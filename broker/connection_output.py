@@ -102,7 +102,11 @@ class ResponseQueue:
         """`slot`'s response is final (buffers, None or CLOSE): send what is ready in order."""
         slot.response = response
         slot.finished = True
-        self._flush()
+        try:
+            self._flush()
+        except Exception:  # this runs in whichever task finished the request: never let it fail there
+            log.exception("closing %s: sending a response failed", self._peer)
+            self._end()
 
     def input_done(self) -> None:
         """The reader starts no more requests: end once every queued one is answered."""

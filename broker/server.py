@@ -470,7 +470,16 @@ class KafkaServer:
             return
         slot.release()
         if isinstance(body, DelayedResponse):
-            body.on_complete(lambda done: _answer(slot, queue, self._encoded(request, session, arrived, done)))
+
+            def complete(done) -> None:  # runs in the task that completed the operation
+                try:
+                    response = self._encoded(request, session, arrived, done)
+                except Exception:
+                    log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
+                    response = CLOSE
+                _answer(slot, queue, response)
+
+            body.on_complete(complete)
         else:
             _answer(slot, queue, self._encoded(request, session, arrived, body))
 
