@@ -159,11 +159,17 @@ class ReplicaManager:
 
     # ---- lookups ---------------------------------------------------------------------------------
     def get_partition(self, topic: str, index: int) -> Partition:
-        """The hosted partition; raises KafkaStorageError for one whose log dir went offline and
-        UnknownTopicOrPartition for one not hosted here."""
+        """The hosted partition; raises KafkaStorageError for one whose log dir went offline,
+        NotLeaderOrFollower for one the cluster has but not here, and UnknownTopicOrPartition for
+        one the cluster does not have."""
         partition = self.partitions.get((topic, index))
         if partition is None and (topic, index) in self.offline_partitions:
             raise KafkaStorageError(f"{topic}-{index} is in an offline log dir on broker {self.broker_id}")
+        if partition is None and self.metadata_cache.get_partition(topic, index) is not None:
+            # Kafka's getPartitionOrError: the partition exists but has no replica here (a
+            # reassignment moved it, or the client's metadata is stale): NOT_LEADER_OR_FOLLOWER,
+            # on which clients refresh their metadata and retry
+            raise NotLeaderOrFollower(f"{topic}-{index} has no replica on broker {self.broker_id}")
         if partition is None:
             raise UnknownTopicOrPartition(f"{topic}-{index} is not hosted on broker {self.broker_id}")
         return partition

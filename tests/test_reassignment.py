@@ -75,12 +75,21 @@ class AckedProducer:
 
 
 def consume_all(bootstrap, topic):
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"check-{time.time()}", "enable.auto.commit": False}
     )
-    _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+    deadline = time.monotonic() + TIMEOUT
+    while True:  # right after a reassignment a broker's metadata may still name the old leader:
+        try:  # it answers NOT_LEADER_OR_FOLLOWER (retriable), as Kafka's brokers do
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+            break
+        except KafkaException as e:
+            moved = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+            if e.args[0].code() not in moved or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
     consumer.assign([TopicPartition(topic, 0, 0)])
     values, deadline = set(), time.monotonic() + TIMEOUT
     last = -1

@@ -341,3 +341,19 @@ async def test_a_caught_up_follower_keeps_its_isr_place_on_partitions_its_sessio
     body = session_fetch(session, 4, [("t", 0, 2)])
     body.topics[0].partitions[0]["current_leader_epoch"] = 0
     assert answered(await rm.fetch(body))[("t", 0)]["error_code"] == ErrorCode.FENCED_LEADER_EPOCH
+
+
+def test_a_partition_the_cluster_has_elsewhere_answers_not_leader_or_follower(rm):
+    """Kafka's getPartitionOrError: a partition this broker does not host answers
+    NOT_LEADER_OR_FOLLOWER when the metadata cache knows it (clients refresh their metadata and
+    retry; e.g. right after a reassignment moved it away), UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+    from broker.errors import NotLeaderOrFollower, UnknownTopicOrPartition
+    from broker.metadata_cache import PartitionState
+
+    with pytest.raises(UnknownTopicOrPartition):
+        rm.get_partition("moved", 0)
+    rm.metadata_cache.partitions["moved"] = {0: PartitionState("moved", 0, 2, 1, (2, 3), (2, 3), (), 0, 1)}
+    with pytest.raises(NotLeaderOrFollower):
+        rm.get_partition("moved", 0)
+    with pytest.raises(UnknownTopicOrPartition):
+        rm.get_partition("moved", 1)
