@@ -37,6 +37,8 @@ from bench import cluster_report
 from bench.ceiling import CeilingServer, measure
 from client import Cluster
 from client.admin import on_controller
+from client.cluster import KafkaError
+from client.groups import coordinator_connection
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
 from perf.stats import Result
@@ -97,6 +99,12 @@ class LocalCluster:
         in a broker's Metadata (so no run starts during elections)."""
         trio.run(_create_and_wait, self.bootstrap, name, partitions, rf, configs or {})
 
+    def create_offsets_topic(self) -> None:
+        """Have the brokers create __consumer_offsets now, as the first FindCoordinator does in
+        Kafka (50 partitions on every broker: a stall of tens of ms each), so that no measurement
+        starts with it; returns once every one of its partitions has a leader."""
+        trio.run(_create_offsets_topic, self.bootstrap)
+
     def cpu_s(self) -> float:
         """CPU seconds used so far by the live brokers, together."""
         total = 0.0
@@ -114,6 +122,22 @@ class LocalCluster:
             if b.process and b.process.poll() is None:
                 b.kill()
         self.zk.stop()
+
+
+async def _create_offsets_topic(bootstrap: str) -> None:
+    async with Cluster.open(bootstrap) as cluster:
+        with trio.fail_after(60):
+            while True:
+                try:
+                    await coordinator_connection(cluster, "minikafka-perf")
+                    break
+                except KafkaError:  # COORDINATOR_NOT_AVAILABLE while the topic is being created
+                    await trio.sleep(0.2)
+            while True:
+                parts = (await cluster.refresh_metadata(["__consumer_offsets"])).topics.get("__consumer_offsets", {})
+                if parts and all(p.leader >= 0 for p in parts.values()):
+                    return
+                await trio.sleep(0.2)
 
 
 async def _create_and_wait(bootstrap: str, name: str, partitions: int, rf: int, configs: dict) -> None:

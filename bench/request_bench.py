@@ -116,6 +116,7 @@ def run(quick: bool) -> list[targets.Row]:
     cluster = LocalCluster(root / "cluster")
     try:
         cluster.create_topic("lat", 1, 3, {"min.insync.replicas": "2"})
+        cluster.create_offsets_topic()  # the perf consumers' group would create it mid-measurement
         n = 2_000 if quick else 50_000
         cpu0, t0 = cluster.cpu_s(), time.monotonic()
         e2e = perf("end-to-end", cluster.bootstrap, "lat", "--num-records", str(n), "--throughput", "10000",
