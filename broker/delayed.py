@@ -95,6 +95,16 @@ class DelayedTimer:
         return sum(1 for e in self._heap if e[2] is not None)
 
 
+async def _timed(timer: DelayedTimer, deadline: float, check: Callable[[], bool], wait) -> bool:
+    """Run a waiter's `wait()`, whose timeout `timer` serves; while the timer's task is not
+    running, under a cancel scope of its own instead (then the final `check()` at the deadline)."""
+    if timer.running:
+        return await wait()
+    with trio.CancelScope(deadline=deadline):
+        return await wait()
+    return check()
+
+
 class Watchers:
     """Waiters for keyed changes; their timeouts are served by `timer`."""
 
@@ -112,11 +122,7 @@ class Watchers:
         `check()`)."""
         keys = list(keys)
         deadline = trio.current_time() + max(0.0, timeout_s)
-        if not self._timer.running:
-            with trio.CancelScope(deadline=deadline):
-                return await self._wait(keys, check, deadline)
-            return check()
-        return await self._wait(keys, check, deadline)
+        return await _timed(self._timer, deadline, check, lambda: self._wait(keys, check, deadline))
 
     async def _wait(self, keys: list, check: Callable[[], bool], deadline: float) -> bool:
         while trio.current_time() < deadline:
@@ -162,11 +168,7 @@ class OffsetWaiters:
         """Wait until `check()` is true (returns True) or `timeout_s` passes (returns the final
         `check()`); woken by `notify(key, reached)` with `reached >= targets[key]`, or with None."""
         deadline = trio.current_time() + max(0.0, timeout_s)
-        if not self._timer.running:
-            with trio.CancelScope(deadline=deadline):
-                return await self._wait(targets, check, deadline)
-            return check()
-        return await self._wait(targets, check, deadline)
+        return await _timed(self._timer, deadline, check, lambda: self._wait(targets, check, deadline))
 
     async def _wait(self, targets: Mapping[Any, int], check: Callable[[], bool], deadline: float) -> bool:
         while trio.current_time() < deadline:

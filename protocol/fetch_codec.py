@@ -18,79 +18,16 @@ from __future__ import annotations
 
 import struct
 
+from protocol.fast_codec import FrameReader, write_length
 from protocol.types import ZERO_UUID, FieldDict
 
 _HEAD = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 _WAITS = struct.Struct(">iiii")  # replica id, max wait, min bytes, max bytes
 _SESSION = struct.Struct(">ii")
 _FIRST_VERSION, _FLEXIBLE, _LAST_VERSION = 4, 12, 12
 _BY_REFERENCE = 32768  # record blobs at least this large are sent from their own buffer
-
-
-class _Reader:
-    """Cursor over a frame; every read raises IndexError / struct.error past the end."""
-
-    __slots__ = ("buf", "view", "pos", "end", "flexible")
-
-    def __init__(self, frame, pos: int, flexible: bool) -> None:
-        self.buf, self.view, self.pos, self.end, self.flexible = frame, memoryview(frame), pos, len(frame), flexible
-
-    def uvarint(self) -> int:
-        buf, pos = self.buf, self.pos
-        result = shift = 0
-        while True:
-            b = buf[pos]
-            pos += 1
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                self.pos = pos
-                return result
-            shift += 7
-            if shift > 28:
-                raise ValueError("varint too long")
-
-    def i32(self) -> int:
-        value = _I32.unpack_from(self.buf, self.pos)[0]
-        self.pos += 4
-        return value
-
-    def i64(self) -> int:
-        value = _I64.unpack_from(self.buf, self.pos)[0]
-        self.pos += 8
-        return value
-
-    def count(self) -> int:
-        """An array length (the request's arrays are never null)."""
-        n = self.uvarint() - 1 if self.flexible else self.i32()
-        if n < 0:
-            raise ValueError("bad array length")
-        return n
-
-    def string(self, nullable: bool = False) -> str | None:
-        if self.flexible:
-            n = self.uvarint() - 1
-        else:
-            n = _I16.unpack_from(self.buf, self.pos)[0]
-            self.pos += 2
-        if n < 0:
-            if n == -1 and nullable:
-                return None
-            raise ValueError("bad string length")
-        if self.pos + n > self.end:
-            raise IndexError("string overruns the frame")
-        value = str(self.view[self.pos : self.pos + n], "utf-8", "replace")
-        self.pos += n
-        return value
-
-    def no_tags(self) -> None:
-        """The end of a flexible struct: only an empty tag section goes the fast way."""
-        if self.flexible:
-            if self.buf[self.pos] != 0:
-                raise LookupError("tagged fields")
-            self.pos += 1
 
 
 def decode_request(frame) -> tuple[FieldDict, FieldDict] | None:
@@ -107,7 +44,7 @@ def _decode(frame) -> tuple[FieldDict, FieldDict] | None:
     if api_key != 1 or not _FIRST_VERSION <= version <= _LAST_VERSION or n < -1:
         return None
     flexible = version >= _FLEXIBLE
-    r = _Reader(frame, 8, False)
+    r = FrameReader(frame, 8, False)
     client_id = r.string(nullable=True)  # the header's client id is never compact
     r.flexible = flexible
     r.no_tags()
@@ -203,18 +140,6 @@ def encode_response(version: int, correlation_id: int, body) -> list | None:
         return None
 
 
-def _length(out: bytearray, n: int, flexible: bool, string: bool = False) -> None:
-    """A length prefix (-1 = null): compact (N+1 as a varint) or int16 / int32."""
-    if flexible:
-        n += 1
-        while n > 0x7F:
-            out.append((n & 0x7F) | 0x80)
-            n >>= 7
-        out.append(n)
-    else:
-        out += (_I16 if string else _I32).pack(n)
-
-
 def _encode(version: int, correlation_id: int, body) -> list | None:
     flexible = version >= _FLEXIBLE
     out = bytearray(4)
@@ -227,15 +152,15 @@ def _encode(version: int, correlation_id: int, body) -> list | None:
         out += _I16.pack(body["error_code"])
         out += _I32.pack(body["session_id"])
     responses = body["responses"]
-    _length(out, len(responses), flexible)
+    write_length(out, len(responses), flexible)
     for topic in responses:
         if topic.keys() != _TOPIC_KEYS:
             return None
         name = topic["topic"].encode("utf-8")
-        _length(out, len(name), flexible, string=True)
+        write_length(out, len(name), flexible, string=True)
         out += name
         partitions = topic["partitions"]
-        _length(out, len(partitions), flexible)
+        write_length(out, len(partitions), flexible)
         for p in partitions:
             if p.keys() != _PARTITION_KEYS:
                 return None
@@ -253,9 +178,9 @@ def _encode(version: int, correlation_id: int, body) -> list | None:
                 )
             aborted = p["aborted_transactions"]
             if aborted is None:
-                _length(out, -1, flexible)
+                write_length(out, -1, flexible)
             else:
-                _length(out, len(aborted), flexible)
+                write_length(out, len(aborted), flexible)
                 for t in aborted:
                     out += _ABORTED.pack(t["producer_id"], t["first_offset"])
                     if flexible:
@@ -264,10 +189,10 @@ def _encode(version: int, correlation_id: int, body) -> list | None:
                 out += _I32.pack(p["preferred_read_replica"])
             records = p["records"]
             if records is None:
-                _length(out, -1, flexible)
+                write_length(out, -1, flexible)
             else:
                 n = len(records) if not isinstance(records, memoryview) else records.nbytes
-                _length(out, n, flexible)
+                write_length(out, n, flexible)
                 if n >= _BY_REFERENCE:
                     parts.append(records)
                     out = bytearray()

@@ -19,28 +19,14 @@ from __future__ import annotations
 
 import struct
 
+from protocol.fast_codec import FrameReader, write_length
 from protocol.types import FieldDict
 
-_HEAD = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _FIRST_VERSION, _FLEXIBLE, _LAST_VERSION = 3, 9, 9
-
-
-def _uvarint(buf, pos: int) -> tuple[int, int]:
-    """(value, position after) of an unsigned varint of at most 5 bytes; IndexError when
-    truncated, ValueError when longer."""
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("varint too long")
 
 
 def decode_request(frame) -> tuple[FieldDict, FieldDict] | None:
@@ -48,100 +34,35 @@ def decode_request(frame) -> tuple[FieldDict, FieldDict] | None:
     decoder gives them, or None to leave the frame to it. Bytes after the body are ignored."""
     try:
         return _decode(frame)
-    except (IndexError, ValueError, struct.error, UnicodeDecodeError):
+    except (IndexError, ValueError, LookupError, struct.error):
         return None
 
 
 def _decode(frame) -> tuple[FieldDict, FieldDict] | None:
-    view = memoryview(frame)
-    api_key, version, correlation_id, n = _HEAD.unpack_from(frame, 0)
-    if api_key != 0 or not _FIRST_VERSION <= version <= _LAST_VERSION or n < -1:
+    api_key, version, correlation_id = _HEAD.unpack_from(frame, 0)
+    if api_key != 0 or not _FIRST_VERSION <= version <= _LAST_VERSION:
         return None
-    pos = 10
-    client_id = None
-    if n >= 0:
-        if pos + n > len(frame):
-            return None
-        client_id = str(view[pos : pos + n], "utf-8", "replace")
-        pos += n
-    flexible = version >= _FLEXIBLE
-    if flexible:
-        if frame[pos] != 0:  # tagged fields in the header
-            return None
-        pos += 1
-        n, pos = _uvarint(frame, pos)
-        n -= 1
-    else:
-        n = _I16.unpack_from(frame, pos)[0]
-        pos += 2
-    if n < -1:
-        return None
-    transactional_id = None
-    if n >= 0:
-        if pos + n > len(frame):
-            return None
-        transactional_id = str(view[pos : pos + n], "utf-8", "replace")
-        pos += n
-    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, pos)
-    pos += 6
-    if flexible:
-        topics, pos = _uvarint(frame, pos)
-        topics -= 1
-    else:
-        topics = _I32.unpack_from(frame, pos)[0]
-        pos += 4
-    if topics < 0:
-        return None
+    r = FrameReader(frame, 8, False)
+    client_id = r.string(nullable=True)  # the header's client id is never compact
+    r.flexible = version >= _FLEXIBLE
+    r.no_tags()
+    transactional_id = r.string(nullable=True)
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, r.pos)
+    r.pos += 6
     topic_data = []
-    end = len(frame)
-    for _ in range(topics):
-        if flexible:
-            n, pos = _uvarint(frame, pos)
-            n -= 1
-        else:
-            n = _I16.unpack_from(frame, pos)[0]
-            pos += 2
-        if n < 0 or pos + n > end:
-            return None
-        name = str(view[pos : pos + n], "utf-8", "replace")
-        pos += n
-        if flexible:
-            count, pos = _uvarint(frame, pos)
-            count -= 1
-        else:
-            count = _I32.unpack_from(frame, pos)[0]
-            pos += 4
-        if count < 0:
-            return None
+    for _ in range(r.count()):
+        name = r.string()
         partitions = []
-        for _ in range(count):
-            index = _I32.unpack_from(frame, pos)[0]
-            pos += 4
-            if flexible:
-                n, pos = _uvarint(frame, pos)
-                n -= 1
-            else:
-                n = _I32.unpack_from(frame, pos)[0]
-                pos += 4
-            if n < -1 or pos + n > end:
+        for _ in range(r.count()):
+            index = r.i32()
+            n = r.length()
+            if n < -1:
                 return None
-            records = None
-            if n >= 0:
-                records = view[pos : pos + n]
-                pos += n
-            if flexible:
-                if frame[pos] != 0:  # the partition's tagged fields
-                    return None
-                pos += 1
-            partitions.append(FieldDict(index=index, records=records))
-        if flexible:
-            if frame[pos] != 0:  # the topic's tagged fields
-                return None
-            pos += 1
+            partitions.append(FieldDict(index=index, records=None if n == -1 else r.view_of(n)))
+            r.no_tags()
+        r.no_tags()
         topic_data.append(FieldDict(name=name, partition_data=partitions))
-    if flexible:
-        if frame[pos] != 0:  # the body's tagged fields
-            return None
+    r.no_tags()
     header = FieldDict(
         request_api_key=api_key, request_api_version=version, correlation_id=correlation_id, client_id=client_id
     )
@@ -151,13 +72,6 @@ def _decode(frame) -> tuple[FieldDict, FieldDict] | None:
 
 _PARTITION_V3 = struct.Struct(">ihqq")  # index, error code, base offset, log append time
 _PARTITION_V5 = struct.Struct(">ihqqq")  # ... and log start offset
-
-
-def _write_uvarint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
 
 
 def encode_response(version: int, correlation_id: int, body) -> list | None:
@@ -179,22 +93,13 @@ def _encode(version: int, correlation_id: int, body) -> bytearray | None:
     if flexible:
         out.append(0)  # response header tags
     responses = body["responses"]
-    if flexible:
-        _write_uvarint(out, len(responses) + 1)
-    else:
-        out += _I32.pack(len(responses))
+    write_length(out, len(responses), flexible)
     for topic in responses:
         name = topic["name"].encode("utf-8")
-        if flexible:
-            _write_uvarint(out, len(name) + 1)
-        else:
-            out += _I16.pack(len(name))
+        write_length(out, len(name), flexible, string=True)
         out += name
         parts = topic["partition_responses"]
-        if flexible:
-            _write_uvarint(out, len(parts) + 1)
-        else:
-            out += _I32.pack(len(parts))
+        write_length(out, len(parts), flexible)
         for p in parts:
             if p.get("record_errors") or p.get("error_message") is not None:
                 return None  # KIP-467 details: the generic encoder writes them

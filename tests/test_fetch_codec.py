@@ -2,24 +2,18 @@
 generic schema decoder decodes (defaults of absent fields included) and encodes the bytes the
 generic encoder writes; what it does not handle it leaves to the generic codec (None)."""
 
-import struct
-
+import codec_helpers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import fetch_codec
 from protocol.api import (
-    _REQUEST_HEADERS,
-    SCHEMAS,
-    _parse_all,
-    _response_structs,
-    _ScatterWriter,
     decode_request,
     encode_request,
     encode_response_parts,
 )
 from protocol.api_keys import ApiKey
-from protocol.types import BufferReader, FieldDict
+from protocol.types import FieldDict
 
 VERSIONS = st.integers(4, 12)
 TEXT = st.text(max_size=12)
@@ -64,19 +58,11 @@ def requests(draw, version):
 
 
 def generic_decode(frame):
-    version = struct.unpack_from(">h", frame, 2)[0]
-    reader = BufferReader(frame)
-    schema = SCHEMAS[ApiKey.FETCH]
-    header = _parse_all(_REQUEST_HEADERS[schema.request_header_version(version)], reader, "header")
-    return header, _parse_all(schema.requests[version], reader, "body")
+    return codec_helpers.generic_decode(ApiKey.FETCH, frame)
 
 
 def generic_encode(version, correlation_id, body) -> bytes:
-    header_struct, body_struct = _response_structs(ApiKey.FETCH, version, correlation_id)
-    out = _ScatterWriter()
-    header_struct.buildfunc({"correlation_id": correlation_id}, out, None)
-    body_struct.buildfunc(body, out, None)
-    return b"".join(out.finish())
+    return codec_helpers.generic_encode(ApiKey.FETCH, version, correlation_id, body)
 
 
 def field_dicts_everywhere(value) -> bool:

@@ -4,23 +4,18 @@ handle it leaves to the generic codec (None), and the shapes producers send are 
 
 import struct
 
+import codec_helpers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perf.connections import produce_frame
 from protocol import produce_codec
 from protocol.api import (
-    _REQUEST_HEADERS,
-    SCHEMAS,
-    _parse_all,
-    _response_structs,
-    _ScatterWriter,
     decode_request,
     encode_request,
     encode_response_parts,
 )
 from protocol.api_keys import ApiKey
-from protocol.types import BufferReader
 
 VERSIONS = st.integers(3, 9)
 TEXT = st.text(max_size=20)
@@ -48,20 +43,11 @@ REQUESTS = st.fixed_dictionaries(
 
 
 def generic_decode(frame):
-    """The schema decoder alone (decode_request takes the fast path for Produce)."""
-    version = struct.unpack_from(">h", frame, 2)[0]
-    reader = BufferReader(frame)
-    schema = SCHEMAS[ApiKey.PRODUCE]
-    header = _parse_all(_REQUEST_HEADERS[schema.request_header_version(version)], reader, "header")
-    return header, _parse_all(schema.requests[version], reader, "body")
+    return codec_helpers.generic_decode(ApiKey.PRODUCE, frame)
 
 
 def generic_encode(version, correlation_id, body) -> bytes:
-    header_struct, body_struct = _response_structs(ApiKey.PRODUCE, version, correlation_id)
-    out = _ScatterWriter()
-    header_struct.buildfunc({"correlation_id": correlation_id}, out, None)
-    body_struct.buildfunc(body, out, None)
-    return b"".join(out.finish())
+    return codec_helpers.generic_encode(ApiKey.PRODUCE, version, correlation_id, body)
 
 
 def materialized(value):
