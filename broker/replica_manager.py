@@ -430,6 +430,11 @@ class ReplicaManager:
             return all(self.replication_outcome(tp, off) is not None for tp, off in waiting.items())
 
         await self.replication_waiters.wait_for(waiting, done, timeout_ms / 1000)
+        self.settle_replication(waiting, results)
+
+    def settle_replication(self, waiting: dict[TopicPartition, int], results: dict) -> None:
+        """At the end of an acks=-1 wait: each partition's result gets its `replication_outcome`
+        as error code (REQUEST_TIMED_OUT for one still not covered)."""
         for tp, required in waiting.items():
             outcome = self.replication_outcome(tp, required)
             code = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
@@ -961,9 +966,5 @@ class _DelayedProduce:
         self._rm.replication_waiters.unwatch(self._entries)
         if self._timeout is not None:
             self._rm.delayed_timer.discard(self._timeout)
-        for tp, required in self._waiting.items():
-            outcome = self._rm.replication_outcome(tp, required)
-            code = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
-            if code != ErrorCode.NONE:
-                self._results[tp]["error_code"] = code
+        self._rm.settle_replication(self._waiting, self._results)
         self._delayed.complete(_produce_responses(self._results))

@@ -122,7 +122,7 @@ class KafkaServer:
         self._accepting = trio.CancelScope()
         self._reading: set[trio.CancelScope] = set()  # TLS connections waiting for a request
         self._waiting: dict[Any, float] = {}  # plaintext sockets waiting for a request -> since (trio time)
-        self._idle_closed: dict[Any, bool] = {}  # those woken by `_close_idle`
+        self._idle_closed: set[Any] = set()  # those woken by `_close_idle`
         self._closing = False
         self._connections: trio.Nursery | None = None
         self.active_connections = 0
@@ -358,7 +358,9 @@ class KafkaServer:
             await trio.lowlevel.wait_readable(fd)
             return True
         except trio.ClosedResourceError:
-            if self._idle_closed.pop(fd, False) and not self._closing:
+            idle = fd in self._idle_closed
+            self._idle_closed.discard(fd)
+            if idle and not self._closing:
                 log.info("closing %s: idle for %.0f s", peer, self.idle_timeout_s)
             return False
         except (trio.BrokenResourceError, ConnectionError) as e:
@@ -375,7 +377,7 @@ class KafkaServer:
             limit = trio.current_time() - self.idle_timeout_s
             for fd, since in list(self._waiting.items()):
                 if since <= limit:
-                    self._idle_closed[fd] = True
+                    self._idle_closed.add(fd)
                     trio.lowlevel.notify_closing(fd)
 
     async def _start_requests(
