@@ -182,6 +182,22 @@ async def test_session_timeout_expires_a_silent_member(tmp_path, autojump_clock)
         assert coord.manager.groups["g"].state is GroupState.EMPTY
 
 
+async def test_a_member_loaded_by_a_new_coordinator_expires_after_its_session(tmp_path, autojump_clock):
+    """Issue 33 (1): a reloaded member's session deadline is on the coordinator's monotonic clock;
+    a member that died with the old coordinator is removed `session.timeout.ms` after the load,
+    and a member that joins meanwhile completes its rebalance without waiting for it."""
+    async with coordinator(tmp_path) as coord:
+        dead = await join_new(coord, session=6000)
+        await coord.sync_group("g", 1, dead["member_id"], None, None, None, {dead["member_id"]: b"A"})
+    async with coordinator(tmp_path) as coord:  # a new coordinator over the same log
+        loaded_at = trio.current_time()
+        assert dead["member_id"] in coord.manager.groups["g"].members
+        fresh = await join_new(coord, session=6000, rebalance=300_000)
+        assert fresh["error_code"] == E.NONE and [m["member_id"] for m in fresh["members"]] == [fresh["member_id"]]
+        assert trio.current_time() - loaded_at < 7  # the session, not the 300 s rebalance timeout
+        assert coord.heartbeat("g", 1, dead["member_id"], None) == E.UNKNOWN_MEMBER_ID
+
+
 async def test_initial_rebalance_delay_gathers_the_first_members(tmp_path, autojump_clock):
     async with coordinator(tmp_path, initial_rebalance_delay_ms=3000) as coord:
         results = []

@@ -115,7 +115,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         self.config = config
         self.metadata_cache = metadata_cache
         self.wall_clock_ms = wall_clock_ms
-        self.manager = GroupMetadataManager(replica_manager, config, wall_clock_ms)
+        self.manager = GroupMetadataManager(replica_manager, config, wall_clock_ms, self.now_ms)
         self._rebalances: dict[str, _Rebalance] = {}
         self._pending_deadlines: dict[tuple[str, str], float] = {}
         self._nursery: trio.Nursery | None = None

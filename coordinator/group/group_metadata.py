@@ -273,9 +273,10 @@ class GroupMetadata:
         )
 
     @classmethod
-    def loaded(cls, group_id: str, stored: StoredGroup, now_ms: int) -> GroupMetadata:
+    def loaded(cls, group_id: str, stored: StoredGroup, now_ms: float) -> GroupMetadata:
         """A group read back from its latest `GroupMetadataValue`: Stable with its members, or
-        Empty without (Kafka's `GroupMetadata.loadGroup`); every member's session restarts now."""
+        Empty without (Kafka's `GroupMetadata.loadGroup`); every member's session restarts at
+        `now_ms`, a reading of the coordinator's monotonic clock (never the wall clock)."""
         group = cls(group_id)
         group.generation_id = stored.generation
         group.protocol_type = stored.protocol_type or None

@@ -47,10 +47,19 @@ _APPEND_ERROR_MAP = {
 
 
 class GroupMetadataManager:
-    def __init__(self, replica_manager, config: GroupCoordinatorConfig, clock_ms: Callable[[], int]):
+    def __init__(
+        self,
+        replica_manager,
+        config: GroupCoordinatorConfig,
+        clock_ms: Callable[[], int],
+        monotonic_ms: Callable[[], float],
+    ):
+        """`clock_ms` is the wall clock (ms since the epoch) for record timestamps; `monotonic_ms`
+        the coordinator's monotonic clock, the one its session deadlines are compared with."""
         self.replica_manager = replica_manager
         self.config = config
         self.clock_ms = clock_ms
+        self.monotonic_ms = monotonic_ms
         self.groups: dict[str, GroupMetadata] = {}
         self.owned: dict[int, int] = {}  # offsets partition -> leader epoch it is (being) loaded in
         self.loading: set[int] = set()
@@ -132,7 +141,7 @@ class GroupMetadataManager:
             raise
         if self._loads.get(partition) is not token:
             return 0
-        now = self.clock_ms()
+        now = self.monotonic_ms()  # loaded members' sessions restart now, on the deadline clock
         still_pending = {g for by_group in pending_txn.values() for g, offsets in by_group.items() if offsets}
         for group_id in set(found_groups) | {g for g, offsets in found_offsets.items() if offsets} | still_pending:
             stored = found_groups.get(group_id)
