@@ -138,6 +138,11 @@ class DynamicConfigManager:
                 except NoNodeError:
                     pass  # another broker purged it
 
+    def wake(self) -> None:
+        """Re-read the change notifications (after a new ZooKeeper session: changes made while
+        the session was gone are processed then)."""
+        self._wake([])
+
     def _wake(self, children: list[str]) -> None:
         try:
             self._wake_send.send_nowait(None)

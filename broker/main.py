@@ -37,6 +37,7 @@ from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer
 from broker.txn_marker_channel import TransactionMarkerChannel
+from broker.zk_session import SessionKeeper
 from client.connection import Connection, ConnectionClosed
 from controller import events as controller_events
 from controller.controller import KafkaController
@@ -265,34 +266,25 @@ class Broker:
         return f" (metrics http://{shown}:{bound}/metrics)"
 
     async def _watch_session(self) -> None:
-        """Kafka's session handling: while ZooKeeper is unreachable keep serving with the last
-        metadata; when the session is lost, resign as controller; when a new session comes up,
-        register again and rejoin the election."""
-        lost = suspended = False
-        async for state in self.zk.state_changes:
-            if state == "SUSPENDED":
-                suspended = True
-                log.warning("ZooKeeper connection lost; serving with the last known metadata")
-            elif state == "LOST":
-                log.warning("ZooKeeper session expired")
-                lost = True
-                self.controller.post(controller_events.Expire())
-            elif state == "CONNECTED":
-                if suspended or lost:
-                    log.info("ZooKeeper connection re-established%s", " with a new session" if lost else "")
-                suspended = False
-                if lost:
-                    lost = False
-                    try:
-                        assert self.registration is not None, "registered at start-up"
-                        await self.zk.create(
-                            znodes.broker_path(self.config.broker_id), self.registration.encode(), ephemeral=True
-                        )
-                        _, stat = await self.zk.get(znodes.broker_path(self.config.broker_id))
-                        self.replica_manager.broker_epoch = stat.czxid
-                    except NodeExistsError:
-                        pass
-                    self.controller.post(controller_events.Reelect())
+        """Kafka's session handling (`broker.zk_session`): keep serving while ZooKeeper is
+        unreachable; on expiry resign as controller; under every new session register again (a
+        new broker epoch), rejoin the election and re-read the change notifications."""
+
+        def expired() -> None:
+            self.controller.post(controller_events.Expire())
+
+        def registered(czxid: int) -> None:
+            self.replica_manager.broker_epoch = czxid
+            self.controller.post(controller_events.Reelect())
+            self.config_manager.wake()
+            if self.acl_store is not None:
+                self.acl_store.wake()
+
+        def data() -> bytes:
+            assert self.registration is not None, "registered at start-up"
+            return self.registration.encode()
+
+        await SessionKeeper(self.zk, znodes.broker_path(self.config.broker_id), data, expired, registered).run()
 
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move leadership away first (ControlledShutdown v3), retrying up to

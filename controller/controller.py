@@ -43,7 +43,7 @@ from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
 from storage.topic_configs import TopicConfigs
 from zk import znodes
-from zk.client import BadVersionError, NodeExistsError, NoNodeError, Watch, ZkClient
+from zk.client import SESSION_ERRORS, BadVersionError, NodeExistsError, NoNodeError, Watch, ZkClient
 from zk.znodes import BrokerRegistration, LeaderIsr
 
 log = logging.getLogger(__name__)
@@ -172,16 +172,37 @@ class KafkaController:
             self._resign(f"broker {controller_id} is the controller now")
 
     async def _elect(self) -> None:
+        """Try to become the controller. A ZooKeeper failure meanwhile (connection loss, the
+        session expiring) ends the attempt: the next session's Reelect, or the /controller
+        watch, tries again. A failover that fails half-way resigns and gives /controller up, so
+        that the election runs again (Kafka's `triggerControllerMove`)."""
         try:
-            await self.zk.create(znodes.CONTROLLER, znodes.encode_controller(self.broker_id), ephemeral=True)
-        except NodeExistsError:
-            found = await self.zk.get_or_none(znodes.CONTROLLER)
-            if found is not None and znodes.decode_controller(found[0]) != self.broker_id and self.active:
-                self._resign("another broker won the election")
-            elif found is not None and znodes.decode_controller(found[0]) == self.broker_id and not self.active:
-                await self._on_failover()  # our own node, e.g. after a session moved
+            try:
+                await self.zk.create(znodes.CONTROLLER, znodes.encode_controller(self.broker_id), ephemeral=True)
+            except NodeExistsError:
+                found = await self.zk.get_or_none(znodes.CONTROLLER)
+                if found is not None and znodes.decode_controller(found[0]) != self.broker_id and self.active:
+                    self._resign("another broker won the election")
+                elif found is not None and znodes.decode_controller(found[0]) == self.broker_id and not self.active:
+                    await self._failover_or_move()  # our own node, e.g. after a session moved
+                return
+        except SESSION_ERRORS as e:
+            log.warning("controller election interrupted by ZooKeeper (%s); retried with the next session", e)
             return
-        await self._on_failover()
+        await self._failover_or_move()
+
+    async def _failover_or_move(self) -> None:
+        try:
+            await self._on_failover()
+        except Exception as e:
+            log.exception("controller failover failed; resigning and giving up /controller")
+            self._resign(f"failover failed: {type(e).__name__}")
+            try:
+                found = await self.zk.get_or_none(znodes.CONTROLLER)
+                if found is not None and found[1].ephemeral_owner == self.zk.session_id:
+                    await self.zk.delete(znodes.CONTROLLER, found[1].version)
+            except Exception as e2:  # the session is gone too: its ephemeral /controller with it
+                log.warning("could not give up /controller: %s", e2)
 
     def _resign(self, why: str) -> None:
         if not self.active:

@@ -121,7 +121,15 @@ def _wait_gone(entry: dict, timeout_s: float) -> None:
         os.kill(entry["pid"], signal.SIGKILL)
 
 
+#: `cluster up`'s ZooKeeper session timeout (Kafka's default is 18000 ms). A killed broker's
+#: partitions stay leaderless until its session ends, so shorter is faster failover; but a broker
+#: stalled longer than this (a loaded host, a long collection) loses its session and its
+#: leaderships. 3000 ms expired under load; 6000 ms keeps failover within a few seconds.
+SESSION_TIMEOUT_MS = "6000"
+
+
 def _start_broker(directory: Path, broker_id: int, entry: dict, zk_connect: str, overrides: dict) -> dict:
+    overrides = {"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, **overrides}
     protocol = overrides.get("inter.broker.listener.name")
     if protocol:  # a secured cluster: its one listener, on the same port layout
         overrides = {**overrides, "listeners": f"{protocol}://127.0.0.1:{entry['port']}"}

@@ -16,7 +16,16 @@ from typing import Any
 
 import trio
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 
 log = logging.getLogger(__name__)
@@ -30,7 +39,18 @@ __all__ = [
     "BadVersionError",
     "NotEmptyError",
     "Stat",
+    "SESSION_ERRORS",
 ]
+
+#: What a ZooKeeper call raises when its connection or session goes away under it (kazoo's
+#: ConnectionLoss, SessionExpiredError, ...). Never fatal to a broker: the call may be retried
+#: once a session is up again (`state_changes` says CONNECTED), as Kafka's ZooKeeperClient does.
+SESSION_ERRORS: tuple[type[Exception], ...] = (
+    ConnectionLoss,
+    SessionExpiredError,
+    OperationTimeoutError,
+    ConnectionClosedError,
+)
 
 
 class ZkUnavailable(Exception):
