@@ -347,8 +347,6 @@ class BrokerConfig:
         """The settings the controller component reads."""
         return ControllerConfig(
             self.broker_id,
-            num_partitions=self["num.partitions"],
-            default_replication_factor=self["default.replication.factor"],
             auto_leader_rebalance_enable=self["auto.leader.rebalance.enable"],
             leader_imbalance_check_interval_seconds=self["leader.imbalance.check.interval.seconds"],
             control_plane_listener_name=self.control_plane_listener_name,

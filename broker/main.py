@@ -222,6 +222,7 @@ class Broker:
                     await nursery.start(self.controller.run)
                     await nursery.start(self.config_manager.run)
                     nursery.start_soon(self._watch_session)
+                    await self._watch_controller_znode()
                     metrics = await self._start_metrics(nursery, group_coordinator)
                     registration = await self._register(bound)
                     endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in registration.endpoints)
@@ -264,6 +265,21 @@ class Broker:
             raise BrokerStartupError(f"metrics.port {port}: {e}") from None
         shown = host or next((a.host for a in self.config.advertised_listeners if a.host), "127.0.0.1")
         return f" (metrics http://{shown}:{bound}/metrics)"
+
+    async def _watch_controller_znode(self) -> None:
+        """Every broker names the controller that /controller names, as soon as it changes: the
+        active controller's UpdateMetadata does too, but may be late (a busy controller) or never
+        come (a controller that failed over and lost its session); clients told a broker that is
+        not the controller would be answered NOT_CONTROLLER on every retry meanwhile."""
+
+        def changed(data: bytes | None) -> None:
+            try:
+                self.metadata_cache.controller_id = -1 if data is None else znodes.decode_controller(data)
+            except (ValueError, KeyError, TypeError):
+                log.error("unreadable /controller znode %r: naming no controller", data)
+                self.metadata_cache.controller_id = -1
+
+        await self.zk.watch_data(znodes.CONTROLLER, changed)
 
     async def _watch_session(self) -> None:
         """Kafka's session handling (`broker.zk_session`): keep serving while ZooKeeper is

@@ -11,8 +11,6 @@ from security.config import PLAINTEXT_CLIENT, ClientSecurity
 @dataclass(frozen=True)
 class ControllerConfig:
     broker_id: int  # broker.id
-    num_partitions: int = 1  # num.partitions (CreateTopics with -1)
-    default_replication_factor: int = 1  # default.replication.factor (CreateTopics with -1)
     auto_leader_rebalance_enable: bool = True  # auto.leader.rebalance.enable
     leader_imbalance_check_interval_seconds: int = 300  # leader.imbalance.check.interval.seconds
     #: control.plane.listener.name: the brokers' listener the controller sends its requests to

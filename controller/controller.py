@@ -8,7 +8,7 @@ its request channels closed).
 
 Everything the controller does happens in one trio task consuming one event channel of typed
 events (`controller.events`): ZooKeeper watch notifications (delivered on the trio thread by
-`zk.client`'s watches), requests forwarded by the broker (CreateTopics, DeleteTopics,
+`zk.client`'s watches), requests forwarded by the broker (DeleteTopics,
 ControlledShutdown, ElectLeaders), periodic rebalance checks. One table maps each event type to its
 handler; posting a type that is not in it raises. So the context needs no locks. Partition states
 and leadership writes live in `controller.partition_state_machine`, topic deletion in
@@ -37,7 +37,7 @@ from controller.context import ControllerContext, Reassignment, TopicPartition
 from controller.partition_state_machine import NEW, OFFLINE, ONLINE, Chooser, PartitionStateMachine, set_state
 from controller.reassignment import ReassignmentManager
 from controller.topic_deletion import TopicDeletionManager
-from controller.topics import TopicError, plan_new_partitions, plan_topic, write_topic
+from controller.topics import TopicError, plan_new_partitions
 from metrics.stats import ControllerStats
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
@@ -47,6 +47,10 @@ from zk.client import SESSION_ERRORS, BadVersionError, NodeExistsError, NoNodeEr
 from zk.znodes import BrokerRegistration, LeaderIsr
 
 log = logging.getLogger(__name__)
+
+
+#: how long a broker whose failover failed waits before giving /controller up (seconds)
+FAILED_FAILOVER_BACKOFF_S = 0.5
 
 
 class UnknownControllerEvent(Exception):
@@ -60,6 +64,9 @@ class KafkaController:
         self.zk = zk
         self.topic_configs = topic_configs
         self.active = False
+        #: the active controller's context is loaded and announced (live brokers, assignments):
+        #: what the admin requests it serves outside its event loop may rely on
+        self.ready = False
         self.stats = ControllerStats()  # leader elections while active, for metrics/
         self._send, self._receive = trio.open_memory_channel(1 << 16)
         self._active_scope: trio.CancelScope | None = None
@@ -81,7 +88,6 @@ class KafkaController:
             ev.LeaderAndIsrResponseReceived: lambda e: self._on_leader_and_isr_response(e.broker_id, e.response),
             ev.ReplicaLeaderElection: lambda e: self._on_preferred_election_notification(e.partitions),
             ev.AutoPreferredReplicaLeaderElection: lambda e: self._auto_rebalance(),
-            ev.CreateTopics: lambda e: self._create_topics(e.body),
             ev.DeleteTopics: lambda e: self.topic_deletion.delete_topics(list(e.names)),
             ev.ControlledShutdown: lambda e: self._controlled_shutdown(e.broker_id, e.broker_epoch),
             ev.CreatePartitions: lambda e: self._create_partitions(e.body),
@@ -130,7 +136,7 @@ class KafkaController:
         self._send.send_nowait(event)
 
     async def request(self, make_event: Callable[[ev.Reply], ev.ControllerEvent], timeout_s: float = 30.0) -> Any:
-        """Post the event `make_event(reply)` and wait for its reply (CreateTopics,
+        """Post the event `make_event(reply)` and wait for its reply (CreatePartitions,
         ControlledShutdown, ...); raises trio.TooSlowError after `timeout_s`."""
         send, receive = trio.open_memory_channel(1)
         self.post(make_event(send.send_nowait))
@@ -170,6 +176,8 @@ class KafkaController:
             await self._elect()
         elif controller_id != self.broker_id and self.active:
             self._resign(f"broker {controller_id} is the controller now")
+        elif controller_id == self.broker_id and not self.active:
+            await self._elect()  # /controller names us: take it up if it is our session's, else wait
 
     async def _elect(self) -> None:
         """Try to become the controller. A ZooKeeper failure meanwhile (connection loss, the
@@ -183,8 +191,13 @@ class KafkaController:
                 found = await self.zk.get_or_none(znodes.CONTROLLER)
                 if found is not None and znodes.decode_controller(found[0]) != self.broker_id and self.active:
                     self._resign("another broker won the election")
-                elif found is not None and znodes.decode_controller(found[0]) == self.broker_id and not self.active:
-                    await self._failover_or_move()  # our own node, e.g. after a session moved
+                elif (
+                    found is not None
+                    and znodes.decode_controller(found[0]) == self.broker_id
+                    and found[1].ephemeral_owner == self.zk.session_id
+                    and not self.active
+                ):
+                    await self._failover_or_move()  # our session's node, whose failover did not run
                 return
         except SESSION_ERRORS as e:
             log.warning("controller election interrupted by ZooKeeper (%s); retried with the next session", e)
@@ -192,23 +205,28 @@ class KafkaController:
         await self._failover_or_move()
 
     async def _failover_or_move(self) -> None:
+        """Fail over; if that fails, or the epoch increment loses a race, give /controller up
+        (ours, it would otherwise name a broker that is not the controller until our session
+        ends, and every client would be told NOT_CONTROLLER meanwhile)."""
         try:
             await self._on_failover()
         except Exception as e:
             log.exception("controller failover failed; resigning and giving up /controller")
             self._resign(f"failover failed: {type(e).__name__}")
+        if not self.active:
+            await trio.sleep(FAILED_FAILOVER_BACKOFF_S)  # a failure that repeats does not spin the election
             try:
                 found = await self.zk.get_or_none(znodes.CONTROLLER)
                 if found is not None and found[1].ephemeral_owner == self.zk.session_id:
                     await self.zk.delete(znodes.CONTROLLER, found[1].version)
-            except Exception as e2:  # the session is gone too: its ephemeral /controller with it
-                log.warning("could not give up /controller: %s", e2)
+            except Exception as e:  # the session is gone too: its ephemeral /controller with it
+                log.warning("could not give up /controller: %s", e)
 
     def _resign(self, why: str) -> None:
         if not self.active:
             return
         log.info("broker %d resigns as controller: %s", self.broker_id, why)
-        self.active = False
+        self.active = self.ready = False
         self.channels = None
         for watch in self._watches:
             watch.stop()
@@ -288,6 +306,7 @@ class KafkaController:
         log.info("controller state announced after %.0f ms", (trio.current_time() - started) * 1000)
         await self._elect_leaders([tp for tp, s in self.ctx.partition_states.items() if s in (NEW, OFFLINE)])
         log.info("controller failover done after %.0f ms", (trio.current_time() - started) * 1000)
+        self.ready = True
         deleting = await self.zk.get_children(znodes.DELETE_TOPICS)
         if deleting:
             await self.topic_deletion.on_notification(deleting)
@@ -463,36 +482,6 @@ class KafkaController:
             await self._elect_leaders(created)
         elif new:
             self._update_metadata_everywhere([tp for t in new for tp in self.ctx.partitions_of(t)])
-
-    async def _create_topics(self, body) -> list[dict]:
-        results = []
-        live = sorted(self.ctx.live_ids)
-        for t in body.topics:
-            result = {
-                "name": t.name,
-                "error_code": ErrorCode.NONE,
-                "error_message": None,
-                "num_partitions": -1,
-                "replication_factor": -1,
-                "topic_id": ZERO_UUID,
-            }
-            try:
-                configs = {c.name: c.value for c in t.configs}
-                manual = {a.partition_index: list(a.broker_ids) for a in t.assignments}
-                partitions = t.num_partitions if t.num_partitions != -1 else self.config.num_partitions
-                rf = t.replication_factor if t.replication_factor != -1 else self.config.default_replication_factor
-                if t.name in self.ctx.assignments:
-                    raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists")
-                assignment = plan_topic(t.name, partitions, rf, live, configs, manual)
-                result.update(num_partitions=len(assignment), replication_factor=len(assignment[0]))
-                if not body.validate_only:
-                    topic_id = await write_topic(self.zk, t.name, assignment, configs)
-                    result["topic_id"] = topic_id
-                    await self._on_topic_change(list(self.ctx.assignments) + [t.name])
-            except TopicError as e:
-                result.update(error_code=e.code, error_message=str(e))
-            results.append(result)
-        return results
 
     async def _create_partitions(self, body) -> list[dict]:
         """CreatePartitions: write each topic's grown assignment to /brokers/topics/<topic> (its

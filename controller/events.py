@@ -3,7 +3,7 @@
 ZooKeeper watches, the broker's session handling and requests forwarded by the broker's handlers
 each post one of these; `KafkaController` maps every type to its handler in one table and refuses
 an event type that is not in it. Events that carry `reply` answer their poster (a handler waiting
-for CreateTopics, ControlledShutdown, ...); while this broker is not the active controller they
+for CreatePartitions, ControlledShutdown, ...); while this broker is not the active controller they
 are answered with NOT_CONTROLLER, and the other non-election events are dropped.
 """
 
@@ -105,14 +105,6 @@ class AutoPreferredReplicaLeaderElection(ControllerEvent):
 
 
 # ---- requests forwarded by the broker (each with a reply) -----------------------------------------
-@dataclass(frozen=True)
-class CreateTopics(ControllerEvent):
-    """CreateTopics (key 19): `body` is the decoded request; replies with the `topics` results."""
-
-    body: Any
-    reply: Reply = field(compare=False)
-
-
 @dataclass(frozen=True)
 class DeleteTopics(ControllerEvent):
     """DeleteTopics (key 20): replies with [(name, error code)]."""

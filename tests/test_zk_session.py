@@ -7,43 +7,20 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 
 import pytest
 from admin_helpers import wait
+from proxy_helpers import FaultProxyProcess
 
 from local_cluster.brokers import LOG
 
 SESSION_MS = 3000  # local_cluster's zookeeper.session.timeout.ms
 
 
-class ZkProxy:
-    def __init__(self, target: str):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "local_cluster.zk_fault_proxy", "--target", target],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        line = self.process.stdout.readline()
-        assert line.startswith("listening on "), line
-        self.port = int(line.split()[-1])
-
-    def mode(self, mode: str) -> None:
-        self.process.stdin.write(mode + "\n")
-        self.process.stdin.flush()
-        assert self.process.stdout.readline().strip() == f"ok {mode}"
-
-    def close(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
-
 @pytest.fixture
 def zk_proxy(zookeeper):
-    proxy = ZkProxy(zookeeper.connect)
+    proxy = FaultProxyProcess(zookeeper.connect)
     yield proxy
     proxy.close()
 

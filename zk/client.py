@@ -149,7 +149,10 @@ class ZkClient:
 
     # ---- data ----------------------------------------------------------------------------------
     async def _call(self, fn, *args, **kwargs) -> Any:
-        return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        """One blocking kazoo call in a worker thread. Cancellable: kazoo queues calls while the
+        connection is down, so a caller with a deadline abandons the call when it passes (the
+        call may still take effect later, as a timed-out request may in Kafka)."""
+        return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs), abandon_on_cancel=True)
 
     async def create(
         self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False, makepath: bool = False

@@ -6,6 +6,11 @@ AlterPartitionReassignments (key 45) v0, ListPartitionReassignments (key 46) v0,
 `delete.topic.enable=false` DeleteTopics answers TOPIC_DELETION_DISABLED, as Kafka does.
 ControlledShutdown v2+ must carry the broker's current epoch (STALE_BROKER_EPOCH otherwise).
 
+Every request is answered: CreateTopics is done in its own task (`broker.admin_manager`); the
+others are events of the controller's loop, and one not answered within its `timeout_ms` (at
+least 5 s) answers REQUEST_TIMED_OUT for each of its items, one overtaken by a resignation
+NOT_CONTROLLER (`_ask`).
+
 Authorization (as Kafka): CreateTopics needs CREATE on the cluster or the topic, DeleteTopics
 DELETE and CreatePartitions ALTER on the topic (refused topics answer TOPIC_AUTHORIZATION_FAILED
 and are not passed on); ControlledShutdown CLUSTER_ACTION, the reassignment and election APIs
@@ -13,6 +18,7 @@ ALTER (List: DESCRIBE) on the cluster (CLUSTER_AUTHORIZATION_FAILED)."""
 
 import trio
 
+from broker import admin_manager
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.server import Handler
 from controller import events
@@ -23,6 +29,21 @@ from protocol.types import ZERO_UUID, FieldDict
 
 def _not_controller(ctx) -> bool:
     return ctx.controller is None or not ctx.controller.active
+
+
+async def _ask(ctx, make_event, timeout_ms: int | None = None):
+    """The controller's reply to the event `make_event(reply)`, or an ErrorCode for every item of
+    the request: REQUEST_TIMED_OUT when no reply came within `timeout_ms` (at least 5 s; 30 s when
+    None), NOT_CONTROLLER when the controller resigned before the event ran, UNKNOWN_SERVER_ERROR
+    when handling it failed (logged by the controller). A request is always answered."""
+    timeout_s = 30.0 if timeout_ms is None else max(timeout_ms / 1000, 5)
+    try:
+        result = await ctx.controller.request(make_event, timeout_s=timeout_s)
+    except trio.TooSlowError:
+        return ErrorCode.REQUEST_TIMED_OUT
+    if result is None:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return result
 
 
 def _not_controller_results(topics) -> list[dict]:
@@ -46,6 +67,8 @@ def _split(ctx, request, topics, operation: Op, cluster_too: bool = False) -> tu
 
 
 async def create_topics(ctx, request):
+    """Answered by `broker.admin_manager` in this task (Kafka's ZkAdminManager), never queued
+    behind the controller's events."""
     body = request.body
     topics, refused = _split(ctx, request, body.topics, Op.CREATE, cluster_too=True)
     if not topics:
@@ -53,10 +76,7 @@ async def create_topics(ctx, request):
     elif _not_controller(ctx):
         results = _not_controller_results(topics)
     else:
-        allowed_body = FieldDict(body, topics=topics)
-        results = await ctx.controller.request(
-            lambda reply: events.CreateTopics(allowed_body, reply), timeout_s=max(body.timeout_ms / 1000, 5)
-        )
+        results = await admin_manager.create_topics(ctx, topics, body.validate_only, body.timeout_ms)
     return {"throttle_time_ms": 0, "topics": results + refused}
 
 
@@ -72,9 +92,8 @@ async def delete_topics(ctx, request):
     elif _not_controller(ctx):
         results = [(n, ErrorCode.NOT_CONTROLLER) for n in names]
     else:
-        results = await ctx.controller.request(
-            lambda reply: events.DeleteTopics(tuple(names), reply), timeout_s=max(body.timeout_ms / 1000, 5)
-        )
+        answer = await _ask(ctx, lambda reply: events.DeleteTopics(tuple(names), reply), body.timeout_ms)
+        results = [(n, answer) for n in names] if isinstance(answer, ErrorCode) else answer
     return {
         "throttle_time_ms": 0,
         "responses": [
@@ -94,12 +113,13 @@ async def create_partitions(ctx, request):
     elif _not_controller(ctx):
         results = _not_controller_results(topics)
     else:
-        timeout_s = max(body.timeout_ms / 1000, 5)
         allowed_body = FieldDict(body, topics=topics)
-        results = await ctx.controller.request(
-            lambda reply: events.CreatePartitions(allowed_body, reply), timeout_s=timeout_s
-        )
-        if not body.validate_only:
+        answer = await _ask(ctx, lambda reply: events.CreatePartitions(allowed_body, reply), body.timeout_ms)
+        if isinstance(answer, ErrorCode):
+            results = [{"name": t.name, "error_code": answer, "error_message": answer.name} for t in topics]
+        else:
+            results = answer
+        if not body.validate_only and not isinstance(answer, ErrorCode):
             grown = [(t.name, t.count) for t, r in zip(topics, results) if r["error_code"] == ErrorCode.NONE]
             with trio.move_on_after(max(body.timeout_ms, 0) / 1000):
                 while not all(ctx.metadata_cache.get_partition(name, count - 1) for name, count in grown):
@@ -130,9 +150,10 @@ async def alter_partition_reassignments(ctx, request):
             "error_message": "not the controller",
             "responses": [],
         }
-    results = await ctx.controller.request(
-        lambda reply: events.AlterPartitionReassignments(requests, reply), timeout_s=max(body.timeout_ms / 1000, 5)
-    )
+    answer = await _ask(ctx, lambda reply: events.AlterPartitionReassignments(requests, reply), body.timeout_ms)
+    if isinstance(answer, ErrorCode):
+        return {"throttle_time_ms": 0, "error_code": answer, "error_message": answer.name, "responses": []}
+    results = answer
     topics: dict[str, list] = {}
     for (topic, partition), _ in requests:
         code, message = results[(topic, partition)]
@@ -156,7 +177,9 @@ async def list_partition_reassignments(ctx, request):
     if _not_controller(ctx):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": None, "topics": []}
     partitions = None if body.topics is None else tuple((t.name, p) for t in body.topics for p in t.partition_indexes)
-    ongoing = await ctx.controller.request(lambda reply: events.ListPartitionReassignments(partitions, reply))
+    ongoing = await _ask(ctx, lambda reply: events.ListPartitionReassignments(partitions, reply))
+    if isinstance(ongoing, ErrorCode):
+        return {"throttle_time_ms": 0, "error_code": ongoing, "error_message": ongoing.name, "topics": []}
     topics: dict[str, list] = {}
     for (topic, partition), (replicas, r) in ongoing.items():
         topics.setdefault(topic, []).append(
@@ -181,11 +204,13 @@ async def controlled_shutdown(ctx, request):
         return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "remaining_partitions": []}
     if _not_controller(ctx):
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
-    code, remaining = await ctx.controller.request(
+    answer = await _ask(
+        ctx,
         lambda reply: events.ControlledShutdown(
             body.broker_id, body.broker_epoch if request.api_version >= 2 else None, reply
-        )
+        ),
     )
+    code, remaining = (answer, []) if isinstance(answer, ErrorCode) else answer
     return {"error_code": code, "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining]}
 
 
@@ -205,11 +230,14 @@ async def elect_leaders(ctx, request):
         top = ErrorCode.NONE
     else:
         event = events.ElectPreferredLeaders if body.election_type == 0 else events.ElectUncleanLeaders
-        results = await ctx.controller.request(
-            lambda reply: event(None if partitions is None else tuple(partitions), reply),
-            timeout_s=max(body.timeout_ms / 1000, 5),
+        answer = await _ask(
+            ctx, lambda reply: event(None if partitions is None else tuple(partitions), reply), body.timeout_ms
         )
         top = ErrorCode.NONE
+        if isinstance(answer, ErrorCode):
+            results, top = {tp: answer for tp in partitions or []}, answer
+        else:
+            results = answer
     topics: dict[str, list] = {}
     for (topic, partition), code in sorted(results.items()):
         topics.setdefault(topic, []).append(

@@ -1,0 +1,116 @@
+"""Admin requests are answered within their timeout, and every broker names the real controller
+(issue 33, causes 3 and 5). Real brokers, a real ZooKeeper; `local_cluster.zk_fault_proxy`
+silences one path (a broker's ZooKeeper traffic, or the controller's requests to one broker)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import trio
+from admin_helpers import raw, wait
+from proxy_helpers import FaultProxyProcess, free_port
+from replication_helpers import controller_of
+
+from client.connection import Connection
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.types import ZERO_UUID
+
+
+def create_body(name: str, timeout_ms: int, partitions: int = 1, rf: int = 1) -> dict:
+    return {
+        "topics": [{"name": name, "num_partitions": partitions, "replication_factor": rf, "configs": []}],
+        "timeout_ms": timeout_ms,
+    }
+
+
+def timed(broker, api_key, body) -> tuple[object, float]:
+    """(response, seconds to the answer) of one request on a fresh connection; a dropped
+    connection raises (the request was not answered)."""
+
+    async def go():
+        async with Connection.open(broker.host, broker.port) as conn:
+            started = trio.current_time()
+            response = await conn.request(api_key, body, timeout_s=60)
+            return response, trio.current_time() - started
+
+    return trio.run(go)
+
+
+@pytest.fixture
+def proxies():
+    started = []
+
+    def start(target: str) -> FaultProxyProcess:
+        proxy = FaultProxyProcess(target)
+        started.append(proxy)
+        return proxy
+
+    yield start
+    for proxy in started:
+        proxy.close()
+
+
+def test_admin_requests_are_answered_within_their_timeout_while_zookeeper_is_unreachable(
+    start_broker, zookeeper, zk_connect, proxies
+):
+    """Cause 3: CreateTopics waited in the controller's event queue behind work stuck on
+    ZooKeeper and was never answered (the connection was dropped after 5 s). Now it is answered
+    REQUEST_TIMED_OUT at its timeout, and so is an event of the controller's loop (DeleteTopics)."""
+    proxy = proxies(zookeeper.connect)
+    chroot = "/" + zk_connect.split("/", 1)[1]
+    broker = start_broker(
+        1, **{"zookeeper.connect": f"127.0.0.1:{proxy.port}{chroot}", "zookeeper.session.timeout.ms": "20000"}
+    )
+    wait(lambda: raw(broker, ApiKey.METADATA, {"topics": []}).controller_id == 1, "the controller", 30)
+    created, _ = timed(broker, ApiKey.CREATE_TOPICS, create_body("before", 10_000))
+    assert created.topics[0].error_code == ErrorCode.NONE
+
+    proxy.mode("drop")
+    created, took = timed(broker, ApiKey.CREATE_TOPICS, create_body("during", 2000))
+    assert created.topics[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert took < 2000 / 1000 + 5, took  # the ZooKeeper budget is at least 5 s
+    deleted, took = timed(
+        broker, ApiKey.DELETE_TOPICS, {"topics": [{"name": "before", "topic_id": ZERO_UUID}], "timeout_ms": 2000}
+    )
+    assert deleted.responses[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert took < 5 + 2, took
+
+    proxy.mode("pass")
+    created, _ = timed(broker, ApiKey.CREATE_TOPICS, create_body("after", 30_000))
+    assert created.topics[0].error_code == ErrorCode.NONE
+    assert broker.process.poll() is None
+
+
+def test_a_broker_names_the_new_controller_when_the_controllers_requests_cannot_reach_it(start_broker, zk, proxies):
+    """Cause 5: a broker named the controller only from UpdateMetadata, so one the (new)
+    controller could not reach told clients a dead or deposed broker was the controller, and
+    their CreateTopics were answered NOT_CONTROLLER on every retry. Now every broker follows
+    /controller itself."""
+    control_port = free_port()
+    proxy = proxies(f"127.0.0.1:{control_port}")  # the controller's requests to broker 2 pass here
+    common = {
+        "control_plane_listener_name": "CONTROLLER",
+        "listener_security_protocol_map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    }
+    first = start_broker(1, listeners="PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", **common)
+    wait(lambda: controller_of(zk) == 1, "broker 1 the controller", 30)
+    second = start_broker(
+        2,
+        listeners=f"PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{control_port}",
+        advertised_listeners=f"PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{proxy.port}",
+        **common,
+    )
+    wait(lambda: raw(second, ApiKey.METADATA, {"topics": []}).controller_id == 1, "broker 2 told of broker 1", 30)
+
+    proxy.mode("drop")  # nothing the controller sends reaches broker 2, not even its own requests
+    first.kill()
+    wait(lambda: controller_of(zk) == 2, "broker 2 elected", 30)
+    elected = time.monotonic()
+    wait(lambda: raw(second, ApiKey.METADATA, {"topics": []}).controller_id == 2, "broker 2 names itself", 10)
+    assert time.monotonic() - elected < 5
+
+    proxy.mode("pass")  # its requests arrive: the metadata follows, and topics can be created
+    created, _ = timed(second, ApiKey.CREATE_TOPICS, create_body("after", 30_000))
+    assert created.topics[0].error_code == ErrorCode.NONE
