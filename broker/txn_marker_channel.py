@@ -66,6 +66,7 @@ class TransactionMarkerChannel:
         still_current: Callable[[], bool],
     ) -> None:
         remaining = set(partitions)
+        last_error: dict[TopicPartition, object] = {}  # what was logged last per partition
         while remaining and still_current():
             by_leader: dict[tuple[int, str, int], list[TopicPartition]] = {}
             for tp in sorted(remaining):
@@ -77,6 +78,9 @@ class TransactionMarkerChannel:
                 broker = self.metadata_cache.brokers.get(state.leader) if state is not None else None
                 if broker is not None:
                     by_leader.setdefault((broker.broker_id, broker.host, broker.port), []).append(tp)
+                elif last_error.get(tp) != "no leader":
+                    last_error[tp] = "no leader"
+                    log.info("marker for %s-%d of producer %d waits for a leader", *tp, producer_id)
             items = []
             for destination, tps in by_leader.items():
                 topics: dict[str, list[int]] = {}
@@ -102,6 +106,9 @@ class TransactionMarkerChannel:
                             "marker for %s-%d of producer %d refused (%s): stopping", *tp, producer_id, code.name
                         )
                         remaining.discard(tp)
+                    elif last_error.get(tp) != code:
+                        last_error[tp] = code
+                        log.info("marker for %s-%d of producer %d: %s; retrying", *tp, producer_id, code.name)
             if remaining:
                 await trio.sleep(RETRY_BACKOFF_S)
 

@@ -305,6 +305,8 @@ class KafkaController:
         self._send_batch()
         log.info("controller state announced after %.0f ms", (trio.current_time() - started) * 1000)
         await self._elect_leaders([tp for tp, s in self.ctx.partition_states.items() if s in (NEW, OFFLINE)])
+        await self._remove_dead_replicas_from_isrs()
+        self._send_batch()
         log.info("controller failover done after %.0f ms", (trio.current_time() - started) * 1000)
         self.ready = True
         deleting = await self.zk.get_children(znodes.DELETE_TOPICS)
@@ -434,23 +436,30 @@ class KafkaController:
             self.ctx.offline_replicas.pop(b, None)
             self.ctx.shutting_down.discard(b)
             self._active_channels().remove_broker(b)
-        live = self.ctx.live_ids
         leaderless = [tp for tp, s in self.ctx.leadership.items() if s.leader in dead]
         for tp in leaderless:
             set_state(self.ctx, tp, OFFLINE)
         await self._elect_leaders(leaderless)
-        # Replicas on dead brokers leave every ISR they were in (OfflineReplica).
+        await self._remove_dead_replicas_from_isrs()
+        self._update_metadata_everywhere(self.ctx.all_partitions(), all_brokers=True)
+
+    async def _remove_dead_replicas_from_isrs(self) -> None:
+        """Replicas on brokers that are not live leave every ISR they are in, for partitions whose
+        leader is live (Kafka's OfflineReplica transition, on a broker's failure and at failover).
+        Until then every acks=-1 write to those partitions (produce, transaction markers, group
+        offsets) would wait for the dead replica until its leader drops it after
+        replica.lag.time.max.ms."""
+        live = self.ctx.live_ids
         shrinking = [
-            tp
-            for tp, state in list(self.ctx.leadership.items())
-            if tp not in leaderless and set(state.isr) & dead and state.leader in live
+            tp for tp, state in list(self.ctx.leadership.items()) if state.leader in live and not set(state.isr) <= live
         ]
 
         def shrink(cur):
-            return (cur.leader, [r for r in cur.isr if r not in dead]) if cur.leader in live else None
+            return (cur.leader, [r for r in cur.isr if r in live]) if cur.leader in live else None
 
-        await self.partition_state_machine.change_leaderships([(tp, shrink) for tp in shrinking])
-        self._update_metadata_everywhere(self.ctx.all_partitions(), all_brokers=True)
+        if shrinking:
+            log.info("controller: removing dead replicas from the ISR of %d partitions", len(shrinking))
+            await self.partition_state_machine.change_leaderships([(tp, shrink) for tp in shrinking])
 
     async def _on_broker_startup(self, new: set[int]) -> None:
         for b in new:

@@ -18,6 +18,7 @@ fails. The suite runs `run_job` and `verify` on a small slice (tests/test_exactl
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import threading
@@ -29,6 +30,9 @@ from examples.flights import CLI, cli, cluster_up, flight_rows
 
 SOURCE, SINK, GROUP, TRANSACTIONAL_ID = "flights", "carrier-counts", "carrier-counts", "carrier-counts-job"
 TIMEOUT = 60
+#: librdkafka debug contexts for the job's clients (e.g. "eos,cgrp,protocol,broker"), from the
+#: environment: how a hang is diagnosed
+DEBUG = {"debug": os.environ["EXACTLY_ONCE_DEBUG"]} if os.environ.get("EXACTLY_ONCE_DEBUG") else {}
 
 
 def load_flights(bootstrap: str, rows: int | None) -> dict[str, int]:
@@ -110,7 +114,7 @@ def _start(bootstrap: str):
     resumes from the group's committed offsets."""
     from confluent_kafka import Consumer, Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": TRANSACTIONAL_ID, "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": TRANSACTIONAL_ID, "linger.ms": 5} | DEBUG)
     producer.init_transactions(TIMEOUT)
     counts: dict[str, int] = {}
     for carrier, count in read_committed(bootstrap, SINK):
@@ -123,6 +127,7 @@ def _start(bootstrap: str):
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
         }
+        | DEBUG
     )
     consumer.subscribe([SOURCE])
     return producer, consumer, counts

@@ -114,3 +114,30 @@ def test_a_broker_names_the_new_controller_when_the_controllers_requests_cannot_
     proxy.mode("pass")  # its requests arrive: the metadata follows, and topics can be created
     created, _ = timed(second, ApiKey.CREATE_TOPICS, create_body("after", 30_000))
     assert created.topics[0].error_code == ErrorCode.NONE
+
+
+def test_a_new_controller_removes_the_dead_controllers_replicas_from_every_isr(start_broker, zk):
+    """Cause 4's stall: the broker that died was also the controller; the new controller left its
+    replicas in the ISRs of partitions led elsewhere, so every acks=-1 write there (transaction
+    markers, group offsets, produce) waited replica.lag.time.max.ms (30 s) for a dead follower.
+    Kafka's controller takes them out at failover (OfflineReplica)."""
+    from replication_helpers import partition_state
+
+    brokers = {i: start_broker(i) for i in (1, 2, 3)}
+    wait(lambda: controller_of(zk) in brokers, "a controller", 30)
+    wait(lambda: len(raw(brokers[1], ApiKey.METADATA, {"topics": []}).brokers) == 3, "3 brokers known", 30)
+    victim = controller_of(zk)
+    other = next(b for i, b in brokers.items() if i != victim)
+    created, _ = timed(brokers[victim], ApiKey.CREATE_TOPICS, create_body("t", 30_000, partitions=6, rf=3))
+    assert created.topics[0].error_code == ErrorCode.NONE
+    wait(lambda: all(len(partition_state(zk, "t", p)["isr"]) == 3 for p in range(6)), "full ISRs", 30)
+    brokers[victim].kill()
+    killed = time.monotonic()
+    wait(lambda: controller_of(zk) not in (None, victim), "a new controller", 30)
+    wait(
+        lambda: all(victim not in partition_state(zk, "t", p)["isr"] for p in range(6)),
+        "the dead broker out of every ISR",
+        30,
+    )
+    assert time.monotonic() - killed < 15  # the session timeout (3 s) and a failover, not 30 s of lag
+    assert other.process.poll() is None
