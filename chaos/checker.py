@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -45,6 +46,8 @@ class Report:
     commit_regressions: list = field(default_factory=list)  # (partition, before, after)
     skipped: list = field(default_factory=list)  # (partition, offset) below a commit, never read
     group_reads: int = 0
+    #: chaos.liveness.Liveness of the run (judged apart from safety: `liveness.ok`), when measured
+    liveness: Any = None
 
     JUDGED = (
         "lost",

@@ -6,7 +6,9 @@ derives from the printed seed, so `--seed` reproduces a run. Per scenario: fresh
 `chaos` (3 partitions, RF 3, min.insync.replicas=2), two idempotent producers (acks=all, retries, one
 request in flight) writing unique values, a consumer per partition and a leader observer, all
 recording into `<dir>/<scenario>/history.jsonl`; then the nemesis; then heal (every broker and
-ZooKeeper running, ISR full), stop cleanly, read every replica's log files and judge. The group
+ZooKeeper running), judge liveness from that moment (`chaos.liveness`: leaders, replication,
+admin requests answered, no broker exited by itself; the "heal s" column), wait for a full ISR,
+stop cleanly, read every replica's log files and judge safety. The group
 scenarios (`GROUP_SCENARIOS`) also run a consumer group of two members that commit as they read
 (`chaos/groups.py`); after the heal it drains to the log end before the group is judged.
 """
@@ -18,6 +20,7 @@ import json
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +29,7 @@ from pathlib import Path
 
 import trio
 
-from chaos import groups
+from chaos import groups, liveness
 from chaos.checker import Report, check
 from client import Cluster, ConnectionClosed, KafkaError
 from client.connection import Connection
@@ -261,11 +264,48 @@ async def kill_two(env: Env) -> str:
     return f"killed brokers {victims} together, restarted them later"
 
 
+SESSION_TIMEOUT_S = 4.0  # the chaos brokers' zookeeper.session.timeout.ms
+
+
+async def expire_session_twice(env: Env) -> str:
+    """A broker paused for more than twice its ZooKeeper session timeout, twice in a row: its
+    session expires each time (its partitions move away, it must re-register and rejoin by itself)."""
+    victim = env.rng.choice(list(env.brokers))
+    for _ in range(2):
+        env.brokers[victim].process.send_signal(signal.SIGSTOP)
+        await trio.sleep(2 * SESSION_TIMEOUT_S + 1)
+        env.brokers[victim].process.send_signal(signal.SIGCONT)
+        await trio.sleep(1)  # the second pause strikes while it is re-registering
+    return f"paused broker {victim} for {2 * SESSION_TIMEOUT_S + 1:.0f} s, twice in a row"
+
+
+def _hog() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+
+
+async def cpu_hog(env: Env) -> str:
+    """Two processes that each keep a core busy beside the cluster while a leader is killed and
+    restarted: everything is slower, nothing may stay broken."""
+    hogs = [_hog() for _ in range(2)]
+    try:
+        partition = env.rng.randrange(PARTITIONS)
+        victim = await env.leader_of(partition)
+        if victim >= 0:
+            env.brokers[victim].kill()
+            await trio.sleep(env.rng.uniform(3, 5))
+            await env.restart(victim)
+        await trio.sleep(3)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    return f"two CPU hogs; killed and restarted leader {victim} of partition {partition} under them"
+
+
 IPTABLES_TAG = "minikafka-chaos"
 
 
 def iptables_works() -> bool:
-    import subprocess
 
     try:
         return subprocess.run(["iptables", "-L", "-n"], capture_output=True, timeout=10).returncode == 0
@@ -274,7 +314,6 @@ def iptables_works() -> bool:
 
 
 def _iptables(action: str, port: int) -> None:
-    import subprocess
 
     subprocess.run(
         [
@@ -337,7 +376,6 @@ DISK_FULL_BROKER, DISK_FULL_SIZE = 1, "64m"
 
 def tmpfs_works(directory: Path) -> bool:
     """Whether a tmpfs can be mounted here (root, and mount allowed): what disk-full needs."""
-    import subprocess
 
     probe = directory / "tmpfs-probe"
     probe.mkdir(parents=True, exist_ok=True)
@@ -395,6 +433,8 @@ SCENARIOS = {
     "unclean-election": (unclean, {"unclean.leader.election.enable": "true"}),
     "disk-full": (disk_full, {}),
     "group-kill-coordinator": (groups.kill_coordinator, {}),
+    "zk-session-expired-twice": (expire_session_twice, {}),
+    "cpu-hog": (cpu_hog, {}),
 }
 #: scenarios that also run a consumer group (and judge it: chaos/checker.py properties 5-7)
 GROUP_SCENARIOS = {"group-kill-coordinator"}
@@ -445,7 +485,10 @@ def replica_records(broker: BrokerProcess, partition: int) -> list[tuple[int, by
     return out
 
 
-async def heal(env: Env) -> None:
+async def heal(env: Env, wait_isr: bool = True) -> float:
+    """Every process running again (ZooKeeper, every broker: resumed or restarted), then (with
+    `wait_isr`) until the workload topic's ISR is full (at most 60 s). Returns when the processes
+    were all running (trio's clock), the moment liveness is measured from."""
     if env.zk.process.poll() is not None:
         env.zk = await trio.to_thread.run_sync(lambda: ZooKeeperProcess.start(env.directory / "zk", port=env.zk.port))
     for broker_id, broker in env.brokers.items():
@@ -453,7 +496,10 @@ async def heal(env: Env) -> None:
             broker.process.send_signal(signal.SIGCONT)
         else:
             await env.restart(broker_id)
-    await wait_full_isr(env, 60)
+    healed_at = trio.current_time()
+    if wait_isr:
+        await wait_full_isr(env, 60)
+    return healed_at
 
 
 async def wait_full_isr(env: Env, timeout_s: float) -> None:
@@ -490,7 +536,7 @@ async def start_env(
             directory / f"b{i}",
             zk.connect,
             replica_lag_time_max_ms="2000",
-            zookeeper_session_timeout_ms="4000",
+            zookeeper_session_timeout_ms=str(int(SESSION_TIMEOUT_S * 1000)),
             offsets_topic_num_partitions=str(groups.OFFSETS_PARTITIONS),
             group_initial_rebalance_delay_ms="0",
             **extra,
@@ -544,8 +590,6 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
     zk = ZooKeeperProcess.start(directory / "zk")
     mounted = None
     if name == "disk-full":  # broker 1's log dir is a small tmpfs the nemesis fills
-        import subprocess
-
         mounted = directory / f"b{DISK_FULL_BROKER}" / "logs"
         mounted.mkdir(parents=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_FULL_SIZE}", "tmpfs", str(mounted)], check=True)
@@ -566,7 +610,11 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
             await trio.sleep(2)
             what = await nemesis(env)
             await trio.sleep(max(0.0, workload_s - 2))
-            await heal(env)
+            exited = liveness.exited_by_themselves(env.brokers)  # before the heal restarts them
+            healed_at = await heal(env, wait_isr=False)
+            judged = await liveness.measure(env, healed_at)
+            judged.exited = exited + [e for e in judged.exited if e not in exited]
+            await wait_full_isr(env, 60)
             stop.set()
             if name in GROUP_SCENARIOS:
                 await drain_group(env)
@@ -590,22 +638,26 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
                 for e in env.history
             )
         )
-        return check(env.history, replicas, leaders, isr, hws, in_order=True), what
+        report = check(env.history, replicas, leaders, isr, hws, in_order=True)
+        report.liveness = judged
+        return report, what
     finally:
         for b in env.brokers.values():
             b.kill()
         env.zk.kill()
         if mounted is not None:
-            import subprocess
-
             subprocess.run(["umount", "-l", str(mounted)], capture_output=True)
 
 
 def format_row(name: str, report: Report, what: str) -> str:
+    live = report.liveness
+    heal = "-" if live is None or live.heal_s is None else f"{live.heal_s:.1f}"
+    verdict = "ok" if report.ok else "VIOLATIONS " + str(report.violations())
+    if live is not None:
+        verdict += ", live" if live.ok else ", NOT LIVE " + str(live.violations())
     return (
         f"{name:20} {report.attempted:>7} {report.acked:>6} {report.failed:>6} {len(report.lost):>5} "
-        f"{len(report.duplicated):>5} {report.max_leaderless_s:>10.1f}  "
-        f"{'ok' if report.ok else 'VIOLATIONS ' + str(report.violations())}  [{what}]"
+        f"{len(report.duplicated):>5} {report.max_leaderless_s:>10.1f} {heal:>6}  {verdict}  [{what}]"
     )
 
 
@@ -621,7 +673,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"chaos seed {seed} (--seed {seed} reproduces this run)")
     root = args.dir or Path(tempfile.mkdtemp(prefix="minikafka-chaos-"))
     print(
-        f"{'scenario':20} {'sent':>7} {'acked':>6} {'failed':>6} {'lost':>5} {'dups':>5} {'no leader s':>10}  verdict"
+        f"{'scenario':20} {'sent':>7} {'acked':>6} {'failed':>6} {'lost':>5} {'dups':>5} {'no leader s':>10} "
+        f"{'heal s':>6}  verdict (safety, liveness)"
     )
     failures = 0
     for name in args.only or list(SCENARIOS) + [TXN_SCENARIO]:
@@ -647,6 +700,8 @@ def main(argv: list[str] | None = None) -> int:
         print(format_row(name, report, what), flush=True)
         expected_loss = name == "unclean-election"
         if not report.ok and not expected_loss:
+            failures += 1
+        if report.liveness is not None and not report.liveness.ok:
             failures += 1
     if args.dir is None:
         shutil.rmtree(root, ignore_errors=True)

@@ -1,5 +1,6 @@
 """The chaos scenarios (chaos/runner.py) as part of `make test`: each runs a real 3-broker cluster
-under load while its nemesis strikes, and the checker judges the history. The seed is printed;
+under load while its nemesis strikes, and the checker judges the history (safety) and the cluster
+after the heal (liveness: chaos/liveness.py). The seed is printed;
 CHAOS_SEED=<seed> reproduces a run."""
 
 import os
@@ -28,8 +29,9 @@ def test_scenario(name, tmp_path):
         f"{name}: {what}; sent {report.attempted}, acked {report.acked}, failed {report.failed}, "
         f"lost {len(report.lost)}, duplicated {len(report.duplicated)}, "
         f"longest without a leader {report.max_leaderless_s:.1f} s, group reads {report.group_reads}, "
-        f"violations {report.violations()}"
+        f"violations {report.violations()}, liveness: {report.liveness.summary()} {report.liveness.violations()}"
     )
+    assert report.liveness.ok, report.liveness.violations()  # every scenario heals, unclean elections too
     assert report.acked > 500, "the workload made too little progress to judge"
     if name in GROUP_SCENARIOS:
         assert report.group_reads >= report.acked, "the group did not read everything: nothing to judge"

@@ -1,0 +1,172 @@
+"""Liveness, judged after a nemesis heals (issue 33): the cluster comes back to full service by
+itself, within bounds, beside the safety the history checkers judge.
+
+After the heal (every broker process running again, ZooKeeper up), measured from that moment:
+- every partition of every topic has a leader within `LEADERS_BOUND_S`;
+- no partition is under-replicated (ISR = replicas) within `REPLICATED_BOUND_S`;
+- CreateTopics and DeleteTopics, sent to the controller the metadata names, are answered within
+  their timeout_ms (plus `SLACK_S`), and InitProducerId for a transactional id within its
+  coordinator lookup plus the request timeout;
+- no broker process exited that the nemesis did not kill (a SIGKILL exits -9; anything else a
+  broker did by itself).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import trio
+
+from client import Cluster, ConnectionClosed, KafkaError
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.types import ZERO_UUID
+
+LEADERS_BOUND_S = 30.0
+REPLICATED_BOUND_S = 60.0
+ADMIN_TIMEOUT_MS = 10_000
+SLACK_S = 2.0
+INIT_PRODUCER_ID_BOUND_S = 30.0
+
+
+@dataclass
+class Liveness:
+    leaders_s: float | None = None  # heal -> every partition led (None: not within the bound)
+    replicated_s: float | None = None  # heal -> no under-replicated partition
+    admin: dict[str, tuple[float, str] | None] = field(default_factory=dict)  # API -> (s, answer)
+    exited: list[str] = field(default_factory=list)  # brokers that exited by themselves
+
+    @property
+    def heal_s(self) -> float | None:
+        """The time to full service: every partition led and fully replicated."""
+        if self.leaders_s is None or self.replicated_s is None:
+            return None
+        return max(self.leaders_s, self.replicated_s)
+
+    def violations(self) -> list[str]:
+        out = []
+        if self.leaders_s is None:
+            out.append(f"a partition without a leader {LEADERS_BOUND_S:.0f} s after the heal")
+        if self.replicated_s is None:
+            out.append(f"under-replicated partitions {REPLICATED_BOUND_S:.0f} s after the heal")
+        out += [f"{api} not answered in time" for api, answer in self.admin.items() if answer is None]
+        out += [f"{api} answered {answer[1]}" for api, answer in self.admin.items() if answer and answer[1] != "NONE"]
+        out += [f"broker {b} exited by itself" for b in self.exited]
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations()
+
+    def summary(self) -> str:
+        heal = "-" if self.heal_s is None else f"{self.heal_s:.1f}"
+        admin = " ".join(f"{api} {'-' if a is None else f'{a[0]:.1f}'}" for api, a in self.admin.items())
+        return f"heal {heal} s ({admin})"
+
+
+def exited_by_themselves(brokers) -> list[str]:
+    """Brokers not running whose exit was not a SIGKILL (returncode -9)."""
+    return [
+        f"{i} (exit {b.process.returncode})"
+        for i, b in brokers.items()
+        if b.process is not None and b.process.poll() is not None and b.process.returncode != -9
+    ]
+
+
+async def measure(env, healed_at: float) -> Liveness:
+    """Judge `env` (chaos.runner.Env) from `healed_at` (trio's clock) on."""
+    result = Liveness(exited=exited_by_themselves(env.brokers))
+    async with Cluster.open(env.bootstrap, security=env.security, retries=60, backoff_ms=100) as cluster:
+        result.leaders_s = await _until(cluster, healed_at, LEADERS_BOUND_S, _all_led)
+        result.replicated_s = await _until(cluster, healed_at, REPLICATED_BOUND_S, _fully_replicated)
+        result.admin["CreateTopics"] = await _timed(_create_topic(cluster), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
+        result.admin["DeleteTopics"] = await _timed(_delete_topic(cluster), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
+        result.admin["InitProducerId"] = await _timed(_init_producer_id(cluster), INIT_PRODUCER_ID_BOUND_S)
+    result.exited += [e for e in exited_by_themselves(env.brokers) if e not in result.exited]
+    return result
+
+
+PROBE_TOPIC = "liveness-probe"
+
+
+async def _until(cluster, since: float, bound_s: float, predicate) -> float | None:
+    with trio.move_on_at(since + bound_s):
+        while True:
+            try:
+                conn = await cluster.any_connection()
+                md = await conn.request(ApiKey.METADATA, {"topics": None}, timeout_s=5)
+                if predicate(md):
+                    return trio.current_time() - since
+            except (ConnectionClosed, KafkaError, trio.TooSlowError):
+                pass
+            await trio.sleep(0.2)
+    return None
+
+
+def _partitions(md):
+    return [p for t in md.topics if t.error_code == 0 for p in t.partitions]
+
+
+def _all_led(md) -> bool:
+    return len(md.brokers) == 3 and all(p.leader_id >= 0 for p in _partitions(md))
+
+
+def _fully_replicated(md) -> bool:
+    return _all_led(md) and all(set(p.isr_nodes) == set(p.replica_nodes) for p in _partitions(md))
+
+
+async def _timed(work, bound_s: float) -> tuple[float, str] | None:
+    started = trio.current_time()
+    with trio.move_on_after(bound_s):
+        answer = await work
+        return trio.current_time() - started, answer
+    return None
+
+
+async def _controller(cluster):
+    md = await cluster.refresh_metadata([])
+    return await cluster.broker_connection(md.controller_id)
+
+
+async def _create_topic(cluster) -> str:
+    body = {
+        "topics": [{"name": PROBE_TOPIC, "num_partitions": 1, "replication_factor": 3, "configs": []}],
+        "timeout_ms": ADMIN_TIMEOUT_MS,
+    }
+    response = await (await _controller(cluster)).request(ApiKey.CREATE_TOPICS, body, timeout_s=30)
+    return ErrorCode(response.topics[0].error_code).name
+
+
+async def _delete_topic(cluster) -> str:
+    body = {"topics": [{"name": PROBE_TOPIC, "topic_id": ZERO_UUID}], "timeout_ms": ADMIN_TIMEOUT_MS}
+    response = await (await _controller(cluster)).request(ApiKey.DELETE_TOPICS, body, timeout_s=30)
+    return ErrorCode(response.responses[0].error_code).name
+
+
+async def _init_producer_id(cluster) -> str:
+    """FindCoordinator then InitProducerId for a fresh transactional id; coordinator-moving errors
+    are retried as a client would (the bound covers the whole)."""
+    retriable = {
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+    }
+    while True:
+        try:
+            conn = await cluster.any_connection()
+            found = await conn.request(
+                ApiKey.FIND_COORDINATOR, {"key": "liveness-probe", "key_type": 1}, version=2, timeout_s=5
+            )
+            if found.error_code == 0:
+                conn = await cluster.connect(found.host, found.port)
+                response = await conn.request(
+                    ApiKey.INIT_PRODUCER_ID,
+                    {"transactional_id": "liveness-probe", "transaction_timeout_ms": 10_000},
+                    timeout_s=30,
+                )
+                if response.error_code not in retriable:
+                    return ErrorCode(response.error_code).name
+        except (ConnectionClosed, KafkaError, trio.TooSlowError):
+            pass
+        await trio.sleep(0.2)
