@@ -10,8 +10,9 @@ Per partition, as Kafka's `TransactionMarkerRequestCompletionHandler`:
 - the topic no longer exists: done (nothing to mark);
 - INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED: a newer producer or coordinator owns
   the partition's producer state: this coordinator stops;
-- anything else (not leader, no leader yet, not enough replicas, timeouts, a lost connection):
-  retried with the leader looked up again, until `still_current()` turns false.
+- anything else (not leader, no leader yet, not enough replicas, timeouts, a lost connection, a
+  broker that cannot be reached: its queued markers are handed back unanswered): retried with the
+  leader looked up again, until `still_current()` turns false.
 """
 
 from __future__ import annotations
@@ -136,6 +137,13 @@ class TransactionMarkerChannel:
                         await self._send(conn, batch)
             except (ConnectionClosed, trio.TooSlowError, ProtocolError) as e:
                 log.info("marker channel to broker %d: %s; reconnecting", broker_id, e)
+                # what waits for this broker goes back to its writers unanswered: they look the
+                # leaders up again (a leader that died has moved on) instead of waiting for it
+                while True:
+                    try:
+                        queue.receive_nowait().done.set()
+                    except trio.WouldBlock:
+                        break
                 await trio.sleep(RETRY_BACKOFF_S)
 
     @staticmethod

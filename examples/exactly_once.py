@@ -114,7 +114,20 @@ def _start(bootstrap: str):
     resumes from the group's committed offsets."""
     from confluent_kafka import Consumer, Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": TRANSACTIONAL_ID, "linger.ms": 5} | DEBUG)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": TRANSACTIONAL_ID,
+            "linger.ms": 5,
+            # librdkafka issue #5511 (open in 2.16): when the group coordinator's broker dies and
+            # leaves the metadata, send_offsets_to_transaction waits, past its timeout (#5456),
+            # until some connection changes state. Idle connections closed after 30 s are such
+            # changes; by default (never) the job waited for the brokers' connections.max.idle.ms
+            # (10 minutes) to close one.
+            "connections.max.idle.ms": 30000,
+        }
+        | DEBUG
+    )
     producer.init_transactions(TIMEOUT)
     counts: dict[str, int] = {}
     for carrier, count in read_committed(bootstrap, SINK):
