@@ -49,9 +49,7 @@ def test_exactly_once_survives_the_broker_of_both_coordinators_killed(start_brok
     wait(lambda: coordinator(brokers[1], "probe", 1) in brokers, "the transaction coordinators", 60)
     group_coordinator = coordinator(brokers[1], job.GROUP, 0)
     # a transactional id coordinated by the same broker as the group
-    txn_id = next(
-        t for t in (f"counts-{i}" for i in range(200)) if coordinator(brokers[1], t, 1) == group_coordinator
-    )
+    txn_id = next(t for t in (f"counts-{i}" for i in range(200)) if coordinator(brokers[1], t, 1) == group_coordinator)
     monkeypatch.setattr(job, "TRANSACTIONAL_ID", txn_id)
     per_carrier = job.load_flights(bootstrap, ROWS)
     killed: list[float] = []
