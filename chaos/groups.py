@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import trio
 
+from chaos import liveness
 from client import Cluster, ConnectionClosed, KafkaError
 from client.groups import GroupMember, committed_offsets
 from client.reads import EARLIEST, fetch_records
@@ -26,8 +27,22 @@ ERRORS = (KafkaError, ConnectionClosed, trio.TooSlowError)
 async def group_consumer_task(env, name: str, topic: str, stop: trio.Event) -> None:
     """One member: (re)join, read the assigned partitions from the committed offsets (earliest
     when none), commit after every round that read something, heartbeat every second."""
+    with trio.CancelScope() as scope:  # cancelled: the member's process "dies" (no LeaveGroup)
+        env.member_scopes[name] = scope
+        await _member(env, name, topic, stop)
+
+
+SESSION_TIMEOUT_MS = 6000  # the members' session.timeout.ms
+#: the members' rebalance timeout (max.poll.interval.ms; Kafka's clients default to 300 s): longer
+#: than a session, so that a dead member must be removed by its session's end, not by the rebalance
+REBALANCE_TIMEOUT_MS = 60_000
+
+
+async def _member(env, name: str, topic: str, stop: trio.Event) -> None:
     async with Cluster.open(env.bootstrap, security=env.security, retries=30, backoff_ms=100) as cluster:
-        member = GroupMember(cluster, GROUP, [topic], session_timeout_ms=6000, rebalance_timeout_ms=10000)
+        member = GroupMember(
+            cluster, GROUP, [topic], session_timeout_ms=SESSION_TIMEOUT_MS, rebalance_timeout_ms=REBALANCE_TIMEOUT_MS
+        )
         while not stop.is_set():
             try:
                 await member.join()
@@ -91,6 +106,26 @@ async def coordinator_of(env) -> int:
         except ERRORS:
             continue
     return -1
+
+
+async def kill_member_and_coordinator(env) -> str:
+    """One member dies (its task ends without LeaveGroup, its connections close) and, in the same
+    fault, the group's coordinator is killed (restarted 4 s later): the new coordinator loads the
+    dead member from `__consumer_offsets` and must expire it after its session, so that the
+    surviving member takes every partition (judged by `chaos.liveness.group_rebalanced`)."""
+    victim = await coordinator_of(env)
+    env.member_scopes["g1"].cancel()
+    env.member_killed_at = trio.current_time()
+    if victim < 0:
+        env.group_rebalance_s = None
+        return "killed member g1; no coordinator found"
+    env.brokers[victim].kill()
+    await trio.sleep(4)
+    await env.restart(victim)
+    env.group_rebalance_s = await liveness.group_rebalanced(
+        env, GROUP, env.member_killed_at, survivors=1, bound_s=SESSION_TIMEOUT_MS / 1000 + 15
+    )
+    return f"killed member g1 and the group's coordinator {victim} together (restarted after 4 s)"
 
 
 async def kill_coordinator(env) -> str:

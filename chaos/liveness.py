@@ -8,7 +8,9 @@ After the heal (every broker process running again, ZooKeeper up), measured from
   their timeout_ms (plus `SLACK_S`), and InitProducerId for a transactional id within its
   coordinator lookup plus the request timeout;
 - no broker process exited that the nemesis did not kill (a SIGKILL exits -9; anything else a
-  broker did by itself).
+  broker did by itself);
+- when a nemesis killed a group member (also with its coordinator in the same fault), the group is
+  Stable with only the survivors within the member's session.timeout.ms + 15 s of the kill.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class Liveness:
     replicated_s: float | None = None  # heal -> no under-replicated partition
     admin: dict[str, tuple[float, str] | None] = field(default_factory=dict)  # API -> (s, answer)
     exited: list[str] = field(default_factory=list)  # brokers that exited by themselves
+    group_measured: bool = False  # a group member was killed: `group_s` is judged
+    group_s: float | None = None  # member killed -> the group Stable with the survivors only
 
     @property
     def heal_s(self) -> float | None:
@@ -52,6 +56,8 @@ class Liveness:
         out += [f"{api} not answered in time" for api, answer in self.admin.items() if answer is None]
         out += [f"{api} answered {answer[1]}" for api, answer in self.admin.items() if answer and answer[1] != "NONE"]
         out += [f"broker {b} exited by itself" for b in self.exited]
+        if self.group_measured and self.group_s is None:
+            out.append("the group did not rebalance without its dead member in time")
         return out
 
     @property
@@ -61,7 +67,10 @@ class Liveness:
     def summary(self) -> str:
         heal = "-" if self.heal_s is None else f"{self.heal_s:.1f}"
         admin = " ".join(f"{api} {'-' if a is None else f'{a[0]:.1f}'}" for api, a in self.admin.items())
-        return f"heal {heal} s ({admin})"
+        group = ""
+        if self.group_measured:
+            group = f", group rebalanced {'-' if self.group_s is None else f'{self.group_s:.1f}'} s after the kill"
+        return f"heal {heal} s ({admin}){group}"
 
 
 def exited_by_themselves(brokers) -> list[str]:
@@ -84,6 +93,25 @@ async def measure(env, healed_at: float) -> Liveness:
         result.admin["InitProducerId"] = await _timed(_init_producer_id(cluster), INIT_PRODUCER_ID_BOUND_S)
     result.exited += [e for e in exited_by_themselves(env.brokers) if e not in result.exited]
     return result
+
+
+async def group_rebalanced(env, group_id: str, since: float, survivors: int, bound_s: float) -> float | None:
+    """Seconds from `since` until `group_id` is Stable with `survivors` members (None: not within
+    `bound_s` of `since`)."""
+    from client.groups import describe_group
+
+    async with Cluster.open(env.bootstrap, security=env.security, retries=5, backoff_ms=100) as cluster:
+        with trio.move_on_at(since + bound_s):
+            while True:
+                try:
+                    with trio.fail_after(5):
+                        group = await describe_group(cluster, group_id)
+                    if group["state"] == "Stable" and len(group["members"]) == survivors:
+                        return trio.current_time() - since
+                except (ConnectionClosed, KafkaError, trio.TooSlowError):
+                    pass
+                await trio.sleep(0.2)
+    return None
 
 
 PROBE_TOPIC = "liveness-probe"

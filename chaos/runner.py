@@ -54,6 +54,9 @@ class Env:
     rng: random.Random
     history: list
     last_committed: dict = field(default_factory=dict)  # the group's, as its observer last read them
+    member_scopes: dict = field(default_factory=dict)  # group member name -> its task's cancel scope
+    member_killed_at: float | None = None  # when a nemesis killed a group member (trio's clock)
+    group_rebalance_s: float | None = None  # from that kill until the group was Stable without it
     security: ClientSecurity | None = None  # the clients' settings on a secured cluster
     topic: str = TOPIC  # the workload's topic (the docker target uses one per scenario)
 
@@ -433,11 +436,12 @@ SCENARIOS = {
     "unclean-election": (unclean, {"unclean.leader.election.enable": "true"}),
     "disk-full": (disk_full, {}),
     "group-kill-coordinator": (groups.kill_coordinator, {}),
+    "group-kill-member-and-coordinator": (groups.kill_member_and_coordinator, {}),
     "zk-session-expired-twice": (expire_session_twice, {}),
     "cpu-hog": (cpu_hog, {}),
 }
 #: scenarios that also run a consumer group (and judge it: chaos/checker.py properties 5-7)
-GROUP_SCENARIOS = {"group-kill-coordinator"}
+GROUP_SCENARIOS = {"group-kill-coordinator", "group-kill-member-and-coordinator"}
 #: scenarios on a SASL_SSL cluster (clients and inter-broker traffic): the same workload and checks
 SECURED_SCENARIOS = {"kill-leader-sasl-ssl": "kill-leader"}
 for _secured, _plain in SECURED_SCENARIOS.items():
@@ -614,6 +618,8 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
             healed_at = await heal(env, wait_isr=False)
             judged = await liveness.measure(env, healed_at)
             judged.exited = exited + [e for e in judged.exited if e not in exited]
+            if env.member_killed_at is not None:  # measured by the nemesis, from the kill on
+                judged.group_measured, judged.group_s = True, env.group_rebalance_s
             await wait_full_isr(env, 60)
             stop.set()
             if name in GROUP_SCENARIOS:
@@ -655,6 +661,9 @@ def format_row(name: str, report: Report, what: str) -> str:
     verdict = "ok" if report.ok else "VIOLATIONS " + str(report.violations())
     if live is not None:
         verdict += ", live" if live.ok else ", NOT LIVE " + str(live.violations())
+        if live.group_measured:
+            group = "-" if live.group_s is None else f"{live.group_s:.1f}"
+            what += f"; the group was Stable without its dead member {group} s after the kill"
     return (
         f"{name:20} {report.attempted:>7} {report.acked:>6} {report.failed:>6} {len(report.lost):>5} "
         f"{len(report.duplicated):>5} {report.max_leaderless_s:>10.1f} {heal:>6}  {verdict}  [{what}]"
