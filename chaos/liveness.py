@@ -10,7 +10,10 @@ After the heal (every broker process running again, ZooKeeper up), measured from
 - no broker process exited that the nemesis did not kill (a SIGKILL exits -9; anything else a
   broker did by itself);
 - when a nemesis killed a group member (also with its coordinator in the same fault), the group is
-  Stable with only the survivors within the member's session.timeout.ms + 15 s of the kill.
+  Stable with only the survivors within the member's session.timeout.ms + 15 s of the kill;
+- in the transactional scenario, every transaction left open when its producers stop is decided
+  (committed or aborted: the LSO reaches the HW on every partition, read_committed readers pass it)
+  within transaction.timeout.ms + 15 s.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ class Liveness:
     exited: list[str] = field(default_factory=list)  # brokers that exited by themselves
     group_measured: bool = False  # a group member was killed: `group_s` is judged
     group_s: float | None = None  # member killed -> the group Stable with the survivors only
+    txn_measured: bool = False  # transactional producers stopped: `txn_s` is judged
+    txn_s: float | None = None  # producers stopped -> every transaction decided (LSO = HW)
 
     @property
     def heal_s(self) -> float | None:
@@ -58,6 +63,8 @@ class Liveness:
         out += [f"broker {b} exited by itself" for b in self.exited]
         if self.group_measured and self.group_s is None:
             out.append("the group did not rebalance without its dead member in time")
+        if self.txn_measured and self.txn_s is None:
+            out.append("open transactions were not decided in time")
         return out
 
     @property
@@ -107,6 +114,28 @@ async def group_rebalanced(env, group_id: str, since: float, survivors: int, bou
                     with trio.fail_after(5):
                         group = await describe_group(cluster, group_id)
                     if group["state"] == "Stable" and len(group["members"]) == survivors:
+                        return trio.current_time() - since
+                except (ConnectionClosed, KafkaError, trio.TooSlowError):
+                    pass
+                await trio.sleep(0.2)
+    return None
+
+
+async def transactions_decided(env, topic: str, partitions: int, since: float, bound_s: float) -> float | None:
+    """Seconds from `since` until every partition of `topic` has its LSO at its HW (None: not
+    within `bound_s` of `since`)."""
+    from client.reads import LATEST, READ_COMMITTED, list_offset
+
+    async with Cluster.open(env.bootstrap, security=env.security, retries=5, backoff_ms=100) as cluster:
+        with trio.move_on_at(since + bound_s):
+            while True:
+                try:
+                    with trio.fail_after(5):
+                        ends = [await list_offset(cluster, topic, p, LATEST) for p in range(partitions)]
+                        stable = [
+                            await list_offset(cluster, topic, p, LATEST, READ_COMMITTED) for p in range(partitions)
+                        ]
+                    if ends == stable:
                         return trio.current_time() - since
                 except (ConnectionClosed, KafkaError, trio.TooSlowError):
                     pass

@@ -697,13 +697,17 @@ def main(argv: list[str] | None = None) -> int:
             from chaos.transactions import run_txn_scenario
 
             txn_report, what = trio.run(run_txn_scenario, seed, root)
+            live = txn_report.liveness
             print(
                 f"{name:20} committed {txn_report.committed}, aborted {txn_report.aborted}, unknown "
                 f"{txn_report.unknown}, visible {txn_report.records_visible}  "
-                f"{'ok' if txn_report.ok else 'VIOLATIONS ' + str(txn_report.violations())}  [{what}]",
+                f"{'ok' if txn_report.ok else 'VIOLATIONS ' + str(txn_report.violations())}"
+                f"{', live' if live.ok else ', NOT LIVE ' + str(live.violations())}  [{what}; {live.summary()}; "
+                f"open transactions decided {'-' if live.txn_s is None else f'{live.txn_s:.1f}'} s after the "
+                f"producers stopped]",
                 flush=True,
             )
-            failures += 0 if txn_report.ok else 1
+            failures += (0 if txn_report.ok else 1) + (0 if live.ok else 1)
             continue
         report, what = trio.run(run_scenario, name, seed, root)
         print(format_row(name, report, what), flush=True)

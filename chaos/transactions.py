@@ -19,7 +19,8 @@ from pathlib import Path
 
 import trio
 
-from chaos.runner import PARTITIONS, TOPIC, TXN_SCENARIO, Env, create_topic, heal, start_env
+from chaos import liveness
+from chaos.runner import PARTITIONS, TOPIC, TXN_SCENARIO, Env, create_topic, heal, start_env, wait_full_isr
 from chaos.txn_checker import TxnReport, check_transactions
 from client import Cluster, ConnectionClosed, KafkaError
 from client.reads import EARLIEST, LATEST, READ_COMMITTED, fetch, list_offset, reader_batches
@@ -33,6 +34,7 @@ EXTRA = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }
 ERRORS = (KafkaError, ConnectionClosed, trio.TooSlowError)
+TRANSACTION_TIMEOUT_MS = 10_000  # the producers' transaction.timeout.ms
 
 
 def producer_loop(env: Env, name: str, seed: str, stop: threading.Event) -> None:
@@ -47,7 +49,7 @@ def producer_loop(env: Env, name: str, seed: str, stop: threading.Event) -> None
                 {
                     "bootstrap.servers": env.bootstrap,
                     "transactional.id": f"chaos-{name}",
-                    "transaction.timeout.ms": 10000,
+                    "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
                     "linger.ms": 2,
                 }
             )
@@ -177,14 +179,25 @@ async def run_txn_scenario(seed: int, root: Path, workload_s: float = 20.0) -> t
             await trio.sleep(3)
             what = await nemesis(env)
             await trio.sleep(max(0.0, workload_s - 3))
-            await heal(env)
+            exited = liveness.exited_by_themselves(env.brokers)  # before the heal restarts them
+            healed_at = await heal(env, wait_isr=False)
+            judged = await liveness.measure(env, healed_at)
+            judged.exited = exited + [e for e in judged.exited if e not in exited]
+            await wait_full_isr(env, 60)
             stop_producers.set()
+            stopped_at = trio.current_time()
             await trio.sleep(1)
             stop.set()
             nursery.cancel_scope.deadline = trio.current_time() + 60
+        judged.txn_measured = True
+        judged.txn_s = await liveness.transactions_decided(
+            env, TOPIC, PARTITIONS, stopped_at, TRANSACTION_TIMEOUT_MS / 1000 + 15
+        )
         visible = await read_committed_values(env)
         (directory / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in env.history))
-        return check_transactions(env.history, visible), what
+        report = check_transactions(env.history, visible)
+        report.liveness = judged
+        return report, what
     finally:
         for b in env.brokers.values():
             b.kill()

@@ -19,6 +19,7 @@ Transactions with an unknown outcome only have to be atomic.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -32,6 +33,7 @@ class TxnReport:
     committed_missing: list[str] = field(default_factory=list)
     duplicated: list[str] = field(default_factory=list)
     lso_backwards: list[tuple[int, int, int]] = field(default_factory=list)  # (partition, before, after)
+    liveness: Any = None  # chaos.liveness.Liveness of the run (judged apart: `liveness.ok`)
 
     def violations(self) -> dict[str, int]:
         found = {

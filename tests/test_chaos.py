@@ -53,5 +53,7 @@ def test_transactional_scenario(tmp_path):
         f"{NAME}: {what}; committed {report.committed}, aborted {report.aborted}, unknown {report.unknown}, "
         f"records visible {report.records_visible}, violations {report.violations()}"
     )
+    print(f"liveness: {report.liveness.summary()}, open transactions decided in {report.liveness.txn_s} s")
+    assert report.liveness.ok, report.liveness.violations()
     assert report.committed > 50 and report.aborted > 5, "the workload made too little progress to judge"
     assert report.ok, report.violations()
