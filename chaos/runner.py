@@ -44,6 +44,7 @@ from security.config import ClientSecurity
 
 TOPIC, PARTITIONS = "chaos", 3
 TXN_SCENARIO = "txn-kill-coordinator-and-leader"  # chaos/transactions.py (its own workload and checker)
+EOS_SCENARIO = "eos-kill-both-coordinators"  # chaos/eos.py (examples/exactly_once.py as the workload)
 
 
 @dataclass
@@ -674,7 +675,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="chaos scenarios against a local 3-broker cluster")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(
-        "--only", action="append", choices=sorted(SCENARIOS) + [TXN_SCENARIO], help="run only these scenarios"
+        "--only",
+        action="append",
+        choices=sorted(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO],
+        help="run only these scenarios",
     )
     parser.add_argument("--dir", type=Path, default=None, help="keep histories and logs here")
     args = parser.parse_args(argv)
@@ -686,12 +690,24 @@ def main(argv: list[str] | None = None) -> int:
         f"{'heal s':>6}  verdict (safety, liveness)"
     )
     failures = 0
-    for name in args.only or list(SCENARIOS) + [TXN_SCENARIO]:
+    for name in args.only or list(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO]:
         if name == "partition-broker" and not iptables_works():
             print(f"{name:20} skipped: iptables does not work on this machine (needs root and CAP_NET_ADMIN)")
             continue
         if name == "disk-full" and not tmpfs_works(root):
             print(f"{name:20} skipped: a tmpfs cannot be mounted on this machine (needs root)")
+            continue
+        if name == EOS_SCENARIO:
+            from chaos.eos import run_eos_scenario
+
+            eos_report, what = run_eos_scenario(seed, root)
+            print(
+                f"{name:20} counted in {eos_report.took_s:.1f} s, restarts {len(eos_report.restarts)}  "
+                f"{'ok' if eos_report.ok else 'VIOLATIONS ' + str(eos_report.problems)}"
+                f"{', live' if eos_report.live else ', NOT LIVE'}  [{what}]",
+                flush=True,
+            )
+            failures += (0 if eos_report.ok else 1) + (0 if eos_report.live else 1)
             continue
         if name == TXN_SCENARIO:
             from chaos.transactions import run_txn_scenario

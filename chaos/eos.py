@@ -1,0 +1,124 @@
+"""The exactly-once chaos scenario (`eos-kill-both-coordinators`, in `make chaos` and the suite):
+`examples/exactly_once.py` (a confluent-kafka consume-transform-produce job counting flights per
+carrier, one transaction per batch) on a fresh 3-broker cluster while the one broker that is both
+its transaction coordinator and its group coordinator is killed -9 and stays down `DOWN_S`.
+
+Safety: a read_committed reader sees for every carrier exactly 1, 2, ..., n (`job.verify`).
+Liveness: the job counts every flight within `BOUND_S` of its start (it used to hang for 10 minutes).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+from chaos.runner import EOS_SCENARIO
+from local_cluster.brokers import BrokerProcess
+from local_cluster.zookeeper import ZooKeeperProcess
+from protocol.api_keys import ApiKey
+
+NAME = EOS_SCENARIO
+ROWS = 2000
+DOWN_S = 50  # the coordinators' broker stays down this long
+BOUND_S = 120  # the job must count every flight within this long
+SETTINGS = {
+    "offsets_topic_replication_factor": "3",
+    "offsets_topic_num_partitions": "3",
+    "transaction_state_log_num_partitions": "3",
+    "group_initial_rebalance_delay_ms": "0",
+}
+
+
+@dataclass
+class EosReport:
+    took_s: float = 0.0
+    problems: list[str] = field(default_factory=list)  # what exactly-once forbids, as verify finds it
+    restarts: list[str] = field(default_factory=list)  # the job's restarts after fatal producer errors
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def live(self) -> bool:
+        return self.took_s < BOUND_S
+
+
+def _coordinator(broker: BrokerProcess, key: str, key_type: int) -> int:
+    """FindCoordinator v2 (0: group, 1: transactional id) -> the coordinator's id, or -1."""
+    from client.connection import Connection
+
+    async def ask():
+        async with Connection.open(broker.host, broker.port) as conn:
+            r = await conn.request(ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type}, version=2)
+            return r.node_id if r.error_code == 0 else -1
+
+    return trio.run(ask)
+
+
+def _wait(predicate, what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def run_eos_scenario(seed: int, root: Path) -> tuple[EosReport, str]:
+    """Blocking (the job is a confluent-kafka application): returns the report and what was done."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from examples import exactly_once as job
+
+    directory = root / NAME
+    directory.mkdir(parents=True)
+    zk = ZooKeeperProcess.start(directory / "zk")
+    brokers = {i: BrokerProcess.create(i, directory / f"b{i}", zk.connect, **SETTINGS).start() for i in (1, 2, 3)}
+    saved_id = job.TRANSACTIONAL_ID
+    try:
+        bootstrap = ",".join(b.bootstrap for b in brokers.values())
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        _wait(lambda: (md := admin.list_topics(timeout=60)).controller_id >= 0 and len(md.brokers) == 3, "3 brokers")
+        for f in admin.create_topics(
+            [NewTopic(t, 3, 3, config={"min.insync.replicas": "2"}) for t in (job.SOURCE, job.SINK)]
+        ).values():
+            f.result(60)
+        _wait(lambda: _coordinator(brokers[1], job.GROUP, 0) in brokers, "the group coordinator")
+        _wait(lambda: _coordinator(brokers[1], "probe", 1) in brokers, "the transaction coordinators")
+        both = _coordinator(brokers[1], job.GROUP, 0)
+        rng = random.Random(f"{seed}-{NAME}")
+        candidates = [f"counts-{rng.randrange(1 << 30)}" for _ in range(200)]
+        job.TRANSACTIONAL_ID = next(t for t in candidates if _coordinator(brokers[1], t, 1) == both)
+        per_carrier = job.load_flights(bootstrap, ROWS)
+        killed: list[float] = []
+
+        def kill_then_restart() -> None:
+            brokers[both].kill()
+            time.sleep(DOWN_S)
+            brokers[both].start()
+
+        def chaos(processed: int) -> None:
+            if processed > ROWS * 0.3 and not killed:
+                killed.append(time.monotonic())
+                threading.Thread(target=kill_then_restart).start()
+
+        report = EosReport()
+        started = time.monotonic()
+        counts = job.run_job(bootstrap, ROWS, batch=50, on_progress=chaos, restarts=report.restarts)
+        report.took_s = time.monotonic() - started
+        if counts != per_carrier:
+            report.problems.append("the job's own counts differ from the input")
+        _wait(lambda: bool(killed) and brokers[both].alive, "the coordinators' broker back", DOWN_S + 60)
+        report.problems += job.verify(bootstrap, per_carrier)
+        what = f"killed broker {both} (both coordinators of {job.TRANSACTIONAL_ID}), down {DOWN_S} s"
+        return report, what
+    finally:
+        job.TRANSACTIONAL_ID = saved_id
+        for b in brokers.values():
+            b.kill()
+        zk.kill()
