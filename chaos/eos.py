@@ -71,8 +71,6 @@ def _wait(predicate, what: str, timeout_s: float = 60) -> None:
 
 def run_eos_scenario(seed: int, root: Path) -> tuple[EosReport, str]:
     """Blocking (the job is a confluent-kafka application): returns the report and what was done."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     from examples import exactly_once as job
 
     directory = root / NAME
@@ -82,12 +80,7 @@ def run_eos_scenario(seed: int, root: Path) -> tuple[EosReport, str]:
     saved_id = job.TRANSACTIONAL_ID
     try:
         bootstrap = ",".join(b.bootstrap for b in brokers.values())
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        _wait(lambda: (md := admin.list_topics(timeout=60)).controller_id >= 0 and len(md.brokers) == 3, "3 brokers")
-        for f in admin.create_topics(
-            [NewTopic(t, 3, 3, config={"min.insync.replicas": "2"}) for t in (job.SOURCE, job.SINK)]
-        ).values():
-            f.result(60)
+        job.create_topics(bootstrap)
         _wait(lambda: _coordinator(brokers[1], job.GROUP, 0) in brokers, "the group coordinator")
         _wait(lambda: _coordinator(brokers[1], "probe", 1) in brokers, "the transaction coordinators")
         both = _coordinator(brokers[1], job.GROUP, 0)

@@ -671,6 +671,14 @@ def format_row(name: str, report: Report, what: str) -> str:
     )
 
 
+def special_row(name: str, counts: str, violations, not_live: list[str], what: str) -> int:
+    """Print the row of a scenario with its own workload and checker; returns its failures (0-2)."""
+    verdict = "ok" if not violations else f"VIOLATIONS {violations}"
+    verdict += ", live" if not not_live else f", NOT LIVE {not_live}"
+    print(f"{name:20} {counts}  {verdict}  [{what}]", flush=True)
+    return (1 if violations else 0) + (1 if not_live else 0)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="chaos scenarios against a local 3-broker cluster")
     parser.add_argument("--seed", type=int, default=None)
@@ -701,29 +709,28 @@ def main(argv: list[str] | None = None) -> int:
             from chaos.eos import run_eos_scenario
 
             eos_report, what = run_eos_scenario(seed, root)
-            print(
-                f"{name:20} counted in {eos_report.took_s:.1f} s, restarts {len(eos_report.restarts)}  "
-                f"{'ok' if eos_report.ok else 'VIOLATIONS ' + str(eos_report.problems)}"
-                f"{', live' if eos_report.live else ', NOT LIVE'}  [{what}]",
-                flush=True,
+            failures += special_row(
+                name,
+                f"counted in {eos_report.took_s:.1f} s, restarts {len(eos_report.restarts)}",
+                eos_report.problems,
+                [] if eos_report.live else ["the job did not finish in time"],
+                what,
             )
-            failures += (0 if eos_report.ok else 1) + (0 if eos_report.live else 1)
             continue
         if name == TXN_SCENARIO:
             from chaos.transactions import run_txn_scenario
 
             txn_report, what = trio.run(run_txn_scenario, seed, root)
             live = txn_report.liveness
-            print(
-                f"{name:20} committed {txn_report.committed}, aborted {txn_report.aborted}, unknown "
-                f"{txn_report.unknown}, visible {txn_report.records_visible}  "
-                f"{'ok' if txn_report.ok else 'VIOLATIONS ' + str(txn_report.violations())}"
-                f"{', live' if live.ok else ', NOT LIVE ' + str(live.violations())}  [{what}; {live.summary()}; "
-                f"open transactions decided {'-' if live.txn_s is None else f'{live.txn_s:.1f}'} s after the "
-                f"producers stopped]",
-                flush=True,
+            decided = "-" if live.txn_s is None else f"{live.txn_s:.1f}"
+            failures += special_row(
+                name,
+                f"committed {txn_report.committed}, aborted {txn_report.aborted}, unknown {txn_report.unknown}, "
+                f"visible {txn_report.records_visible}",
+                txn_report.violations(),
+                live.violations(),
+                f"{what}; {live.summary()}; open transactions decided {decided} s after the producers stopped",
             )
-            failures += (0 if txn_report.ok else 1) + (0 if live.ok else 1)
             continue
         report, what = trio.run(run_scenario, name, seed, root)
         print(format_row(name, report, what), flush=True)

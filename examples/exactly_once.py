@@ -35,6 +35,22 @@ TIMEOUT = 60
 DEBUG = {"debug": os.environ["EXACTLY_ONCE_DEBUG"]} if os.environ.get("EXACTLY_ONCE_DEBUG") else {}
 
 
+def create_topics(bootstrap: str, brokers: int = 3) -> None:
+    """Once the cluster names a controller and `brokers` brokers: the job's input and output topics
+    (3 partitions, RF 3, min.insync.replicas 2), through confluent-kafka's AdminClient."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + TIMEOUT
+    while not ((md := admin.list_topics(timeout=TIMEOUT)).controller_id >= 0 and len(md.brokers) == brokers):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the cluster did not show {brokers} brokers and a controller")
+        time.sleep(0.1)
+    topics = [NewTopic(t, 3, 3, config={"min.insync.replicas": "2"}) for t in (SOURCE, SINK)]
+    for future in admin.create_topics(topics).values():
+        future.result(TIMEOUT)
+
+
 def load_flights(bootstrap: str, rows: int | None) -> dict[str, int]:
     """Produce the first `rows` flights keyed by carrier (acks=all); returns flights per carrier."""
     from confluent_kafka import Producer

@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-from admin_helpers import wait
 from group_helpers import GROUP_BROKER
 
 pytestmark = pytest.mark.slow
@@ -19,18 +18,11 @@ ROWS = 3000
 
 
 def test_exactly_once_survives_a_leader_kill_and_a_coordinator_kill(start_broker):
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     from examples import exactly_once as job
 
     brokers = {i: start_broker(i, **CLUSTER) for i in (1, 2, 3)}
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    wait(lambda: (md := admin.list_topics(timeout=60)).controller_id >= 0 and len(md.brokers) == 3, "3 brokers")
-    for f in admin.create_topics(
-        [NewTopic(t, 3, 3, config={"min.insync.replicas": "2"}) for t in (job.SOURCE, job.SINK)]
-    ).values():
-        f.result(60)
+    job.create_topics(bootstrap)
     per_carrier = job.load_flights(bootstrap, ROWS)
     killed: list[int] = []
 
