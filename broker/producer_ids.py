@@ -7,13 +7,17 @@ Znode JSON (Kafka's): {"version":1,"broker":<id>,"block_start":"<first>","block_
 from __future__ import annotations
 
 import json
+import logging
 
 import trio
 
-from zk.client import BadVersionError, NodeExistsError, ZkClient
+from zk.client import SESSION_ERRORS, BadVersionError, NodeExistsError, ZkClient
+
+log = logging.getLogger(__name__)
 
 PATH = "/latest_producer_id_block"
 BLOCK_SIZE = 1000
+CLAIM_TIMEOUT_S = 5.0  # the longest an InitProducerId waits for ZooKeeper to claim a block
 
 
 class ProducerIdManager:
@@ -24,11 +28,21 @@ class ProducerIdManager:
         self._end = -1  # last id of the claimed block
         self._lock = trio.Lock()
 
-    async def generate(self) -> int:
-        """A producer id no other broker will hand out."""
+    async def generate(self) -> int | None:
+        """A producer id no other broker will hand out; None when a new block cannot be claimed
+        from ZooKeeper within `CLAIM_TIMEOUT_S` (ZooKeeper unreachable, the session lost): the
+        caller answers COORDINATOR_NOT_AVAILABLE, which clients retry."""
         async with self._lock:
             if self._next > self._end:
-                await self._claim_block()
+                claimed = False
+                with trio.move_on_after(CLAIM_TIMEOUT_S):
+                    try:
+                        await self._claim_block()
+                        claimed = True
+                    except SESSION_ERRORS as e:
+                        log.warning("no producer id block claimed: ZooKeeper %s", type(e).__name__)
+                if not claimed:
+                    return None
             pid = self._next
             self._next += 1
             return pid

@@ -57,7 +57,8 @@ def test_admin_requests_are_answered_within_their_timeout_while_zookeeper_is_unr
 ):
     """Cause 3: CreateTopics waited in the controller's event queue behind work stuck on
     ZooKeeper and was never answered (the connection was dropped after 5 s). Now it is answered
-    REQUEST_TIMED_OUT at its timeout, and so is an event of the controller's loop (DeleteTopics)."""
+    REQUEST_TIMED_OUT at its timeout, and so is an event of the controller's loop (DeleteTopics);
+    an InitProducerId that must claim producer ids from ZooKeeper answers COORDINATOR_NOT_AVAILABLE."""
     proxy = proxies(zookeeper.connect)
     chroot = "/" + zk_connect.split("/", 1)[1]
     broker = start_broker(
@@ -77,7 +78,13 @@ def test_admin_requests_are_answered_within_their_timeout_while_zookeeper_is_unr
     assert deleted.responses[0].error_code == ErrorCode.REQUEST_TIMED_OUT
     assert took < 5 + 2, took
 
+    # the first InitProducerId claims a block of producer ids in ZooKeeper: answered, retriably
+    init, took = timed(broker, ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000})
+    assert init.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE and took < 5 + 2, (init.error_code, took)
+
     proxy.mode("pass")
+    init, _ = timed(broker, ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000})
+    assert init.error_code == ErrorCode.NONE and init.producer_id >= 0
     created, _ = timed(broker, ApiKey.CREATE_TOPICS, create_body("after", 30_000))
     assert created.topics[0].error_code == ErrorCode.NONE
     assert broker.process.poll() is None

@@ -29,9 +29,10 @@ async def handle(ctx, request):
             cluster_allowed(ctx, request, Op.IDEMPOTENT_WRITE) or any_allowed(ctx, request, Op.WRITE, Resource.TOPIC)
         ):
             return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        if ctx.producer_ids is None:
+        producer_id = None if ctx.producer_ids is None else await ctx.producer_ids.generate()
+        if producer_id is None:  # no block of ids could be claimed from ZooKeeper in time
             return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return _answer(ErrorCode.NONE, await ctx.producer_ids.generate(), 0)
+        return _answer(ErrorCode.NONE, producer_id, 0)
     if not allowed(ctx, request, Op.WRITE, Resource.TRANSACTIONAL_ID, body.transactional_id):
         return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if ctx.txn_coordinator is None:

@@ -53,13 +53,14 @@ class TransactionCoordinator:
         replica_manager,
         config: TransactionConfig,
         markers,
-        generate_producer_id: Callable[[], Awaitable[int]],
+        generate_producer_id: Callable[[], Awaitable[int | None]],
         *,
         wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ):
         """`markers.write(producer_id, producer_epoch, coordinator_epoch, commit, partitions,
         still_current)` sends the markers and returns once every partition has its marker (or
-        `still_current()` turned false)."""
+        `still_current()` turned false). `generate_producer_id()` returns a new producer id, or None
+        when none can be had now (answered COORDINATOR_NOT_AVAILABLE, which clients retry)."""
         self.config = config
         self.markers = markers
         self.generate_producer_id = generate_producer_id
@@ -155,6 +156,8 @@ class TransactionCoordinator:
         now = self.clock_ms()
         if metadata is None:
             producer_id = await self.generate_producer_id()
+            if producer_id is None:
+                return E.COORDINATOR_NOT_AVAILABLE, -1, -1
             metadata = self.manager.transactions.get(transactional_id)
             if metadata is None:
                 metadata = TransactionMetadata(transactional_id, producer_id, txn_timeout_ms=txn_timeout_ms)
@@ -173,6 +176,8 @@ class TransactionCoordinator:
         try:
             if metadata.epoch_exhausted:
                 new_id = await self.generate_producer_id()
+                if new_id is None:
+                    return E.COORDINATOR_NOT_AVAILABLE, -1, -1
                 if metadata.pending is not None:
                     return E.CONCURRENT_TRANSACTIONS, -1, -1
                 transition = metadata.prepare_rotate_producer_id(new_id, txn_timeout_ms, now)
