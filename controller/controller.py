@@ -211,6 +211,9 @@ class KafkaController:
         try:
             await self._on_failover()
         except Exception as e:
+            if self.ready:  # the context is loaded and announced: what failed after (deletions,
+                log.exception("resuming work after the failover failed")  # reassignments) is retried
+                return  # by their own notifications, as any event's failure
             log.exception("controller failover failed; resigning and giving up /controller")
             self._resign(f"failover failed: {type(e).__name__}")
         if not self.active:
