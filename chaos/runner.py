@@ -45,6 +45,7 @@ from security.config import ClientSecurity
 TOPIC, PARTITIONS = "chaos", 3
 TXN_SCENARIO = "txn-kill-coordinator-and-leader"  # chaos/transactions.py (its own workload and checker)
 EOS_SCENARIO = "eos-kill-both-coordinators"  # chaos/eos.py (examples/exactly_once.py as the workload)
+ANALYSIS_SCENARIO = "analysis-mixed-workload"  # chaos/analysis.py (its own workload and anomaly checker)
 
 
 @dataclass
@@ -689,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        choices=sorted(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO],
+        choices=sorted(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO],
         help="run only these scenarios",
     )
     parser.add_argument("--dir", type=Path, default=None, help="keep histories and logs here")
@@ -702,12 +703,25 @@ def main(argv: list[str] | None = None) -> int:
         f"{'heal s':>6}  verdict (safety, liveness)"
     )
     failures = 0
-    for name in args.only or list(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO]:
+    for name in args.only or list(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO]:
         if name == "partition-broker" and not iptables_works():
             print(f"{name:20} skipped: iptables does not work on this machine (needs root and CAP_NET_ADMIN)")
             continue
         if name == "disk-full" and not tmpfs_works(root):
             print(f"{name:20} skipped: a tmpfs cannot be mounted on this machine (needs root)")
+            continue
+        if name == ANALYSIS_SCENARIO:
+            from chaos.analysis import run_analysis_scenario
+
+            analysis, what = trio.run(run_analysis_scenario, seed, root)
+            failures += special_row(
+                name,
+                f"transactions {analysis.transactions}, acknowledged {analysis.acknowledged}, final read "
+                f"{analysis.final_records}: {analysis.line()}",
+                {c: n for c, n in analysis.counts.items() if n},
+                analysis.liveness.violations(),
+                f"{what}; {analysis.liveness.summary()}",
+            )
             continue
         if name == EOS_SCENARIO:
             from chaos.eos import run_eos_scenario

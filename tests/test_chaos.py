@@ -57,3 +57,16 @@ def test_transactional_scenario(tmp_path):
     assert report.liveness.ok, report.liveness.violations()
     assert report.committed > 50 and report.aborted > 5, "the workload made too little progress to judge"
     assert report.ok, report.violations()
+
+
+def test_analysis_scenario(tmp_path):
+    """The analysis-style mixed workload (chaos/analysis.py): every anomaly class counted, all zero,
+    with aborted transactions among the committed ones, and the cluster live after the heal."""
+    from chaos.analysis import run_analysis_scenario
+
+    print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
+    report, what = trio.run(run_analysis_scenario, SEED, tmp_path, 2 * WORKLOAD_S)
+    print(f"{what}; transactions {report.transactions}, acknowledged {report.acknowledged}: {report.line()}")
+    assert report.acknowledged > 500 and report.transactions.get("abort", 0) > 5, "too little to judge"
+    assert report.ok, (report.line(), report.examples)
+    assert report.liveness.ok, report.liveness.violations()

@@ -1,0 +1,148 @@
+"""The anomaly checker of the analysis-style workload (`chaos/analysis.py`), pure: a history in,
+a count per anomaly class out, every class named and counted, zero or not. The classes are the
+ones the public analyses of Kafka-compatible systems look for, as defined here:
+
+- lost write: an acknowledged value (a plain send delivered, or a send of a committed transaction)
+  absent from the final read_committed read;
+- unseen write: an acknowledged value no consumer of the workload polled (they read until the
+  end offsets before stopping);
+- duplicate: a value at more than one (partition, offset);
+- poll skip: a consumer, within one assignment, polled offsets o1 then o2 of a partition while the
+  final read holds a record strictly between them;
+- non-monotonic poll: a consumer, within one assignment, polled an offset of a partition not above
+  the one it polled before;
+- aborted read: a value of an aborted transaction was polled or is in the final read;
+- inconsistent offsets: one (partition, offset) seen with two different values (deliveries,
+  polls, final read);
+- internal send skip: within one committed transaction, a later send to a partition landed at a
+  lower offset than an earlier send of that transaction to the same partition.
+
+History events (dicts, `op` first):
+  send      {value, partition, txn (None for plain sends)}
+  delivered {value, partition, offset}          the producer's delivery report
+  txn       {txn, outcome: commit | abort | unknown}
+  assign    {consumer}                          a new assignment: poll expectations restart
+  poll      {consumer, partition, offset, value}
+  final     {partition, offset, value}          the final full read_committed read
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+CLASSES = (
+    "lost write",
+    "unseen write",
+    "duplicate",
+    "poll skip",
+    "non-monotonic poll",
+    "aborted read",
+    "inconsistent offsets",
+    "internal send skip",
+)
+
+
+@dataclass
+class AnalysisReport:
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))
+    examples: dict[str, list] = field(default_factory=dict)  # a few instances per class
+    acknowledged: int = 0
+    final_records: int = 0
+    transactions: dict[str, int] = field(default_factory=dict)  # outcome -> how many
+    liveness: Any = None  # chaos.liveness.Liveness of the run (judged apart: `liveness.ok`)
+
+    def add(self, cls: str, example) -> None:
+        self.counts[cls] += 1
+        self.examples.setdefault(cls, [])
+        if len(self.examples[cls]) < 5:
+            self.examples[cls].append(example)
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.counts.values())
+
+    def line(self) -> str:
+        return ", ".join(f"{cls} {n}" for cls, n in self.counts.items())
+
+
+def check(history: list[dict]) -> AnalysisReport:
+    report = AnalysisReport()
+    outcome = {e["txn"]: e["outcome"] for e in history if e["op"] == "txn"}
+    for o in outcome.values():
+        report.transactions[o] = report.transactions.get(o, 0) + 1
+    sends = [e for e in history if e["op"] == "send"]
+    txn_of = {e["value"]: e["txn"] for e in sends}
+    delivered = {e["value"]: (e["partition"], e["offset"]) for e in history if e["op"] == "delivered"}
+    final = [e for e in history if e["op"] == "final"]
+    polls = [e for e in history if e["op"] == "poll"]
+    report.final_records = len(final)
+
+    acknowledged = {v for v in delivered if txn_of.get(v) is None or outcome.get(txn_of[v]) == "commit"}
+    report.acknowledged = len(acknowledged)
+    aborted = {v for v, t in txn_of.items() if t is not None and outcome.get(t) == "abort"}
+    final_values = {e["value"] for e in final}
+    polled_values = {e["value"] for e in polls}
+
+    for v in sorted(acknowledged - final_values):
+        report.add("lost write", v)
+    for v in sorted(acknowledged - polled_values):
+        report.add("unseen write", v)
+
+    places: dict[str, set[tuple[int, int]]] = {}
+    values_at: dict[tuple[int, int], set[str]] = {}
+    for v, (p, o) in delivered.items():
+        values_at.setdefault((p, o), set()).add(v)
+    for e in final + polls:
+        places.setdefault(e["value"], set()).add((e["partition"], e["offset"]))
+        values_at.setdefault((e["partition"], e["offset"]), set()).add(e["value"])
+    for v, where in sorted(places.items()):
+        if len(where) > 1:
+            report.add("duplicate", (v, sorted(where)))
+    for (p, o), vs in sorted(values_at.items()):
+        if len(vs) > 1:
+            report.add("inconsistent offsets", (p, o, sorted(vs)))
+    for v in sorted((polled_values | final_values) & aborted):
+        report.add("aborted read", v)
+
+    final_offsets: dict[int, list[int]] = {}
+    for e in final:
+        final_offsets.setdefault(e["partition"], []).append(e["offset"])
+    for offsets in final_offsets.values():
+        offsets.sort()
+    last: dict[tuple[str, int], int] = {}
+    for e in history:
+        if e["op"] == "assign":
+            for key in [k for k in last if k[0] == e["consumer"]]:
+                del last[key]
+        elif e["op"] == "poll":
+            key, o = (e["consumer"], e["partition"]), e["offset"]
+            before = last.get(key)
+            if before is not None:
+                if o <= before:
+                    report.add("non-monotonic poll", (e["consumer"], e["partition"], before, o))
+                elif _between(final_offsets.get(e["partition"], []), before, o):
+                    report.add("poll skip", (e["consumer"], e["partition"], before, o))
+            last[key] = o
+
+    by_txn: dict[object, list[dict]] = {}
+    for e in sends:
+        if e["txn"] is not None and outcome.get(e["txn"]) == "commit":
+            by_txn.setdefault(e["txn"], []).append(e)
+    for txn, txn_sends in by_txn.items():
+        highest: dict[int, int] = {}
+        for e in txn_sends:  # in send order
+            place = delivered.get(e["value"])
+            if place is None:
+                continue
+            p, o = place
+            if p in highest and o < highest[p]:
+                report.add("internal send skip", (txn, p, highest[p], o))
+            highest[p] = max(highest.get(p, o), o)
+    return report
+
+
+def _between(sorted_offsets: list[int], low: int, high: int) -> list[int]:
+    """The offsets strictly between `low` and `high` (bisect on the sorted list)."""
+    return sorted_offsets[bisect.bisect_right(sorted_offsets, low) : bisect.bisect_left(sorted_offsets, high)]
