@@ -26,6 +26,7 @@ from pathlib import Path
 
 import trio
 
+from chaos import liveness
 from chaos.checker import Report, check
 from chaos.runner import (
     PARTITIONS,
@@ -148,7 +149,9 @@ SCENARIOS = {
 }
 
 
-async def heal(env: Env, cluster: ComposeCluster, faults: Faults) -> None:
+async def heal(env: Env, cluster: ComposeCluster, faults: Faults, wait_isr: bool = True) -> float:
+    """Every fault undone and every broker container running; then (with `wait_isr`) until the
+    workload topic's ISR is full. Returns when the containers were all running (trio's clock)."""
     for service in list(faults.paused):
         await _docker(cluster, "unpause", service)
     for service in list(faults.disconnected):
@@ -158,7 +161,10 @@ async def heal(env: Env, cluster: ComposeCluster, faults: Faults) -> None:
     for service in BROKERS:
         if not (await trio.to_thread.run_sync(cluster.inspect, service))["State"]["Running"]:
             await _docker(cluster, "start", service)
-    await wait_full_isr(env, 90)
+    healed_at = trio.current_time()
+    if wait_isr:
+        await wait_full_isr(env, 90)
+    return healed_at
 
 
 async def replica_records(cluster: ComposeCluster, service: str, topic: str, partition: int) -> list:
@@ -189,7 +195,9 @@ async def run_scenario(name: str, seed: int, cluster: ComposeCluster, workload_s
             await trio.sleep(max(0.0, workload_s - 2))
         finally:
             with trio.CancelScope(shield=True):
-                await heal(env, cluster, faults)
+                healed_at = await heal(env, cluster, faults, wait_isr=False)
+        judged = await liveness.measure(env, healed_at)
+        await wait_full_isr(env, 90)
         stop.set()
         nursery.cancel_scope.deadline = trio.current_time() + 60  # producers settle what they wait for
     await trio.sleep(1)
@@ -202,7 +210,9 @@ async def run_scenario(name: str, seed: int, cluster: ComposeCluster, workload_s
         p: {i: await replica_records(cluster, f"broker{i}", env.topic, p) for i in containers}
         for p in range(PARTITIONS)
     }
-    return check(env.history, replicas, leaders, isr, hws, in_order=True), what
+    report = check(env.history, replicas, leaders, isr, hws, in_order=True)
+    report.liveness = judged
+    return report, what
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,12 +236,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"compose cluster healthy in {cluster.up():.0f} s", file=sys.stderr)
         print(
-            f"{'scenario':26} {'sent':>7} {'acked':>6} {'failed':>6} {'lost':>5} {'dups':>5} {'no leader s':>10}  verdict"
+            f"{'scenario':26} {'sent':>7} {'acked':>6} {'failed':>6} {'lost':>5} {'dups':>5} {'no leader s':>10} "
+            f"{'heal s':>6}  verdict (safety, liveness)"
         )
         for name in args.only or list(SCENARIOS):
             report, what = trio.run(run_scenario, name, seed, cluster)
             print(format_row(f"{name:26}", report, what), flush=True)
-            failures += 0 if report.ok else 1
+            failures += (0 if report.ok else 1) + (0 if report.liveness.ok else 1)
     finally:
         cluster.down()
     return 1 if failures else 0

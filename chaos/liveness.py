@@ -81,12 +81,14 @@ class Liveness:
 
 
 def exited_by_themselves(brokers) -> list[str]:
-    """Brokers not running whose exit was not a SIGKILL (returncode -9)."""
-    return [
-        f"{i} (exit {b.process.returncode})"
-        for i, b in brokers.items()
-        if b.process is not None and b.process.poll() is not None and b.process.returncode != -9
-    ]
+    """Brokers not running whose exit was not a SIGKILL (returncode -9). Only broker processes
+    of this machine are judged (a container has no process here)."""
+    out = []
+    for i, b in brokers.items():
+        process = getattr(b, "process", None)
+        if process is not None and process.poll() is not None and process.returncode != -9:
+            out.append(f"{i} (exit {process.returncode})")
+    return out
 
 
 async def measure(env, healed_at: float) -> Liveness:
@@ -95,8 +97,9 @@ async def measure(env, healed_at: float) -> Liveness:
     async with Cluster.open(env.bootstrap, security=env.security, retries=60, backoff_ms=100) as cluster:
         result.leaders_s = await _until(cluster, healed_at, LEADERS_BOUND_S, _all_led)
         result.replicated_s = await _until(cluster, healed_at, REPLICATED_BOUND_S, _fully_replicated)
-        result.admin["CreateTopics"] = await _timed(_create_topic(cluster), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
-        result.admin["DeleteTopics"] = await _timed(_delete_topic(cluster), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
+        probe = f"liveness-{env.topic}"  # one per scenario: a cluster may serve several in turn
+        result.admin["CreateTopics"] = await _timed(_create_topic(cluster, probe), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
+        result.admin["DeleteTopics"] = await _timed(_delete_topic(cluster, probe), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
         result.admin["InitProducerId"] = await _timed(_init_producer_id(cluster), INIT_PRODUCER_ID_BOUND_S)
     result.exited += [e for e in exited_by_themselves(env.brokers) if e not in result.exited]
     return result
@@ -143,9 +146,6 @@ async def transactions_decided(env, topic: str, partitions: int, since: float, b
     return None
 
 
-PROBE_TOPIC = "liveness-probe"
-
-
 async def _until(cluster, since: float, bound_s: float, predicate) -> float | None:
     with trio.move_on_at(since + bound_s):
         while True:
@@ -185,17 +185,17 @@ async def _controller(cluster):
     return await cluster.broker_connection(md.controller_id)
 
 
-async def _create_topic(cluster) -> str:
+async def _create_topic(cluster, name: str) -> str:
     body = {
-        "topics": [{"name": PROBE_TOPIC, "num_partitions": 1, "replication_factor": 3, "configs": []}],
+        "topics": [{"name": name, "num_partitions": 1, "replication_factor": 3, "configs": []}],
         "timeout_ms": ADMIN_TIMEOUT_MS,
     }
     response = await (await _controller(cluster)).request(ApiKey.CREATE_TOPICS, body, timeout_s=30)
     return ErrorCode(response.topics[0].error_code).name
 
 
-async def _delete_topic(cluster) -> str:
-    body = {"topics": [{"name": PROBE_TOPIC, "topic_id": ZERO_UUID}], "timeout_ms": ADMIN_TIMEOUT_MS}
+async def _delete_topic(cluster, name: str) -> str:
+    body = {"topics": [{"name": name, "topic_id": ZERO_UUID}], "timeout_ms": ADMIN_TIMEOUT_MS}
     response = await (await _controller(cluster)).request(ApiKey.DELETE_TOPICS, body, timeout_s=30)
     return ErrorCode(response.responses[0].error_code).name
 

@@ -39,3 +39,4 @@ def test_docker_scenario(name, cluster):
     )
     assert report.acked > 500, "the workload made too little progress to judge"
     assert report.ok, report.violations()
+    assert report.liveness.ok, report.liveness.violations()
