@@ -23,9 +23,8 @@ from pathlib import Path
 
 import trio
 
-from chaos import liveness
 from chaos.analysis_checker import AnalysisReport, check
-from chaos.runner import ANALYSIS_SCENARIO, PARTITIONS, TOPIC, Env, create_topic, heal, start_env, wait_full_isr
+from chaos.runner import ANALYSIS_SCENARIO, PARTITIONS, TOPIC, Env, create_topic, heal_and_judge, start_env, stop_env
 from local_cluster.zookeeper import ZooKeeperProcess
 
 NAME = ANALYSIS_SCENARIO
@@ -202,11 +201,7 @@ async def run_analysis_scenario(seed: int, root: Path, workload_s: float = 15.0)
             await trio.sleep(3)
             what = await _nemesis(env)
             await trio.sleep(max(0.0, workload_s - 3))
-            exited = liveness.exited_by_themselves(env.brokers)
-            healed_at = await heal(env, wait_isr=False)
-            judged = await liveness.measure(env, healed_at)
-            judged.exited = exited + [e for e in judged.exited if e not in exited]
-            await wait_full_isr(env, 60)
+            judged = await heal_and_judge(env)
             stop_producers.set()
             await trio.sleep(2)
             stop_consumers.set()
@@ -216,6 +211,4 @@ async def run_analysis_scenario(seed: int, root: Path, workload_s: float = 15.0)
         report.liveness = judged
         return report, what
     finally:
-        for b in env.brokers.values():
-            b.kill()
-        env.zk.kill()
+        stop_env(env)

@@ -512,6 +512,24 @@ async def heal(env: Env, wait_isr: bool = True) -> float:
     return healed_at
 
 
+async def heal_and_judge(env: Env) -> liveness.Liveness:
+    """Heal (`heal`), judge liveness from that moment (`chaos.liveness.measure`; brokers that
+    exited by themselves are noted before the heal restarts them), then wait for a full ISR."""
+    exited = liveness.exited_by_themselves(env.brokers)
+    healed_at = await heal(env, wait_isr=False)
+    judged = await liveness.measure(env, healed_at)
+    judged.exited = exited + [e for e in judged.exited if e not in exited]
+    await wait_full_isr(env, 60)
+    return judged
+
+
+def stop_env(env: Env) -> None:
+    """Kill every broker and ZooKeeper (the end of a scenario, whatever happened)."""
+    for b in env.brokers.values():
+        b.kill()
+    env.zk.kill()
+
+
 async def wait_full_isr(env: Env, timeout_s: float) -> None:
     """Until every partition of the workload's topic has a leader and all 3 replicas in its ISR
     (at most `timeout_s`: the checker judges what it finds), then 2 s of quiescence so the
@@ -620,13 +638,9 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
             await trio.sleep(2)
             what = await nemesis(env)
             await trio.sleep(max(0.0, workload_s - 2))
-            exited = liveness.exited_by_themselves(env.brokers)  # before the heal restarts them
-            healed_at = await heal(env, wait_isr=False)
-            judged = await liveness.measure(env, healed_at)
-            judged.exited = exited + [e for e in judged.exited if e not in exited]
+            judged = await heal_and_judge(env)
             if env.member_killed_at is not None:  # measured by the nemesis, from the kill on
                 judged.group_measured, judged.group_s = True, env.group_rebalance_s
-            await wait_full_isr(env, 60)
             stop.set()
             if name in GROUP_SCENARIOS:
                 await drain_group(env)
@@ -654,9 +668,7 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
         report.liveness = judged
         return report, what
     finally:
-        for b in env.brokers.values():
-            b.kill()
-        env.zk.kill()
+        stop_env(env)
         if mounted is not None:
             subprocess.run(["umount", "-l", str(mounted)], capture_output=True)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import trio
 
 from chaos import liveness
-from chaos.runner import PARTITIONS, TOPIC, TXN_SCENARIO, Env, create_topic, heal, start_env, wait_full_isr
+from chaos.runner import PARTITIONS, TOPIC, TXN_SCENARIO, Env, create_topic, heal_and_judge, start_env, stop_env
 from chaos.txn_checker import TxnReport, check_transactions
 from client import Cluster, ConnectionClosed, KafkaError
 from client.reads import EARLIEST, LATEST, READ_COMMITTED, fetch, list_offset, reader_batches
@@ -179,11 +179,7 @@ async def run_txn_scenario(seed: int, root: Path, workload_s: float = 20.0) -> t
             await trio.sleep(3)
             what = await nemesis(env)
             await trio.sleep(max(0.0, workload_s - 3))
-            exited = liveness.exited_by_themselves(env.brokers)  # before the heal restarts them
-            healed_at = await heal(env, wait_isr=False)
-            judged = await liveness.measure(env, healed_at)
-            judged.exited = exited + [e for e in judged.exited if e not in exited]
-            await wait_full_isr(env, 60)
+            judged = await heal_and_judge(env)
             stop_producers.set()
             stopped_at = trio.current_time()
             await trio.sleep(1)
@@ -199,6 +195,4 @@ async def run_txn_scenario(seed: int, root: Path, workload_s: float = 20.0) -> t
         report.liveness = judged
         return report, what
     finally:
-        for b in env.brokers.values():
-            b.kill()
-        env.zk.kill()
+        stop_env(env)
