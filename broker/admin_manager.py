@@ -50,15 +50,15 @@ async def create_topics(ctx, topics: list, validate_only: bool, timeout_ms: int)
         while controller.active and not controller.ready:  # a failover in progress: its live brokers
             await trio.sleep(0.01)
     if not controller.active:
-        return [_error(t.name, ErrorCode.NOT_CONTROLLER, "not the controller") for t in topics]
+        return [_result(t.name, ErrorCode.NOT_CONTROLLER, "not the controller") for t in topics]
     if not controller.ready:
-        return [_error(t.name, ErrorCode.REQUEST_TIMED_OUT, "the controller is still failing over") for t in topics]
+        return [_result(t.name, ErrorCode.REQUEST_TIMED_OUT, "the controller is still failing over") for t in topics]
     live = sorted(controller.ctx.live_ids)
     counts = Counter(t.name for t in topics)
     results: list[dict] = []
     written: dict[str, int] = {}  # topic -> partitions, for the wait
     for t in topics:
-        result = _error(t.name, ErrorCode.NONE, None)
+        result = _result(t.name, ErrorCode.NONE, None)
         results.append(result)
         if trio.current_time() >= deadline:
             result.update(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message="ZooKeeper did not answer in time")
@@ -103,7 +103,7 @@ async def create_topics(ctx, topics: list, validate_only: bool, timeout_ms: int)
     return results
 
 
-def _error(name: str, code: ErrorCode, message: str | None) -> dict:
+def _result(name: str, code: ErrorCode, message: str | None) -> dict:
     """One topic's result (CreateTopics v5+ fields; the encoder drops what a version lacks)."""
     return {
         "name": name,

@@ -98,13 +98,21 @@ class Broker:
         )
         self.replica_manager.client_security = self.client_security
         self.log_cleaner = LogCleaner(self.log_manager, config.cleaner_config(), self.replica_manager.high_watermark_of)
-        self.controller = KafkaController(config.controller_config(), self.zk, self.topic_configs)
+        # every broker names the controller /controller names, as soon as it changes (the active
+        # controller's UpdateMetadata may be late, or never come from one that lost its session)
+        self.controller = KafkaController(
+            config.controller_config(),
+            self.zk,
+            self.topic_configs,
+            on_controller_known=lambda controller_id: setattr(self.metadata_cache, "controller_id", controller_id),
+        )
         self.dynamic_config = DynamicBrokerConfig(config.raw, config.broker_id)
         self.config_manager = DynamicConfigManager(
             self.zk, self.dynamic_config, self.topic_configs, self.log_manager, self.credentials
         )
         self.server: KafkaServer | None = None
         self.registration: znodes.BrokerRegistration | None = None
+        self.session = self._session_keeper()
 
     async def _cluster_id(self) -> str:
         found = await self.zk.get_or_none(znodes.CLUSTER_ID)
@@ -126,26 +134,19 @@ class Broker:
         registration = self.registration = znodes.BrokerRegistration(
             self.config.broker_id, endpoints, self.config["broker.rack"] or None, protocols
         )
-        path = znodes.broker_path(self.config.broker_id)
         # A registration left by a killed process of this broker vanishes when its session expires:
         # wait that long; a live broker with the same id keeps it, and we refuse to start.
+        czxid = None
         with trio.move_on_after(self.config["zookeeper.session.timeout.ms"] / 1000 + 2):
-            while True:
-                try:
-                    await self.zk.create(path, registration.encode(), ephemeral=True)
-                    break
-                except NodeExistsError:
-                    log.info("%s exists; waiting for an expired session's registration to go", path)
-                    await trio.sleep(0.25)
-        if not self.registration_done(await self.zk.get_or_none(path)):
-            raise BrokerStartupError(f"broker.id {self.config.broker_id} is already registered in ZooKeeper ({path})")
-        _, stat = await self.zk.get(path)
-        self.replica_manager.broker_epoch = stat.czxid
+            while (czxid := await self.session.register_once()) is None:
+                log.info("%s exists; waiting for an expired session's registration to go", self.session.path)
+                await trio.sleep(0.25)
+        if czxid is None:
+            raise BrokerStartupError(
+                f"broker.id {self.config.broker_id} is already registered in ZooKeeper ({self.session.path})"
+            )
+        self.replica_manager.broker_epoch = czxid
         return registration
-
-    def registration_done(self, found) -> bool:
-        """Whether the registration znode is ours (owned by this ZooKeeper session)."""
-        return found is not None and found[1].ephemeral_owner == self.zk.session_id
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Run until SIGTERM/SIGINT (or cancellation), then shut down cleanly."""
@@ -221,8 +222,7 @@ class Broker:
                     await nursery.start(txn_coordinator.run)
                     await nursery.start(self.controller.run)
                     await nursery.start(self.config_manager.run)
-                    nursery.start_soon(self._watch_session)
-                    await self._watch_controller_znode()
+                    nursery.start_soon(self.session.run)
                     metrics = await self._start_metrics(nursery, group_coordinator)
                     registration = await self._register(bound)
                     endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in registration.endpoints)
@@ -266,25 +266,11 @@ class Broker:
         shown = host or next((a.host for a in self.config.advertised_listeners if a.host), "127.0.0.1")
         return f" (metrics http://{shown}:{bound}/metrics)"
 
-    async def _watch_controller_znode(self) -> None:
-        """Every broker names the controller that /controller names, as soon as it changes: the
-        active controller's UpdateMetadata does too, but may be late (a busy controller) or never
-        come (a controller that failed over and lost its session); clients told a broker that is
-        not the controller would be answered NOT_CONTROLLER on every retry meanwhile."""
-
-        def changed(data: bytes | None) -> None:
-            try:
-                self.metadata_cache.controller_id = -1 if data is None else znodes.decode_controller(data)
-            except (ValueError, KeyError, TypeError):
-                log.error("unreadable /controller znode %r: naming no controller", data)
-                self.metadata_cache.controller_id = -1
-
-        await self.zk.watch_data(znodes.CONTROLLER, changed)
-
-    async def _watch_session(self) -> None:
+    def _session_keeper(self) -> SessionKeeper:
         """Kafka's session handling (`broker.zk_session`): keep serving while ZooKeeper is
         unreachable; on expiry resign as controller; under every new session register again (a
-        new broker epoch), rejoin the election and re-read the change notifications."""
+        new broker epoch), rejoin the election and re-read the change notifications. Its
+        `register_once` is also the start-up registration."""
 
         def expired() -> None:
             self.controller.post(controller_events.Expire())
@@ -300,7 +286,7 @@ class Broker:
             assert self.registration is not None, "registered at start-up"
             return self.registration.encode()
 
-        await SessionKeeper(self.zk, znodes.broker_path(self.config.broker_id), data, expired, registered).run()
+        return SessionKeeper(self.zk, znodes.broker_path(self.config.broker_id), data, expired, registered)
 
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move leadership away first (ControlledShutdown v3), retrying up to

@@ -102,7 +102,5 @@ class SessionKeeper:
             await self.zk.create(self.path, self.data(), ephemeral=True)
         except NodeExistsError:
             pass  # ours already (a create retried after a connection loss), or another session's
-        found = await self.zk.get_or_none(self.path)
-        if found is None or found[1].ephemeral_owner != self.zk.session_id:
-            return None
-        return found[1].czxid
+        stat = await self.zk.owned(self.path)
+        return None if stat is None else stat.czxid

@@ -25,6 +25,7 @@ import trio
 
 from chaos.analysis_checker import AnalysisReport, check
 from chaos.runner import ANALYSIS_SCENARIO, PARTITIONS, TOPIC, Env, create_topic, heal_and_judge, start_env, stop_env
+from chaos.transactions import new_transactional_producer
 from local_cluster.zookeeper import ZooKeeperProcess
 
 NAME = ANALYSIS_SCENARIO
@@ -32,19 +33,12 @@ TIMEOUT = 30
 
 
 def _transactional(env: Env, rng: random.Random, stop: threading.Event) -> None:
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import KafkaException
 
     txn = 0
 
     def new_producer():
-        while not stop.is_set():
-            p = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": "analysis-t", "linger.ms": 2})
-            try:
-                p.init_transactions(TIMEOUT)
-                return p
-            except KafkaException:
-                continue
-        return None
+        return new_transactional_producer(env.bootstrap, "analysis-t", stop)
 
     producer = new_producer()
     while producer is not None and not stop.is_set():

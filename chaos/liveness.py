@@ -95,8 +95,13 @@ async def measure(env, healed_at: float) -> Liveness:
     """Judge `env` (chaos.runner.Env) from `healed_at` (trio's clock) on."""
     result = Liveness(exited=exited_by_themselves(env.brokers))
     async with Cluster.open(env.bootstrap, security=env.security, retries=60, backoff_ms=100) as cluster:
-        result.leaders_s = await _until(cluster, healed_at, LEADERS_BOUND_S, _all_led)
-        result.replicated_s = await _until(cluster, healed_at, REPLICATED_BOUND_S, _fully_replicated)
+
+        async def metadata_shows(predicate) -> bool:
+            conn = await cluster.any_connection()
+            return predicate(await conn.request(ApiKey.METADATA, {"topics": None}, timeout_s=5))
+
+        result.leaders_s = await _until(healed_at, LEADERS_BOUND_S, lambda: metadata_shows(_all_led))
+        result.replicated_s = await _until(healed_at, REPLICATED_BOUND_S, lambda: metadata_shows(_fully_replicated))
         probe = f"liveness-{env.topic}"  # one per scenario: a cluster may serve several in turn
         result.admin["CreateTopics"] = await _timed(_create_topic(cluster, probe), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
         result.admin["DeleteTopics"] = await _timed(_delete_topic(cluster, probe), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
@@ -111,17 +116,12 @@ async def group_rebalanced(env, group_id: str, since: float, survivors: int, bou
     from client.groups import describe_group
 
     async with Cluster.open(env.bootstrap, security=env.security, retries=5, backoff_ms=100) as cluster:
-        with trio.move_on_at(since + bound_s):
-            while True:
-                try:
-                    with trio.fail_after(5):
-                        group = await describe_group(cluster, group_id)
-                    if group["state"] == "Stable" and len(group["members"]) == survivors:
-                        return trio.current_time() - since
-                except (ConnectionClosed, KafkaError, trio.TooSlowError):
-                    pass
-                await trio.sleep(0.2)
-    return None
+
+        async def rebalanced() -> bool:
+            group = await describe_group(cluster, group_id)
+            return group["state"] == "Stable" and len(group["members"]) == survivors
+
+        return await _until(since, bound_s, rebalanced)
 
 
 async def transactions_decided(env, topic: str, partitions: int, since: float, bound_s: float) -> float | None:
@@ -130,30 +130,23 @@ async def transactions_decided(env, topic: str, partitions: int, since: float, b
     from client.reads import LATEST, READ_COMMITTED, list_offset
 
     async with Cluster.open(env.bootstrap, security=env.security, retries=5, backoff_ms=100) as cluster:
-        with trio.move_on_at(since + bound_s):
-            while True:
-                try:
-                    with trio.fail_after(5):
-                        ends = [await list_offset(cluster, topic, p, LATEST) for p in range(partitions)]
-                        stable = [
-                            await list_offset(cluster, topic, p, LATEST, READ_COMMITTED) for p in range(partitions)
-                        ]
-                    if ends == stable:
-                        return trio.current_time() - since
-                except (ConnectionClosed, KafkaError, trio.TooSlowError):
-                    pass
-                await trio.sleep(0.2)
-    return None
+
+        async def decided() -> bool:
+            ends = [await list_offset(cluster, topic, p, LATEST) for p in range(partitions)]
+            return ends == [await list_offset(cluster, topic, p, LATEST, READ_COMMITTED) for p in range(partitions)]
+
+        return await _until(since, bound_s, decided)
 
 
-async def _until(cluster, since: float, bound_s: float, predicate) -> float | None:
+async def _until(since: float, bound_s: float, condition) -> float | None:
+    """Seconds from `since` (trio's clock) until `await condition()` is true, asked every 0.2 s,
+    each try bounded to 5 s and its client errors counted as false; None when `bound_s` passed."""
     with trio.move_on_at(since + bound_s):
         while True:
             try:
-                conn = await cluster.any_connection()
-                md = await conn.request(ApiKey.METADATA, {"topics": None}, timeout_s=5)
-                if predicate(md):
-                    return trio.current_time() - since
+                with trio.fail_after(5):
+                    if await condition():
+                        return trio.current_time() - since
             except (ConnectionClosed, KafkaError, trio.TooSlowError):
                 pass
             await trio.sleep(0.2)

@@ -315,7 +315,6 @@ IPTABLES_TAG = "minikafka-chaos"
 
 
 def iptables_works() -> bool:
-
     try:
         return subprocess.run(["iptables", "-L", "-n"], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
@@ -323,7 +322,6 @@ def iptables_works() -> bool:
 
 
 def _iptables(action: str, port: int) -> None:
-
     subprocess.run(
         [
             "iptables",
@@ -385,7 +383,6 @@ DISK_FULL_BROKER, DISK_FULL_SIZE = 1, "64m"
 
 def tmpfs_works(directory: Path) -> bool:
     """Whether a tmpfs can be mounted here (root, and mount allowed): what disk-full needs."""
-
     probe = directory / "tmpfs-probe"
     probe.mkdir(parents=True, exist_ok=True)
     try:

@@ -37,28 +37,31 @@ ERRORS = (KafkaError, ConnectionClosed, trio.TooSlowError)
 TRANSACTION_TIMEOUT_MS = 10_000  # the producers' transaction.timeout.ms
 
 
+def new_transactional_producer(bootstrap: str, transactional_id: str, stop: threading.Event, **config):
+    """A confluent-kafka transactional producer whose `init_transactions` succeeded (retried
+    until it does), or None once `stop` is set (blocking; for the workloads' threads)."""
+    from confluent_kafka import KafkaException, Producer
+
+    while not stop.is_set():
+        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 2} | config)
+        try:
+            p.init_transactions(30)
+            return p
+        except KafkaException:
+            continue
+    return None
+
+
 def producer_loop(env: Env, name: str, seed: str, stop: threading.Event) -> None:
     """One transactional producer (blocking; runs in a thread)."""
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import KafkaException
 
     rng = random.Random(seed)
 
     def new_producer():
-        while not stop.is_set():
-            p = Producer(
-                {
-                    "bootstrap.servers": env.bootstrap,
-                    "transactional.id": f"chaos-{name}",
-                    "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-                    "linger.ms": 2,
-                }
-            )
-            try:
-                p.init_transactions(30)
-                return p
-            except KafkaException:
-                continue
-        return None
+        return new_transactional_producer(
+            env.bootstrap, f"chaos-{name}", stop, **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS}
+        )
 
     producer = new_producer()
     txn = 0

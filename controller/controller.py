@@ -58,8 +58,17 @@ class UnknownControllerEvent(Exception):
 
 
 class KafkaController:
-    def __init__(self, config: ControllerConfig, zk: ZkClient, topic_configs: TopicConfigs):
+    def __init__(
+        self,
+        config: ControllerConfig,
+        zk: ZkClient,
+        topic_configs: TopicConfigs,
+        on_controller_known: Callable[[int], None] | None = None,
+    ):
+        """`on_controller_known(broker id, -1 for none)` is called as soon as /controller changes
+        (the broker's metadata names that controller), before the event loop gets to it."""
         self.config = config
+        self.on_controller_known = on_controller_known
         self.broker_id = config.broker_id
         self.zk = zk
         self.topic_configs = topic_configs
@@ -146,10 +155,7 @@ class KafkaController:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            await self.zk.watch_data(
-                znodes.CONTROLLER,
-                lambda data: self.post(ev.ControllerChange(None if data is None else znodes.decode_controller(data))),
-            )
+            await self.zk.watch_data(znodes.CONTROLLER, self._controller_znode_changed)
             task_status.started()
             async for event in self._receive:
                 try:
@@ -158,6 +164,14 @@ class KafkaController:
                     log.exception("controller event %s failed", type(event).__name__)
                     if getattr(event, "reply", None) is not None:
                         event.reply(None)
+
+    def _controller_znode_changed(self, data: bytes | None) -> None:
+        """The /controller watch (on the trio thread): `on_controller_known` hears it at once,
+        the event loop in turn."""
+        controller_id = znodes.controller_id_of(data)
+        if self.on_controller_known is not None:
+            self.on_controller_known(controller_id)
+        self.post(ev.ControllerChange(None if controller_id < 0 else controller_id))
 
     async def _process(self, event: ev.ControllerEvent) -> None:
         handler = self._handlers[type(event)]
@@ -189,11 +203,11 @@ class KafkaController:
                 await self.zk.create(znodes.CONTROLLER, znodes.encode_controller(self.broker_id), ephemeral=True)
             except NodeExistsError:
                 found = await self.zk.get_or_none(znodes.CONTROLLER)
-                if found is not None and znodes.decode_controller(found[0]) != self.broker_id and self.active:
+                if found is not None and znodes.controller_id_of(found[0]) != self.broker_id and self.active:
                     self._resign("another broker won the election")
                 elif (
                     found is not None
-                    and znodes.decode_controller(found[0]) == self.broker_id
+                    and znodes.controller_id_of(found[0]) == self.broker_id
                     and found[1].ephemeral_owner == self.zk.session_id
                     and not self.active
                 ):
@@ -219,9 +233,9 @@ class KafkaController:
         if not self.active:
             await trio.sleep(FAILED_FAILOVER_BACKOFF_S)  # a failure that repeats does not spin the election
             try:
-                found = await self.zk.get_or_none(znodes.CONTROLLER)
-                if found is not None and found[1].ephemeral_owner == self.zk.session_id:
-                    await self.zk.delete(znodes.CONTROLLER, found[1].version)
+                stat = await self.zk.owned(znodes.CONTROLLER)
+                if stat is not None:
+                    await self.zk.delete(znodes.CONTROLLER, stat.version)
             except Exception as e:  # the session is gone too: its ephemeral /controller with it
                 log.warning("could not give up /controller: %s", e)
 

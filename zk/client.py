@@ -176,6 +176,14 @@ class ZkClient:
         except NoNodeError:
             return None
 
+    async def owned(self, path: str) -> Stat | None:
+        """`path`'s stat when it is an ephemeral znode of this client's current session (what a
+        registration or an election won by this session holds), else None."""
+        found = await self.get_or_none(path)
+        if found is None or found[1].ephemeral_owner != self.session_id:
+            return None
+        return found[1]
+
     async def get_many(self, paths: list[str]) -> list[tuple[bytes, Stat] | None]:
         """(data, stat) or None (no node) for each path, in order. The reads are pipelined: all
         are sent before the first answer is awaited (kazoo's get_async, in one worker thread)."""

@@ -226,6 +226,16 @@ def decode_controller(data: bytes) -> int:
     return int(json.loads(data)["brokerid"])
 
 
+def controller_id_of(data: bytes | None) -> int:
+    """The broker id /controller names; -1 when it is absent or unreadable (no controller)."""
+    if data is None:
+        return -1
+    try:
+        return decode_controller(data)
+    except (ValueError, KeyError, TypeError):
+        return -1
+
+
 def encode_topic_config(config: dict[str, str]) -> bytes:
     return _dumps({"version": 1, "config": dict(config)})
 

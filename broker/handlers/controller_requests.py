@@ -37,9 +37,9 @@ async def _refresh_broker_epoch(ctx: BrokerContext, request: Request) -> None:
         return
     if request.body.broker_epoch <= rm.broker_epoch:
         return
-    found = await ctx.zk.get_or_none(znodes.broker_path(ctx.broker_id))
-    if found is not None and found[1].ephemeral_owner == ctx.zk.session_id:
-        rm.broker_epoch = found[1].czxid
+    stat = await ctx.zk.owned(znodes.broker_path(ctx.broker_id))
+    if stat is not None:
+        rm.broker_epoch = stat.czxid
 
 
 def _off_the_control_plane(ctx: BrokerContext, request: Request) -> bool:
