@@ -35,7 +35,7 @@ from broker.listener_transport import build_transports
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
-from broker.server import KafkaServer
+from broker.server import KafkaServer, ListenerBindError
 from broker.txn_marker_channel import TransactionMarkerChannel
 from broker.zk_session import SessionKeeper
 from client.connection import Connection, ConnectionClosed
@@ -213,7 +213,10 @@ class Broker:
                 async with trio.open_nursery() as nursery:
                     if self.acl_store is not None:
                         await nursery.start(self.acl_store.run)  # ACLs are loaded before anything is served
-                    bound = await nursery.start(self.server.run)
+                    try:
+                        bound = await nursery.start(self.server.run)
+                    except ListenerBindError as e:
+                        raise BrokerStartupError(str(e)) from None
                     await nursery.start(self.log_manager.run, self.replica_manager.high_watermark_of)
                     await nursery.start(self.log_cleaner.run)
                     await nursery.start(self.replica_manager.run)

@@ -81,6 +81,11 @@ Handler = Callable[[Any, Request], Awaitable[dict | None]]
 InlineHandler = Callable[[Any, Request], "dict | DelayedResponse | None"]
 
 
+class ListenerBindError(Exception):
+    """A listener's address cannot be bound (in use, not local, not permitted); the broker
+    cannot start (Kafka: "Socket server failed to bind to host:port")."""
+
+
 class KafkaServer:
     def __init__(
         self,
@@ -136,14 +141,30 @@ class KafkaServer:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Bind every listener and serve until cancelled. `task_status.started()` gets the
-        bound (listener, port) pairs (port 0 in a listener binds an ephemeral port)."""
+        bound (listener, port) pairs (port 0 in a listener binds an ephemeral port).
+        Raises ListenerBindError when a listener's address cannot be bound."""
+        bound = []  # every listener is bound before anything is served
+        try:
+            for listener in self.listeners:
+                try:
+                    sockets = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
+                except OSError as e:
+                    raise ListenerBindError(
+                        f"socket server failed to bind to {listener.name}://"
+                        f"{listener.host or '0.0.0.0'}:{listener.port}: {e.strerror or e}"
+                    ) from None
+                bound.append((listener, sockets))
+        except BaseException:
+            for _, sockets in bound:
+                for sock in sockets:
+                    await sock.aclose()
+            raise
         async with trio.open_nursery() as connections:
             self._connections = connections
             connections.start_soon(self._close_idle)
             with self._accepting:
                 async with trio.open_nursery() as accept:
-                    for listener in self.listeners:
-                        sockets = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
+                    for listener, sockets in bound:
                         port = sockets[0].socket.getsockname()[1]
                         self.bound.append((listener, port))
                         log.info("listening on %s://%s:%d", listener.name, listener.host or "0.0.0.0", port)

@@ -146,6 +146,17 @@ def _start_broker(directory: Path, broker_id: int, entry: dict, zk_connect: str,
     return started
 
 
+def _did_not_start(broker_id: int, e: BrokerStartError) -> str:
+    """One line for a broker that did not start: how it ended, and the last thing it said
+    (its own "cannot start: ..." line, or a traceback's last line)."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    if not lines:
+        return f"broker {broker_id} did not start"
+    said = [line for line in lines[1:] if line.startswith("minikafka broker:")] or lines[-1:]
+    summary = f"broker {broker_id} did not start: {lines[0].rstrip(':')}"
+    return f"{summary}: {said[-1]}" if len(lines) > 1 else summary
+
+
 def _client_security(directory: Path):
     """The admin's settings of a secured cluster (its client.properties), else PLAINTEXT."""
     from broker.config import parse_properties
@@ -216,7 +227,7 @@ def up(args) -> int:
             state["brokers"][str(i)] = _start_broker(directory, i, entry, zk.connect, overrides)
         except BrokerStartError as e:
             _save(directory, state)
-            raise ClusterError(f"broker {i} did not start: {str(e).splitlines()[0]}") from None
+            raise ClusterError(_did_not_start(i, e)) from None
         _save(directory, state)
     bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in state["brokers"].values())
     controller = trio.run(_wait_ready, bootstrap, args.brokers, 60, _client_security(directory))
@@ -313,7 +324,7 @@ def run(args: argparse.Namespace) -> int:
                 directory, args.broker_id, entry, zk_connect, state.get("overrides", {})
             )
         except BrokerStartError as e:
-            raise ClusterError(f"broker {args.broker_id} did not start: {str(e).splitlines()[0]}") from None
+            raise ClusterError(_did_not_start(args.broker_id, e)) from None
         _save(directory, state)
         print(f"broker {args.broker_id} started on 127.0.0.1:{entry['port']}")
         return 0

@@ -116,3 +116,32 @@ async def test_kill_9_and_restart_keeps_every_acknowledged_record(start_broker):
                 got += records
                 offset = records[-1][0] + 1
             assert got == acked[p]
+
+
+@pytest.mark.parametrize("taken", ["listeners", "metrics.port"])
+def test_a_taken_port_is_one_clear_line_naming_it(tmp_path, zk, zk_connect, taken):
+    """A listener (or metrics) port already bound by another process: exit 1 with Kafka's
+    "failed to bind" as one line, not a traceback; the CLI's `cluster up` passes it on."""
+    import socket
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    listener = f"PLAINTEXT://127.0.0.1:{port}" if taken == "listeners" else "PLAINTEXT://127.0.0.1:0"
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "minikafka_cli.main", "broker"]
+            + ["--override", "broker.id=1", "--override", f"zookeeper.connect={zk_connect}"]
+            + ["--override", f"log.dirs={tmp_path / 'logs'}", "--override", f"listeners={listener}"]
+            + ["--override", f"metrics.port={port if taken == 'metrics.port' else -1}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        holder.close()
+    said = [line for line in result.stderr.splitlines() if line.startswith("minikafka broker:")]
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert len(said) == 1 and "cannot start" in said[0] and str(port) in said[0], result.stderr
+    assert "in use" in said[0], said

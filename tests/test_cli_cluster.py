@@ -15,9 +15,21 @@ pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other pro
 CLI = [sys.executable, "-m", "minikafka_cli.main"]
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for outgoing connections' local ports (other tests' clients)."""
+    try:
+        low, high = open("/proc/sys/net/ipv4/ip_local_port_range").read().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_base_port(count: int) -> int:
+    """`count` consecutive free ports below the ephemeral range: a fixed port inside it can be
+    taken, between this check and the broker's bind, by any other test's outgoing connection."""
+    low, _ = _ephemeral_range()
     for _ in range(50):
-        base = random.randrange(20000, 60000)
+        base = random.randrange(10000, max(10001, low - count))
         try:
             socks = []
             for port in range(base, base + count):
