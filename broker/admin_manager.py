@@ -27,7 +27,7 @@ from collections import Counter
 
 import trio
 
-from controller.topics import TopicError, plan_topic, write_topic
+from controller.topics import TopicError, check_partition_count, plan_topic, write_topic
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
 from zk import znodes
@@ -57,6 +57,7 @@ async def create_topics(ctx, topics: list, validate_only: bool, timeout_ms: int)
     counts = Counter(t.name for t in topics)
     results: list[dict] = []
     written: dict[str, int] = {}  # topic -> partitions, for the wait
+    planned = 0  # partitions planned so far in this request (MAX_PARTITIONS_PER_REQUEST)
     for t in topics:
         result = _result(t.name, ErrorCode.NONE, None)
         results.append(result)
@@ -72,7 +73,9 @@ async def create_topics(ctx, topics: list, validate_only: bool, timeout_ms: int)
             rf = t.replication_factor if t.replication_factor != -1 else ctx.config["default.replication.factor"]
             if t.name in controller.ctx.assignments:
                 raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+            check_partition_count(len(manual) or max(partitions, 0), planned)
             assignment = plan_topic(t.name, partitions, rf, live, configs, manual)
+            planned += len(assignment)
             result.update(num_partitions=len(assignment), replication_factor=len(assignment[0]))
             if validate_only:
                 continue

@@ -10,6 +10,8 @@ topic or broker rules.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from broker.config_docs import BROKER_CONFIG_DOCS
 from broker.config_helper import broker_default
 from protocol.errors import ErrorCode
@@ -34,7 +36,7 @@ def _type_and_default(resource_type: int, key: str) -> tuple[str | None, str | N
 
 
 def check_duplicates(keys: list[str]) -> None:
-    dup = sorted({key for key in keys if keys.count(key) > 1})
+    dup = sorted(key for key, n in Counter(keys).items() if n > 1)
     if dup:
         raise ConfigOpError(ErrorCode.INVALID_REQUEST, f"Error due to duplicate config keys: {dup}")
 

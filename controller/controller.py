@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -37,7 +38,7 @@ from controller.context import ControllerContext, Reassignment, TopicPartition
 from controller.partition_state_machine import NEW, OFFLINE, ONLINE, Chooser, PartitionStateMachine, set_state
 from controller.reassignment import ReassignmentManager
 from controller.topic_deletion import TopicDeletionManager
-from controller.topics import TopicError, plan_new_partitions
+from controller.topics import TopicError, check_partition_count, plan_new_partitions
 from metrics.stats import ControllerStats
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
@@ -513,17 +514,20 @@ class KafkaController:
         """CreatePartitions: write each topic's grown assignment to /brokers/topics/<topic> (its
         topic id kept), then bring the new partitions online as a new topic's are."""
         results = []
-        names = [t.name for t in body.topics]
+        counts = Counter(t.name for t in body.topics)
+        planned = 0  # partitions added so far by this request (MAX_PARTITIONS_PER_REQUEST)
         for t in body.topics:
             result = {"name": t.name, "error_code": ErrorCode.NONE, "error_message": None}
             try:
-                if names.count(t.name) > 1:
+                if counts[t.name] > 1:
                     raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
                 current = self.ctx.assignments.get(t.name)
                 if current is None:
                     raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
+                check_partition_count(t.count - len(current), planned)
                 manual = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
                 added = plan_new_partitions(t.name, current, t.count, manual, sorted(self.ctx.live_ids))
+                planned += len(added)
                 if not body.validate_only:
                     await self._add_partitions(t.name, added)
             except TopicError as e:

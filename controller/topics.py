@@ -15,6 +15,11 @@ from storage.config import validate_topic_config
 from zk import znodes
 from zk.client import NodeExistsError, ZkClient
 
+#: the most partitions one CreateTopics or CreatePartitions request may create, over all its
+#: topics (Kafka's KRaft controller bounds every user operation at MAX_RECORDS_PER_USER_OP =
+#: 10,000 records and answers POLICY_VIOLATION beyond it); checked before anything is allocated
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
 
 class TopicError(Exception):
     def __init__(self, code: ErrorCode, message: str):
@@ -38,6 +43,17 @@ def validate_configs(configs: dict[str, str]) -> None:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
 
 
+def check_partition_count(count: int, already: int = 0) -> None:
+    """POLICY_VIOLATION when `already` partitions planned in this request plus `count` more
+    exceed MAX_PARTITIONS_PER_REQUEST (before any assignment is built)."""
+    if count + already > MAX_PARTITIONS_PER_REQUEST:
+        raise TopicError(
+            ErrorCode.POLICY_VIOLATION,
+            f"Unable to perform excessively large batch operation: {count + already} partitions in one "
+            f"request, at most {MAX_PARTITIONS_PER_REQUEST}.",
+        )
+
+
 def plan_topic(
     name: str,
     num_partitions: int,
@@ -49,6 +65,7 @@ def plan_topic(
     """Validate and choose an assignment; raises TopicError with Kafka's code."""
     validate_name(name)
     validate_configs(configs)
+    check_partition_count(len(manual) if manual else num_partitions)
     if manual:
         if sorted(manual) != list(range(len(manual))):
             raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered 0..n-1")
@@ -106,6 +123,7 @@ def plan_new_partitions(
         raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {existing} partitions.")
     rf = len(current[min(current)]) if current else 1
     added = count - existing
+    check_partition_count(added)
     if manual is not None:
         if len(manual) != added:
             raise TopicError(

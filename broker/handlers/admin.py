@@ -84,7 +84,8 @@ async def delete_topics(ctx, request):
     body = request.body
     names = list(body.topic_names) + [t.name for t in body.topics if t.name is not None]
     refused = [n for n in names if not allowed(ctx, request, Op.DELETE, Resource.TOPIC, n)]
-    names = [n for n in names if n not in refused]
+    refused_set = set(refused)
+    names = [n for n in names if n not in refused_set]
     if not names:
         results = []
     elif not ctx.config["delete.topic.enable"]:

@@ -11,6 +11,8 @@ Authorization: DESCRIBE (Describe) or ALTER (Alter) on the cluster, else CLUSTER
 
 from __future__ import annotations
 
+from collections import Counter
+
 from broker.authz import Op, cluster_allowed
 from broker.server import Handler
 from protocol.api_keys import ApiKey
@@ -39,8 +41,9 @@ async def describe(ctx, request):
     else:
         wanted, strict = [u.name for u in body.users], True
     results = []
-    for name in dict.fromkeys(wanted):
-        if strict and wanted.count(name) > 1:
+    counts = Counter(wanted)
+    for name in counts:
+        if strict and counts[name] > 1:
             results.append(
                 _describe_error(
                     name,
