@@ -6,11 +6,12 @@ Built once by the broker process (`broker.main.Broker`) and never changed after.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from broker.acl_store import ZkAclStore
 from broker.config import BrokerConfig
 from broker.config_manager import DynamicConfigManager
+from broker.control_plane import ControlPlaneGuard
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
@@ -40,6 +41,7 @@ class BrokerContext:
     config_manager: DynamicConfigManager | None = None  # applies config changes at once
     authorizer: Authorizer | None = None  # authorizer.class.name set: every API checks ACLs
     acl_store: ZkAclStore | None = None  # CreateAcls / DescribeAcls / DeleteAcls
+    control_plane: ControlPlaneGuard = field(default_factory=ControlPlaneGuard)  # who may act as controller
 
     @property
     def broker_id(self) -> int:

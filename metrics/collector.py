@@ -19,6 +19,7 @@ Prometheus JMX exporter's Kafka rules (lowercased, `kafka_<domain>_<type>_<name>
 | kafka_server_brokertopicmetrics_{bytesin,messagesin,bytesout,replicationbytesout}_total{topic} | BrokerTopicMetrics |
 | kafka_log_log_{size,logstartoffset,logendoffset}{topic,partition} | Log Size, LogStartOffset, LogEndOffset |
 | kafka_consumergroup_lag{consumergroup,topic,partition} | (kafka_exporter's name) HW - committed offset |
+| kafka_server_controlplane_refused_total{reason} | (ours) refused controller requests, issue 34 |
 
 Only partitions with a replica on this broker are seen; a controller's gauges are 0 on the others.
 Group lag is reported by the group's coordinator, for partitions it hosts a replica of.
@@ -142,6 +143,17 @@ class BrokerCollector:
                 buckets.append(("+Inf" if bound == float("inf") else str(bound), cumulative))
             latency.add_metric([request_name(api)], buckets, h.total_ms)
         yield latency
+        context = getattr(self.server, "context", None)
+        guard = getattr(context, "control_plane", None)
+        if guard is not None:
+            refused = CounterMetricFamily(
+                "kafka_server_controlplane_refused",
+                "Controller requests and ControlledShutdowns refused (broker.control_plane)",
+                labels=["reason"],
+            )
+            for reason, n in sorted(guard.refused.items()):
+                refused.add_metric([reason], n)
+            yield refused
 
     def _topics(self):
         stats = self.replica_manager.topic_stats

@@ -30,9 +30,13 @@ def test_produce_request_round_trip_all_versions(version):
 
 
 def test_header_versions_follow_kafkas_rules():
-    # ControlledShutdown v0 uses request header v0: no client id at all.
-    frame = _payload(encode_request(7, 0, 5, {"broker_id": 1}))
-    assert frame == b"\x00\x07\x00\x00\x00\x00\x00\x05" + b"\x00\x00\x00\x01"
+    # ControlledShutdown v0 (request header v0: no client id at all) names no broker epoch: not
+    # served (issue 34), refused as an unsupported version, as are the controller requests'.
+    with pytest.raises(UnsupportedVersion):
+        decode_request(b"\x00\x07\x00\x00\x00\x00\x00\x05" + b"\x00\x00\x00\x01")
+    for api_key, first in ((4, 2), (5, 1), (6, 5), (7, 2)):
+        with pytest.raises(UnsupportedVersion):
+            decode_request(b"\x00" + bytes([api_key]) + (first - 1).to_bytes(2, "big") + b"\x00\x00\x00\x05\x00\x00")
     # Flexible request (Metadata v9+) -> header v2: client id stays a non-compact string + tags.
     frame = _payload(encode_request(3, 12, 5, {"topics": None}, client_id="ab"))
     assert frame[8:13] == b"\x00\x02ab\x00"

@@ -219,3 +219,107 @@ async def test_with_a_control_plane_listener_controller_requests_are_refused_els
     assert {(b.node_id, b.port) for b in md.brokers} == {(i, b.port) for i, b in brokers.items()}  # client ports only
     assert len(md.topics[0].partitions) == 2 and all(p.leader_id in brokers for p in md.topics[0].partitions)
     assert "CONTROLLER://127.0.0.1:" in broker.stdout_lines[-1]
+
+
+async def _unanswered(broker, payload: bytes) -> bytes:
+    """Send one hand-built request frame; return what came back before the broker closed the
+    connection (b"" when it answered nothing)."""
+    stream = await trio.open_tcp_stream(broker.host, broker.port)
+    async with stream:
+        await stream.send_all(len(payload).to_bytes(4, "big") + payload)
+        got = b""
+        with trio.fail_after(10):
+            while chunk := await stream.receive_some():
+                got += chunk
+        return got
+
+
+async def test_controller_request_versions_without_a_broker_epoch_are_not_served(start_broker, zk):
+    """Issue 34, attack 2: one 40-byte UpdateMetadata v0 (controller epoch 2^31-1, one broker
+    `*:0`) made a broker describe the cluster as that broker and refuse the real controller
+    until restarted; an unauthenticated ControlledShutdown v1 naming a broker moved its
+    leaderships away. Neither version is served now: the connection is closed, nothing changes."""
+    brokers = {i: start_broker(i) for i in (1, 2)}
+    await create_topic(brokers, zk, "t", partitions=4, rf=2)
+    leaders = await wait_for_leaders(brokers[1], "t", 4, brokers)
+    header_v1 = b"\x00\x06\x00\x00" + b"\x00\x00\x00\x07" + b"\xff\xff"  # UpdateMetadata v0, corr 7, null client
+    body_v0 = (
+        (1).to_bytes(4, "big")  # controller id
+        + (2**31 - 1).to_bytes(4, "big")  # controller epoch
+        + (0).to_bytes(4, "big")  # no partition states
+        + (1).to_bytes(4, "big")  # one live broker: id 0 at *:0
+        + (0).to_bytes(4, "big")
+        + b"\x00\x01*"
+        + (0).to_bytes(4, "big")
+    )
+    for broker in brokers.values():
+        assert await _unanswered(broker, header_v1 + body_v0) == b""
+    controller = brokers[controller_of(zk)]
+    for victim in brokers:  # ControlledShutdown v1: header v1, body = broker id only
+        shutdown_v1 = b"\x00\x07\x00\x01" + b"\x00\x00\x00\x08" + b"\xff\xff" + victim.to_bytes(4, "big")
+        assert await _unanswered(controller, shutdown_v1) == b""
+    async with Connection.open(brokers[1].host, brokers[1].port) as conn:
+        md = await conn.request(ApiKey.METADATA, {"topics": [{"name": "t"}]})
+    assert {b.node_id: b.port for b in md.brokers} == {i: b.port for i, b in brokers.items()}
+    assert {p.partition_index: p.leader_id for p in md.topics[0].partitions} == leaders
+    # the real controller is still obeyed
+    await create_topic(brokers, zk, "after", partitions=1, rf=2)
+    leader = (await wait_for_leaders(brokers[1], "after", 1, brokers))[0]
+    assert (await produce(brokers[leader], "after", b"v", acks=-1)).error_code == ErrorCode.NONE
+
+
+async def test_a_controller_epoch_zookeeper_does_not_confirm_is_refused(start_broker, zk):
+    """Even with this broker's own epoch (readable from an open ZooKeeper), an UpdateMetadata of
+    the newest version claiming controller epoch 2^31-1 is refused STALE_CONTROLLER_EPOCH: the
+    broker reads /controller_epoch and /controller first. Its metadata and obedience to the real
+    controller are unchanged; the refusal is counted in the broker's metrics."""
+    broker = start_broker(1, **{"metrics.port": "0", "metrics.host": "127.0.0.1"})
+    await create_topic({1: broker}, zk, "real", partitions=1, rf=1)
+    forged = {
+        "controller_id": 1,
+        "controller_epoch": 2**31 - 1,
+        "broker_epoch": czxid(zk, 1),
+        "topic_states": [],
+        "live_brokers": [
+            {"id": 0, "endpoints": [{"host": "*", "port": 0, "listener": "PLAINTEXT", "security_protocol": 0}]}
+        ],
+    }
+    async with Connection.open(broker.host, broker.port) as conn:
+        r = await conn.request(ApiKey.UPDATE_METADATA, forged)
+        assert r.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+        r = await conn.request(ApiKey.UPDATE_METADATA, {**forged, "controller_id": 7, "controller_epoch": 1})
+        assert r.error_code == ErrorCode.NONE or r.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+        md = await conn.request(ApiKey.METADATA, {"topics": []})
+    await create_topic({1: broker}, zk, "after", partitions=1, rf=1)
+    assert (await produce(broker, "after", b"v", acks=-1)).error_code == ErrorCode.NONE
+    async with Connection.open(broker.host, broker.port) as conn:
+        md = await conn.request(ApiKey.METADATA, {"topics": []})
+    assert [(b.node_id, b.port) for b in md.brokers] == [(1, broker.port)]
+    import urllib.request
+
+    scraped = urllib.request.urlopen(broker.metrics_url, timeout=10).read().decode()
+    assert 'kafka_server_controlplane_refused_total{reason="controller epoch not in ZooKeeper"} 1.0' in scraped
+    assert "not in ZooKeeper" in broker.log_tail(50000)
+
+
+async def test_controller_requests_are_served_only_on_the_inter_broker_listener(start_broker, zk):
+    """Without a control plane listener, the controller's requests and ControlledShutdown are
+    served on the inter-broker listener only; a client listener answers CLUSTER_AUTHORIZATION_FAILED."""
+    listeners = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+        "inter_broker_listener_name": "INTERNAL",
+        "listener_security_protocol_map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+    }
+    brokers = {i: start_broker(i, **listeners) for i in (1, 2)}
+    await create_topic(brokers, zk, "t", partitions=2, rf=2)
+    leaders = await wait_for_leaders(brokers[1], "t", 2, brokers)
+    controller = brokers[controller_of(zk)]
+    epoch = czxid(zk, controller.broker_id)
+    async with Connection.open(controller.host, controller.port) as conn:  # the client listener
+        r = await conn.request(ApiKey.STOP_REPLICA, stop_replica_body("t", epoch))
+        assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        for victim in brokers:
+            r = await conn.request(ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": victim, "broker_epoch": czxid(zk, victim)})
+            assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        md = await conn.request(ApiKey.METADATA, {"topics": [{"name": "t"}]})
+    assert {p.partition_index: p.leader_id for p in md.topics[0].partitions} == leaders

@@ -6,25 +6,33 @@ from broker.metadata_cache import MetadataCache
 from protocol.errors import ErrorCode
 
 
-def test_update_v0_and_v8():
+def test_update_v5_and_v8():
+    """v5 is the first UpdateMetadata served (the first with a broker epoch, issue 34)."""
     cache = MetadataCache()
     cache.update(
         decoded(
             6,
-            0,
+            5,
             {
                 "controller_id": 2,
                 "controller_epoch": 1,
-                "live_brokers": [{"id": 1, "v0_host": "a", "v0_port": 1}, {"id": 2, "v0_host": "b", "v0_port": 2}],
-                "ungrouped_partition_states": [
+                "live_brokers": [
+                    {"id": i, "endpoints": [{"host": h, "port": i, "listener": "PLAINTEXT", "security_protocol": 0}]}
+                    for i, h in ((1, "a"), (2, "b"))
+                ],
+                "topic_states": [
                     {
                         "topic_name": "t",
-                        "partition_index": 0,
-                        "controller_epoch": 1,
-                        "leader": 1,
-                        "leader_epoch": 3,
-                        "isr": [1, 2],
-                        "replicas": [1, 2],
+                        "partition_states": [
+                            {
+                                "partition_index": 0,
+                                "controller_epoch": 1,
+                                "leader": 1,
+                                "leader_epoch": 3,
+                                "isr": [1, 2],
+                                "replicas": [1, 2],
+                            }
+                        ],
                     }
                 ],
             },

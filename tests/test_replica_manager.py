@@ -54,9 +54,9 @@ def test_leader_and_isr_epochs(rm):
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=1), 7)
     r = rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=4, leader_epoch=9), 7)
     assert r["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH and rm.partitions[("t", 0)].leader_epoch == 1
-    # v0-4 answer with partition_errors
+    # v2-4 answer with partition_errors
     r = rm.become_leader_or_follower(
-        leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=2, version=1), 1
+        leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=2, version=2), 2
     )
     assert r["partition_errors"] == [{"topic_name": "t", "partition_index": 0, "error_code": 0}]
     rm.broker_epoch = 100

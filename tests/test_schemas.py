@@ -41,10 +41,10 @@ REQUIRED = {
     "InitProducerId": (0, 5),
     "OffsetForLeaderEpoch": (0, 4),
     "DescribeConfigs": (0, 4),
-    "LeaderAndIsr": (0, 7),
-    "UpdateMetadata": (0, 8),
-    "StopReplica": (0, 4),
-    "ControlledShutdown": (0, 3),
+    "LeaderAndIsr": (2, 7),  # from the first version with a broker epoch (issue 34)
+    "UpdateMetadata": (5, 8),  # from the first version with a broker epoch (issue 34)
+    "StopReplica": (1, 4),  # from the first version with a broker epoch (issue 34)
+    "ControlledShutdown": (2, 3),  # from the first version with a broker epoch (issue 34)
     "ElectLeaders": (0, 2),
     "DeleteGroups": (0, 2),
     "OffsetDelete": (0, 0),

@@ -201,15 +201,13 @@ async def list_partition_reassignments(ctx, request):
 
 async def controlled_shutdown(ctx, request):
     body = request.body
-    if not cluster_allowed(ctx, request, Op.CLUSTER_ACTION):
+    if ctx.control_plane.off_the_control_plane(ctx, request):  # also checks CLUSTER_ACTION
         return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "remaining_partitions": []}
     if _not_controller(ctx):
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
     answer = await _ask(
         ctx,
-        lambda reply: events.ControlledShutdown(
-            body.broker_id, body.broker_epoch if request.api_version >= 2 else None, reply
-        ),
+        lambda reply: events.ControlledShutdown(body.broker_id, body.broker_epoch, reply),
     )
     code, remaining = (answer, []) if isinstance(answer, ErrorCode) else answer
     return {"error_code": code, "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining]}

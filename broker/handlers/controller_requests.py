@@ -1,17 +1,19 @@
-"""The controller-to-broker requests (Kafka ZooKeeper mode):
-LeaderAndIsr (key 4) v0-7, StopReplica (key 5) v0-4, UpdateMetadata (key 6) v0-8.
-Each is fenced by controller epoch and broker epoch in the replica manager. A request carrying a
-broker epoch above the one this broker knows makes it re-read its own registration first (the
-controller can see a new registration before the broker has read back its czxid). Partitions that
-change role are reported to the context's leadership listeners (the coordinators), as Kafka's
-`onLeadershipChange` does. With `control.plane.listener.name` set, these requests are served only
-on that listener; elsewhere they answer CLUSTER_AUTHORIZATION_FAILED and change nothing (until
-authorization exists, the listener is what keeps plain clients from them).
+"""The controller-to-broker requests (Kafka ZooKeeper mode): LeaderAndIsr (key 4) v2-7,
+StopReplica (key 5) v1-4, UpdateMetadata (key 6) v5-8 (the versions without a broker epoch are not
+served, `protocol.api.MIN_SERVED_VERSION`).
+
+Before anything changes, `broker.control_plane` refuses a request off the control plane (or the
+inter-broker) listener or without CLUSTER_ACTION (CLUSTER_AUTHORIZATION_FAILED), and one whose new
+controller epoch ZooKeeper does not confirm (STALE_CONTROLLER_EPOCH). Then each is fenced by
+controller epoch and broker epoch in the replica manager. A request carrying a broker epoch above
+the one this broker knows makes it re-read its own registration first (the controller can see a
+new registration before the broker has read back its czxid). Partitions that change role are
+reported to the context's leadership listeners (the coordinators), as Kafka's
+`onLeadershipChange` does.
 """
 
 from __future__ import annotations
 
-from broker.authz import Op, cluster_allowed
 from broker.context import BrokerContext
 from broker.metadata_cache import partition_states
 from broker.partition import Partition
@@ -26,14 +28,10 @@ from zk import znodes
 TopicPartition = tuple[str, int]
 
 
-#: the first version of each request that carries the broker epoch (KIP-380)
-BROKER_EPOCH_FROM = {ApiKey.LEADER_AND_ISR: 2, ApiKey.UPDATE_METADATA: 5, ApiKey.STOP_REPLICA: 1}
-
-
 async def _refresh_broker_epoch(ctx: BrokerContext, request: Request) -> None:
     """Re-read this broker's registration when a request names a newer broker epoch than it knows."""
     rm = ctx.replica_manager
-    if ctx.zk is None or request.api_version < BROKER_EPOCH_FROM[ApiKey(request.api_key)]:
+    if ctx.zk is None:
         return
     if request.body.broker_epoch <= rm.broker_epoch:
         return
@@ -42,19 +40,26 @@ async def _refresh_broker_epoch(ctx: BrokerContext, request: Request) -> None:
         rm.broker_epoch = stat.czxid
 
 
-def _off_the_control_plane(ctx: BrokerContext, request: Request) -> bool:
-    """Refused (CLUSTER_AUTHORIZATION_FAILED, nothing changed): a controller request that arrives
-    off the control plane listener, or whose principal lacks CLUSTER_ACTION on the cluster."""
-    control_plane = ctx.config.control_plane_listener_name
-    if control_plane is not None and request.listener != control_plane:
-        return True
-    return not cluster_allowed(ctx, request, Op.CLUSTER_ACTION)
+async def _refused(ctx: BrokerContext, request: Request) -> ErrorCode | None:
+    """The error that refuses a controller request (`broker.control_plane`), else None:
+    CLUSTER_AUTHORIZATION_FAILED off the control plane or without CLUSTER_ACTION,
+    STALE_CONTROLLER_EPOCH for a new controller epoch ZooKeeper does not confirm."""
+    guard = ctx.control_plane
+    if guard.off_the_control_plane(ctx, request):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    await _refresh_broker_epoch(ctx, request)
+    rm = ctx.replica_manager
+    if rm.broker_epoch != -1 and request.body.broker_epoch != rm.broker_epoch:
+        return None  # the replica manager answers STALE_BROKER_EPOCH first, as Kafka does
+    if not await guard.controller_epoch_believed(ctx.zk, rm.controller_epoch, request):
+        return ErrorCode.STALE_CONTROLLER_EPOCH
+    return None
 
 
 async def leader_and_isr(ctx: BrokerContext, request: Request) -> dict:
-    if _off_the_control_plane(ctx, request):
-        return ReplicaManager.leader_and_isr_response(request.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
-    await _refresh_broker_epoch(ctx, request)
+    refused = await _refused(ctx, request)
+    if refused is not None:
+        return ReplicaManager.leader_and_isr_response(request.api_version, refused, [])
     await _load_topic_configs(ctx, {p["topic_name"] for p in partition_states(request.body)})
 
     def on_leadership_change(leaders: list[Partition], followers: list[Partition]) -> None:
@@ -79,9 +84,9 @@ async def _load_topic_configs(ctx: BrokerContext, topics: set[str]) -> None:
 
 
 async def stop_replica(ctx: BrokerContext, request: Request) -> dict:
-    if _off_the_control_plane(ctx, request):
-        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "partition_errors": []}
-    await _refresh_broker_epoch(ctx, request)
+    refused = await _refused(ctx, request)
+    if refused is not None:
+        return {"error_code": refused, "partition_errors": []}
 
     def on_stopped(stopped: list[TopicPartition]) -> None:
         for listener in ctx.leadership_listeners:
@@ -92,9 +97,9 @@ async def stop_replica(ctx: BrokerContext, request: Request) -> dict:
 
 
 async def update_metadata(ctx: BrokerContext, request: Request) -> dict:
-    if _off_the_control_plane(ctx, request):
-        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
-    await _refresh_broker_epoch(ctx, request)
+    refused = await _refused(ctx, request)
+    if refused is not None:
+        return {"error_code": refused}
     return ctx.replica_manager.update_metadata(request.body, request.api_version)
 
 
