@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 APT_PACKAGES := zookeeper kcat default-jre-headless iptables debootstrap
 
-.PHONY: setup apt venv test test-fast lint run bench chaos regen clean images compose-up compose-down chaos-docker
+.PHONY: setup apt venv test test-fast lint run bench chaos fuzz regen clean images compose-up compose-down chaos-docker
 
 setup: apt venv
 
@@ -56,6 +56,11 @@ run: setup
 # Chaos scenarios against a local 3-broker cluster (part of `make test` too); prints a table.
 chaos: setup
 	$(PY) -m chaos.runner
+
+# Requests generated from the message specs against a real broker; findings are saved to the
+# corpus that tests/test_spec_fuzz.py replays (FUZZ_SECONDS, FUZZ_SEED to vary the run).
+fuzz: setup
+	$(PY) -m fuzz.runner --seconds $${FUZZ_SECONDS:-300} $${FUZZ_SEED:+--seed $$FUZZ_SEED} --save fuzz/corpus
 
 bench: setup
 	$(PY) -m bench.cluster_bench

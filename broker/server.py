@@ -59,6 +59,7 @@ from broker.connection_output import (
     send_parts,
 )
 from broker.delayed import DelayedResponse
+from broker.error_responses import clipped, error_response
 from broker.listener_transport import PLAINTEXT_TRANSPORT, ListenerTransport
 from metrics.stats import RequestStats
 from protocol.api import Request, decode_request, encode_response_parts
@@ -138,6 +139,7 @@ class KafkaServer:
         self._queued = trio.Semaphore(queued_max_requests)
         self._request_bytes = _ByteBudget(queued_max_request_bytes)
         self.request_stats = RequestStats()  # kafka.network:type=RequestMetrics, for metrics/
+        self.handler_failures = 0  # handlers that raised or answered what cannot be encoded (bugs)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Bind every listener and serve until cancelled. `task_status.started()` gets the
@@ -471,8 +473,7 @@ class KafkaServer:
         try:
             body = await handler(self.context, request)
         except Exception:
-            log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
-            return CLOSE
+            return self._failed(request, session, arrived)
         return self._encoded(request, session, arrived, body)
 
     def _respond_inline(
@@ -488,8 +489,7 @@ class KafkaServer:
         try:
             body = handler(self.context, request)
         except Exception:
-            log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
-            _answer(slot, queue, CLOSE)
+            _answer(slot, queue, self._failed(request, session, arrived))
             return
         slot.release()
         if isinstance(body, DelayedResponse):
@@ -498,8 +498,7 @@ class KafkaServer:
                 try:
                     response = self._encoded(request, session, arrived, done)
                 except Exception:
-                    log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
-                    response = CLOSE
+                    response = self._failed(request, session, arrived)
                 _answer(slot, queue, response)
 
             body.on_complete(complete)
@@ -537,8 +536,34 @@ class KafkaServer:
             return None
         try:
             parts = encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
+        except ValueError:  # a message quoting long names: cut to the protocol's limit, else a bug
+            try:
+                body = clipped(body)
+                parts = encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
+            except Exception:
+                return self._failed(request, session, arrived)
         except Exception:
-            log.exception("closing %s: API %d v%d failed", session.peer, request.api_key, request.api_version)
+            return self._failed(request, session, arrived)
+        self.request_stats.record(request.api_key, request.api_version, (time.perf_counter() - arrived) * 1000, body)
+        return parts
+
+    def _failed(self, request: Request, session: _Session, arrived: float):
+        """A handler raised, or its answer could not be encoded (a bug: logged with its traceback):
+        the API's error response, every entity UNKNOWN_SERVER_ERROR (`broker.error_responses`);
+        CLOSE only when even that cannot be built or encoded."""
+        log.exception("API %d v%d from %s failed", request.api_key, request.api_version, session.peer)
+        self.handler_failures += 1
+        try:
+            body = error_response(
+                request.api_key, request.api_version, request.body, ErrorCode.UNKNOWN_SERVER_ERROR, "internal error"
+            )
+            if body is None:
+                return CLOSE
+            parts = encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
+        except Exception:
+            log.exception(
+                "closing %s: no error response for API %d v%d", session.peer, request.api_key, request.api_version
+            )
             return CLOSE
         self.request_stats.record(request.api_key, request.api_version, (time.perf_counter() - arrived) * 1000, body)
         return parts

@@ -19,6 +19,7 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 from dataclasses import dataclass
 
 MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
@@ -102,6 +103,22 @@ def credential_from_salted(mechanism: str, salted: bytes, salt: bytes, iteration
     return ScramCredential(salt, _h(mechanism, client_key), _hmac(mechanism, salted, b"Server Key"), iterations)
 
 
+# RFC 5802's grammar as Kafka's ScramMessages matches it (ASCII only; gs2 header "n" only: no
+# channel binding, "y" and "p=" refused; extensions are letters=value and are ignored).
+_VALUE = r"[\x01-\x2B\x2D-\x7F]+"
+_PRINTABLE = r"[\x21-\x2B\x2D-\x7E]+"
+_SASLNAME = r"(?:[\x01-\x2B\x2D-\x3C\x3E-\x7F]|=2C|=3D)+"
+_BASE64 = r"(?:[A-Za-z0-9/+]{4})*(?:[A-Za-z0-9/+]{3}=|[A-Za-z0-9/+]{2}==)?"
+_EXTENSIONS = rf"(?:,[A-Za-z]+={_VALUE})*"
+CLIENT_FIRST = re.compile(
+    rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,(?P<bare>(?:m={_VALUE},)?n=(?P<saslname>{_SASLNAME}),"
+    rf"r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS})"
+)
+CLIENT_FINAL = re.compile(
+    rf"(?P<without_proof>c=(?P<channel>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS}),p=(?P<proof>{_BASE64})"
+)
+
+
 def _attributes(message: str) -> dict[str, str]:
     out = {}
     for part in message.split(","):
@@ -150,14 +167,17 @@ class ScramServer:
             text = message.decode("utf-8")
         except UnicodeDecodeError:
             raise ScramError("the client-first message is not UTF-8") from None
-        gs2, sep, bare = text.partition(",,")
-        if not sep or gs2 not in ("n", "y") and not gs2.startswith("n,a=") and not gs2.startswith("y,a="):
-            if gs2.startswith("p="):
+        match = CLIENT_FIRST.fullmatch(text)
+        if match is None:
+            if text.startswith(("p=", "y,")):
                 raise ScramError("channel binding is not supported")
-            raise ScramError("invalid SCRAM client-first message")
-        attrs = _attributes(bare)
-        if "n" not in attrs or "r" not in attrs or not attrs["r"]:
-            raise ScramError("the client-first message lacks the user name or the nonce")
+            raise ScramError("Invalid SCRAM client first message format")
+        bare = match["bare"]
+        attrs = {"n": match["saslname"], "r": match["nonce"]}
+        if match["authzid"] is not None and _unescape_name(match["authzid"]) != _unescape_name(attrs["n"]):
+            raise ScramError(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         self.user = _unescape_name(attrs["n"])
         self._credential = self.credential_for(self.user)
         if self._credential is None:
@@ -176,12 +196,15 @@ class ScramServer:
             text = message.decode("utf-8")
         except UnicodeDecodeError:
             raise ScramError("the client-final message is not UTF-8") from None
-        without_proof, sep, proof_part = text.rpartition(",p=")
-        attrs = _attributes(without_proof) if sep else {}
+        match = CLIENT_FINAL.fullmatch(text)
+        if match is None:
+            raise ScramError("Invalid SCRAM client final message format")
+        without_proof, proof_part = match["without_proof"], match["proof"]
+        attrs = {"r": match["nonce"], "c": match["channel"]}
         # The nonce must end with the one we sent: Kafka 3.x's ScramSaslServer (endsWith since 3.8.1,
         # CVE-2024-56128) accepts librdkafka < 2.6.1, which puts its own nonce in front once more
         # (Debian's kcat links such a librdkafka); Kafka 4 demands equality and refuses those clients.
-        if not sep or not attrs.get("r", "").endswith(self._nonce) or "c" not in attrs:
+        if not attrs["r"].endswith(self._nonce):
             raise ScramError("invalid SCRAM client-final message (nonce or channel binding)")
         proof = _unb64(proof_part)
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()

@@ -73,6 +73,12 @@ def test_credential_text_round_trips_in_kafkas_form():
         b"p=tls-unique,,n=user,r=abc",  # channel binding
         b"n,,n=us=er,r=abc",  # a bad saslname escape
         b"x" * 100_000,  # oversize garbage
+        b"y,,n=user,r=abc",  # "client supports channel binding": Kafka accepts only "n"
+        b"n,,n=user,r=abc,1=x",  # an extension that is not letters=value
+        b"n,,n=user,r=abc,zz",  # an attribute without a value
+        b"n,,x=1,n=user,r=abc",  # an unknown attribute before the user name
+        b"n,a=other,n=user,r=abc",  # an authorization id other than the user
+        "n,,n=üser,r=abc".encode(),  # not ASCII
     ],
 )
 def test_malformed_client_first_is_refused(first):
@@ -93,6 +99,11 @@ def test_unknown_user_wrong_nonce_and_out_of_order_are_refused():
         server.final(b"c=biws,r=someone-else,p=AAAA")
     with pytest.raises(ScramError):
         server.final(b"c=biws,r=abc" + b",p=!!notbase64")
+    for final in (b"c=biws,x=1,r=abc,p=AAAA", b"c=bi,r=abc,p=AAAA", b"c=biws,r=abc,p=AAAA,q=1"):
+        with pytest.raises(ScramError, match="format"):  # unknown attributes, bad base64, trailing data
+            server.final(final)
+    # extensions (letters=value) and an authorization id equal to the user are accepted, as in Kafka
+    assert ScramServer("SCRAM-SHA-256", users).first(b"n,a=user,n=user,r=abc,tokenauth=true").startswith(b"r=abc")
     with pytest.raises(ScramError):
         make_credential("SCRAM-SHA-256", "p", 100)
     with pytest.raises(ScramError):

@@ -87,3 +87,43 @@ def test_requests_with_many_names_are_checked_in_linear_time(start_broker):
     assert response.responses[0].error_code == ErrorCode.INVALID_REQUEST, response
     assert "duplicate" in response.responses[0].error_message
     assert slowest < 1.0, slowest
+
+
+def test_a_sync_group_assignment_too_large_to_store_answers_unknown_server_error(start_broker):
+    """Kafka's storeGroup answers UNKNOWN_SERVER_ERROR when the group's record is too large (a
+    60 MB assignment); INVALID_COMMIT_OFFSET_SIZE is for offset commits only."""
+    from group_helpers import GROUP_BROKER
+
+    broker = start_broker(1, **GROUP_BROKER)
+
+    async def go():
+        async with Connection.open(broker.host, broker.port) as conn:
+            join = {
+                "group_id": "big",
+                "session_timeout_ms": 30000,
+                "rebalance_timeout_ms": 30000,
+                "member_id": "",
+                "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b""}],
+            }
+            with trio.fail_after(60):
+                while True:
+                    joined = await conn.request(ApiKey.JOIN_GROUP, join, version=5)
+                    if joined.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+                        join["member_id"] = joined.member_id
+                    elif joined.error_code == ErrorCode.NONE:
+                        break
+                    else:  # __consumer_offsets is created by the first FindCoordinator
+                        await conn.request(ApiKey.FIND_COORDINATOR, {"key": "big", "key_type": 0}, version=3)
+                        await trio.sleep(0.2)
+            member = joined.member_id
+            sync = {
+                "group_id": "big",
+                "generation_id": joined.generation_id,
+                "member_id": member,
+                "assignments": [{"member_id": member, "assignment": b"\x00" * (60 * 1024 * 1024)}],
+            }
+            return await conn.request(ApiKey.SYNC_GROUP, sync, version=3, timeout_s=60)
+
+    synced = trio.run(go)
+    assert synced.error_code == ErrorCode.UNKNOWN_SERVER_ERROR, synced.error_code

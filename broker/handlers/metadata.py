@@ -49,9 +49,17 @@ async def handle(ctx, request):
         names = [n for n in sorted(cache.partitions) if allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, n)]
     else:
         by_id = {tid: name for name, tid in cache.topic_ids.items()}
-        names = [t.name if t.name is not None else by_id.get(t.topic_id, t.topic_id) for t in body.topics]
+        names = [
+            t.name if t.name is not None else None if request.api_version < 12 else by_id.get(t.topic_id, t.topic_id)
+            for t in body.topics
+        ]
     topics = []
     for name in names:
+        if name is None or (not isinstance(name, str) and request.api_version < 12):
+            # v10-11 carry topic ids but serve none, and answer names that cannot be null
+            # (Kafka: "Topic IDs are not supported in requests for version ...")
+            topics.append({"error_code": ErrorCode.INVALID_REQUEST, "name": "", "partitions": []})
+            continue
         if not isinstance(name, str):  # an unknown topic id
             topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": name, "partitions": []})
             continue

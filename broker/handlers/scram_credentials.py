@@ -52,7 +52,14 @@ async def describe(ctx, request):
                 )
             )
             continue
-        infos = describe_credentials(await _config(ctx, name))
+        if not name:  # would name /config/users itself
+            results.append(_describe_error(name, ErrorCode.RESOURCE_NOT_FOUND, "The user name must not be empty"))
+            continue
+        try:
+            infos = describe_credentials(await _config(ctx, name))
+        except (ValueError, TypeError, AttributeError) as e:  # a config znode that is not Kafka's JSON
+            results.append(_describe_error(name, ErrorCode.UNKNOWN_SERVER_ERROR, f"Error describing: {e}"))
+            continue
         if not infos:
             if strict:
                 results.append(

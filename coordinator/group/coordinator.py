@@ -320,7 +320,9 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         if group.is_in(S.STABLE) and old_protocols == req.protocols:
             generation = group.generation_id
             error, _ = await self.manager.append(
-                group.group_id, [(records.group_key(group.group_id), records.group_value(group.stored()))]
+                group.group_id,
+                [(records.group_key(group.group_id), records.group_value(group.stored()))],
+                group_metadata=True,
             )
             if error != E.NONE:
                 if self._live_group(group.group_id) is group and group.has(new_id):
@@ -403,7 +405,9 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         )
         if group.is_empty():
             await self.manager.append(
-                group.group_id, [(records.group_key(group.group_id), records.group_value(group.stored()))]
+                group.group_id,
+                [(records.group_key(group.group_id), records.group_value(group.stored()))],
+                group_metadata=True,
             )
             return
         members = self._member_list(group)
@@ -456,7 +460,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         if group.is_leader(member_id):
             full = {m: assignments.get(m, b"") for m in group.members}
             error, _ = await self.manager.append(
-                group_id, [(records.group_key(group_id), records.group_value(group.stored(full)))]
+                group_id, [(records.group_key(group_id), records.group_value(group.stored(full)))], group_metadata=True
             )
             if (
                 self._live_group(group_id) is group

@@ -28,6 +28,9 @@ from typing import Any
 from coordinator.group.records import OffsetAndMetadata, StoredGroup, StoredMember
 from protocol.consumer_protocol import subscribed_topics
 
+#: the longest member id prefix: a protocol string's 32,767 bytes less "-" and a UUID
+MAX_MEMBER_ID_PREFIX_BYTES = 32767 - 37
+
 
 class GroupState(enum.Enum):
     EMPTY = "Empty"
@@ -115,8 +118,13 @@ class GroupMetadata:
     # ---- members -------------------------------------------------------------------------------
     @staticmethod
     def generate_member_id(client_id: str, group_instance_id: str | None = None) -> str:
-        """Kafka's form: `<group.instance.id or client.id>-<random UUID>`."""
-        return f"{group_instance_id or client_id}-{uuid.uuid4()}"
+        """Kafka's form: `<group.instance.id or client.id>-<random UUID>`, the prefix cut (at a
+        character boundary) so the id fits a protocol string (32,767 UTF-8 bytes): a client id
+        of the longest length a request can carry would otherwise make an unencodable answer."""
+        prefix = (group_instance_id or client_id).encode()
+        if len(prefix) > MAX_MEMBER_ID_PREFIX_BYTES:
+            prefix = prefix[:MAX_MEMBER_ID_PREFIX_BYTES]
+        return f"{prefix.decode(errors='ignore')}-{uuid.uuid4()}"
 
     def is_empty(self) -> bool:
         return not self.members

@@ -205,10 +205,14 @@ class GroupMetadataManager:
         group_id: str,
         entries: Sequence[tuple[bytes, bytes | None]],
         producer: tuple[int, int] | None = None,
+        *,
+        group_metadata: bool = False,
     ) -> tuple[ErrorCode, int]:
         """Append (key, value) records for `group_id` to its partition; (error, base offset). The
         error is NONE, or what Kafka tells a group client for that append failure. `producer`
-        (id, epoch) makes it a transactional batch of that producer (TxnOffsetCommit)."""
+        (id, epoch) makes it a transactional batch of that producer (TxnOffsetCommit). A batch
+        too large answers INVALID_COMMIT_OFFSET_SIZE for offsets, UNKNOWN_SERVER_ERROR for the
+        group's own record (`group_metadata`, Kafka's storeGroup: a huge SyncGroup assignment)."""
         partition = self.partition_for(group_id)
         if partition not in self.owned or partition in self.loading:
             return ErrorCode.NOT_COORDINATOR, -1
@@ -228,6 +232,8 @@ class GroupMetadataManager:
         except Exception as e:
             code = ErrorCode(getattr(e, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
             mapped = _APPEND_ERROR_MAP.get(code, code)
+            if group_metadata and mapped == ErrorCode.INVALID_COMMIT_OFFSET_SIZE:
+                mapped = ErrorCode.UNKNOWN_SERVER_ERROR
             log.warning(
                 "append for group %s to %s-%d failed: %s (%s)", group_id, OFFSETS_TOPIC, partition, e, mapped.name
             )
