@@ -4,6 +4,7 @@ Kafka ZooKeeper-mode controller does, using our client, with each broker's curre
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import trio
@@ -12,11 +13,22 @@ from kazoo.client import KazooClient
 from client.connection import Connection
 
 
-def _broker_epochs(brokers) -> dict[int, int]:
-    """{broker id: czxid of /brokers/ids/<id>} (blocking; run in a thread)."""
+def _broker_epochs(brokers, controller_id: int, controller_epoch: int) -> dict[int, int]:
+    """{broker id: czxid of /brokers/ids/<id>} (blocking; run in a thread). As a controller that
+    won the election would, make /controller_epoch and /controller name this stub's epoch and
+    id when its epoch is newer: brokers believe a new controller epoch only when ZooKeeper does."""
     client = KazooClient(hosts=brokers[0].properties["zookeeper.connect"])
     client.start(10)
     try:
+        found = client.exists("/controller_epoch")
+        if found is None or int(client.get("/controller_epoch")[0]) < controller_epoch:
+            client.ensure_path("/controller_epoch")
+            client.set("/controller_epoch", str(controller_epoch).encode())
+            data = json.dumps({"version": 1, "brokerid": controller_id, "timestamp": "0"}).encode()
+            if client.exists("/controller") is None:
+                client.create("/controller", data, ephemeral=True)
+            else:
+                client.set("/controller", data)
         return {b.broker_id: client.get(f"/brokers/ids/{b.broker_id}")[1].czxid for b in brokers}
     finally:
         client.stop()
@@ -70,7 +82,7 @@ async def assign(
         for b in brokers
     ]
     controller_id = brokers[0].broker_id if controller_id is None else controller_id
-    epochs = await trio.to_thread.run_sync(_broker_epochs, brokers)
+    epochs = await trio.to_thread.run_sync(_broker_epochs, brokers, controller_id, controller_epoch)
     responses = {}
     for broker in brokers:
         async with Connection.open(broker.host, broker.port) as conn:
