@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import ControllerConfig
+from security.jaas import InvalidJaasConfig, zookeeper_client_login
 from security.config import (
     ClientSecurity,
     ListenerSecurity,
@@ -145,6 +146,13 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     "zookeeper.connect": (_zk_connect, None),
     "zookeeper.session.timeout.ms": (_int_at_least(1), 18000),
     "zookeeper.connection.timeout.ms": (_int_at_least(1), 18000),
+    # ZooKeeper security (Kafka's docs, "ZooKeeper Authentication"): znodes created with ACLs
+    # (the broker's SASL identity may write, the world may read all but the sensitive ones), and
+    # the JAAS file whose `Client` section holds the DIGEST-MD5 login (Kafka reads it from the
+    # JVM property of this name; minikafka from this key or the environment's KAFKA_OPTS)
+    "zookeeper.set.acl": (_bool, False),
+    "java.security.auth.login.config": (str, ""),
+    "zookeeper.sasl.clientconfig": (str, "Client"),
     "log.dirs": (_list, ""),
     "log.dir": (_list, "/tmp/kafka-logs"),
     "num.partitions": (_int_at_least(1), 1),
@@ -309,6 +317,24 @@ class BrokerConfig:
     def advertised_listeners(self) -> list[Listener]:
         return self.values["advertised.listeners"] or self.listeners
 
+    def zookeeper_login(self, environ: dict[str, str] | None = None) -> tuple[str, str] | None:
+        """(username, password) for ZooKeeper SASL DIGEST-MD5: the DigestLoginModule of the
+        `zookeeper.sasl.clientconfig` section (default `Client`) of the JAAS file named by
+        `java.security.auth.login.config`, else by KAFKA_OPTS' -Djava.security.auth.login.config
+        (Kafka's way); None without one. Raises ConfigError for an unreadable file."""
+        import os
+
+        path = self.values["java.security.auth.login.config"] or jaas_file_from_kafka_opts(
+            (os.environ if environ is None else environ).get("KAFKA_OPTS", "")
+        )
+        if not path:
+            return None
+        try:
+            text = Path(path).read_text()
+            return zookeeper_client_login(text, self.values["zookeeper.sasl.clientconfig"])
+        except (OSError, InvalidJaasConfig) as e:
+            raise ConfigError(f"java.security.auth.login.config {path}: {e}") from None
+
     @property
     def control_plane_listener_name(self) -> str | None:
         """`control.plane.listener.name`: the listener reserved for the controller's requests
@@ -438,7 +464,19 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
         config.inter_broker_security()
     except SecurityConfigError as e:
         raise ConfigError(str(e)) from None
+    login = config.zookeeper_login()  # reads and checks the JAAS file
+    if values["zookeeper.set.acl"] and login is None:
+        raise ConfigError(
+            "zookeeper.set.acl is true, but ZooKeeper client SASL is not configured "
+            "(java.security.auth.login.config naming a JAAS file with a Client section)"
+        )
     return config
+
+
+def jaas_file_from_kafka_opts(kafka_opts: str) -> str:
+    """The `-Djava.security.auth.login.config=<file>` of a KAFKA_OPTS value ("" if absent)."""
+    m = re.search(r"-Djava\.security\.auth\.login\.config=(\S+)", kafka_opts)
+    return m.group(1) if m else ""
 
 
 def env_properties(environ: dict[str, str], prefix: str = "KAFKA_") -> dict[str, str]:

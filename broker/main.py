@@ -71,6 +71,8 @@ class Broker:
             config["zookeeper.connect"],
             session_timeout_ms=config["zookeeper.session.timeout.ms"],
             connection_timeout_ms=config["zookeeper.connection.timeout.ms"],
+            sasl_login=config.zookeeper_login(),
+            set_acl=config["zookeeper.set.acl"],
         )
         self.topic_configs = config.topic_configs()
         self.log_manager = LogManager(

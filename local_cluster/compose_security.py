@@ -8,6 +8,8 @@ Written under `directory`:
   `health.properties` (the brokers' own client settings, for the healthcheck);
 - `docker-compose.security.yml`: the override compose reads after docker-compose.yml (Kafka's keys
   as KAFKA_* variables, the mount, the healthcheck with `--command-config`); JSON, which YAML reads;
+- `zookeeper/`: the ZooKeeper service's zoo.cfg and JAAS file requiring SASL of every client
+  (the brokers log in as `kafka` with `pki/zookeeper-client.jaas` and set Kafka's znode ACLs);
 - `client.properties`: the admin's settings with Kafka's client keys and host paths, for
   `minikafka ... --command-config` (the admin's SCRAM-SHA-512 credential is added through
   AlterUserScramCredentials once the brokers are healthy: `add_admin_credential`).
@@ -68,6 +70,46 @@ def _broker_client(setup: secure.SecureSetup, truststore: str, keystore: str) ->
     return props
 
 
+ZOOKEEPER_DIR = "/etc/minikafka-zookeeper-secure"
+
+
+def _secured_zookeeper(directory: Path, setup: secure.SecureSetup) -> dict:
+    """The zookeeper service's override: the image's configuration plus SASL required of every
+    client (DIGEST-MD5, the brokers' login only; enforce.auth.enabled), mounted read-only."""
+    conf = directory / "zookeeper"
+    conf.mkdir(exist_ok=True)
+    (conf / "zoo.cfg").write_text(
+        "tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=/data\nclientPort=2181\nadmin.enableServer=false\n"
+        "4lw.commands.whitelist=ruok,srvr,stat\nminSessionTimeout=1000\nmaxSessionTimeout=60000\n"
+        "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
+        "enforce.auth.enabled=true\nenforce.auth.schemes=sasl\n"
+    )
+    users = " ".join(f'user_{name}="{password}"' for name, password in setup.zookeeper_users.items())
+    (conf / "jaas.conf").write_text(
+        f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required {users};\n}};\n"
+    )
+    (conf / "log4j.properties").write_text(
+        "log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.CONSOLE.layout.ConversionPattern=%d %-5p [zookeeper] %c{1}: %m%n\n"
+    )
+    return {
+        "volumes": [f"{conf}:{ZOOKEEPER_DIR}:ro"],
+        "entrypoint": [
+            "java",
+            "-Xms32m",
+            "-Xmx128m",
+            "-XX:+UseSerialGC",
+            f"-Dlog4j.configuration=file:{ZOOKEEPER_DIR}/log4j.properties",
+            f"-Djava.security.auth.login.config={ZOOKEEPER_DIR}/jaas.conf",
+            "-cp",
+            "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar",
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            f"{ZOOKEEPER_DIR}/zoo.cfg",
+        ],
+    }
+
+
 def prepare(directory: Path, protocol: str) -> tuple[secure.SecureSetup, Path]:
     """Certificates, passwords and the override file; (the setup, the override's path)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -82,8 +124,12 @@ def prepare(directory: Path, protocol: str) -> tuple[secure.SecureSetup, Path]:
     (directory / "client.properties").write_text(secure.properties_text(setup.client_properties))
     for name in ("client.properties", "broker-client.properties"):
         (directory / name).chmod(0o600)
+    jaas = pki / "zookeeper-client.jaas"  # the brokers' ZooKeeper login, mounted with the rest
+    jaas.write_text(setup.zookeeper_jaas.read_text() if setup.zookeeper_jaas else "")
+    jaas.chmod(0o644)  # read by the container's user; the directory holds the keys already
+    setup.broker_overrides["java.security.auth.login.config"] = str(jaas)
     env = container_environment(setup, pki)
-    services = {}
+    services: dict[str, dict] = {"zookeeper": _secured_zookeeper(directory, setup)}
     for i, service in enumerate(BROKERS, 1):
         services[service] = {
             "environment": env,

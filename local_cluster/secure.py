@@ -28,6 +28,7 @@ BROKER_USER = "broker"
 ADMIN = "admin"
 ADMIN_CERT_PRINCIPAL = "User:CN=admin,OU=clients,O=minikafka"
 BROKER_CERT_PRINCIPAL = "User:CN=broker,OU=brokers,O=minikafka"
+ZOOKEEPER_USER = "kafka"  # the brokers' (and tools') identity in ZooKeeper, as in Kafka's docs
 
 
 @dataclass
@@ -38,6 +39,17 @@ class SecureSetup:
     librdkafka: dict[str, str] = field(default_factory=dict)  # confluent-kafka / kcat keys
     admin_password: str | None = None
     broker_password: str | None = None  # the brokers' PLAIN password (SASL)
+    zookeeper_password: str = ""  # ZooKeeper's SASL DIGEST-MD5 password of ZOOKEEPER_USER
+    zookeeper_jaas: Path | None = None  # the JAAS file with the brokers' and tools' Client login
+
+    @property
+    def zookeeper_users(self) -> dict[str, str]:
+        """ZooKeeper's SASL users ({user: password}), for ZooKeeperProcess.start."""
+        return {ZOOKEEPER_USER: self.zookeeper_password}
+
+    @property
+    def zookeeper_login(self) -> tuple[str, str]:
+        return ZOOKEEPER_USER, self.zookeeper_password
 
 
 def prepare(directory: Path, protocol: str, hosts: tuple[str, ...] = BROKER_HOSTS) -> SecureSetup:
@@ -99,6 +111,15 @@ def prepare(directory: Path, protocol: str, hosts: tuple[str, ...] = BROKER_HOST
         )
         supers += [f"User:{BROKER_USER}", f"User:{ADMIN}"]
     o["super.users"] = ";".join(supers)
+    # ZooKeeper: SASL DIGEST-MD5 required of every client; the brokers create Kafka's ACLs
+    setup.zookeeper_password = secrets.token_urlsafe(18)
+    setup.zookeeper_jaas = directory / "zookeeper-client.jaas"
+    setup.zookeeper_jaas.write_text(
+        "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+        f'  username="{ZOOKEEPER_USER}" password="{setup.zookeeper_password}";\n}};\n'
+    )
+    setup.zookeeper_jaas.chmod(0o600)
+    o.update({"zookeeper.set.acl": "true", "java.security.auth.login.config": str(setup.zookeeper_jaas)})
     setup.client_properties = {"security.protocol": name, **setup.client_properties}
     setup.librdkafka = {"security.protocol": name, **setup.librdkafka}
     return setup
@@ -111,18 +132,22 @@ def write_admin_credentials(zk_connect: str, setup: SecureSetup) -> None:
         return
     from kazoo.client import KazooClient
 
+    from zk.client import kafka_acls, sasl_options
+
     credential = make_credential("SCRAM-SHA-512", setup.admin_password, 8192)
     config = {"version": 1, "config": {"SCRAM-SHA-512": credential.to_text()}}
-    zk = KazooClient(hosts=zk_connect)
+    login = setup.zookeeper_login if setup.zookeeper_password else None
+    zk = KazooClient(hosts=zk_connect, sasl_options=sasl_options(login))
     zk.start(30)
     try:
-        zk.ensure_path("/config/users")
+        for parent in ("/config", "/config/users"):
+            zk.ensure_path(parent, acl=kafka_acls(parent, login))
         path = f"/config/users/{ADMIN}"
         data = json.dumps(config, separators=(",", ":")).encode()
         if zk.exists(path):
             zk.set(path, data)
         else:
-            zk.create(path, data)
+            zk.create(path, data, acl=kafka_acls(path, login))
     finally:
         zk.stop()
         zk.close()

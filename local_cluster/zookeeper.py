@@ -52,7 +52,12 @@ class ZooKeeperProcess:
         return f"127.0.0.1:{self.port}"
 
     @classmethod
-    def start(cls, directory: Path, port: int = 0, timeout_s: float = 30.0) -> ZooKeeperProcess:
+    def start(
+        cls, directory: Path, port: int = 0, timeout_s: float = 30.0, sasl_users: dict[str, str] | None = None
+    ) -> ZooKeeperProcess:
+        """Start ZooKeeper on 127.0.0.1:`port` (0: a free one). With `sasl_users` ({user:
+        password}) every client must log in with SASL DIGEST-MD5 as one of them: a client that
+        has not cannot read or write anything (enforce.auth.enabled, ZooKeeper 3.7+)."""
         java = shutil.which("java")
         missing = [p for p in CLASSPATH if not Path(p).exists()]
         if java is None or missing:
@@ -64,7 +69,20 @@ class ZooKeeperProcess:
             f"tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={directory / 'data'}\n"
             f"clientPortAddress=127.0.0.1\nclientPort={port}\nadmin.enableServer=false\n"
             f"4lw.commands.whitelist=*\nminSessionTimeout=1000\nmaxSessionTimeout=60000\n"
+            + (
+                "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
+                "enforce.auth.enabled=true\nenforce.auth.schemes=sasl\n"
+                if sasl_users
+                else ""
+            )
         )
+        jaas = directory / "jaas.conf"
+        if sasl_users:
+            users = " ".join(f'user_{name}="{password}"' for name, password in sasl_users.items())
+            jaas.write_text(f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required {users};\n}};\n")
+            jaas.chmod(0o600)
+        else:
+            jaas.unlink(missing_ok=True)
         (directory / "log4j.properties").write_text(
             "log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n"
             "log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n"
@@ -78,6 +96,7 @@ class ZooKeeperProcess:
                 "-Xmx64m",
                 "-XX:+UseSerialGC",
                 f"-Dlog4j.configuration=file:{directory / 'log4j.properties'}",
+                *([f"-Djava.security.auth.login.config={jaas}"] if sasl_users else []),
                 "-cp",
                 ":".join(CLASSPATH),
                 "org.apache.zookeeper.server.quorum.QuorumPeerMain",

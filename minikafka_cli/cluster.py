@@ -207,7 +207,11 @@ def up(args) -> int:
         (directory / "client.properties").chmod(0o600)
     started = time.monotonic()
     try:
-        zk = ZooKeeperProcess.start(directory / "zookeeper", port=args.zookeeper_port)
+        zk = ZooKeeperProcess.start(
+            directory / "zookeeper",
+            port=args.zookeeper_port,
+            sasl_users=setup.zookeeper_users if setup is not None else None,
+        )
     except ZooKeeperError as e:
         raise ClusterError(str(e)) from None
     if setup is not None:

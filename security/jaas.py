@@ -71,3 +71,35 @@ def parse_jaas_config(text: str) -> list[LoginModule]:
     if not modules:
         raise InvalidJaasConfig("the JAAS config holds no login module")
     return modules
+
+
+_SECTION = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*\{(.*?)\}\s*;", re.S)
+
+
+def parse_jaas_file(text: str) -> dict[str, list[LoginModule]]:
+    """The sections of a JAAS login configuration file (what Java's
+    `-Djava.security.auth.login.config` names): `Name { <entries> };` each, e.g. ZooKeeper's
+    `Client` (a broker's login to ZooKeeper) or `Server`. `//` and `/* */` comments are allowed.
+    Raises InvalidJaasConfig."""
+    text = re.sub(r"/\*.*?\*/", "", re.sub(r"//[^\n]*", "", text), flags=re.S)
+    sections: dict[str, list[LoginModule]] = {}
+    pos = 0
+    while text[pos:].strip():
+        m = _SECTION.match(text, pos)
+        if m is None:
+            raise InvalidJaasConfig(f"expected 'Name {{ ... }};' at {pos} in the JAAS file")
+        sections[m.group(1)] = parse_jaas_config(m.group(2))
+        pos = m.end()
+    return sections
+
+
+def zookeeper_client_login(text: str, section: str = "Client") -> tuple[str, str] | None:
+    """(username, password) of the DigestLoginModule in `section` of a JAAS file (ZooKeeper's
+    SASL DIGEST-MD5 login, as Kafka's brokers read it); None when the section is absent."""
+    modules = parse_jaas_file(text).get(section)
+    if not modules:
+        return None
+    options = modules[0].options
+    if "username" not in options or "password" not in options:
+        raise InvalidJaasConfig(f"the JAAS section {section} needs username and password")
+    return options["username"], options["password"]

@@ -79,3 +79,33 @@ def test_environment_variables_map_onto_config_keys():
     assert env_properties(env) == {"broker.id": "4", "zookeeper.connect": "zk:2181", "log.retention.hours": "2"}
     config = load_config(None, ["broker.id=5"], environ=env)
     assert config.broker_id == 5 and config.log_config().retention_ms == 2 * 3600 * 1000
+
+
+def test_zookeeper_sasl_login_from_a_jaas_file_and_set_acl_needs_it(tmp_path, monkeypatch):
+    """Kafka's ZooKeeper authentication: the DigestLoginModule of the JAAS file's Client section
+    (named by java.security.auth.login.config, or KAFKA_OPTS' -D of it); zookeeper.set.acl
+    without a login is a configuration error, as in Kafka."""
+    monkeypatch.delenv("KAFKA_OPTS", raising=False)
+    jaas = tmp_path / "jaas.conf"
+    jaas.write_text(
+        "// the brokers' login\nClient {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+        '  username="kafka" password="s3cret";\n};\n'
+        'KafkaServer { org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b"; };\n'
+    )
+    base = {"broker.id": "1", "zookeeper.connect": "h:1"}
+    config = build_config({**base, "java.security.auth.login.config": str(jaas), "zookeeper.set.acl": "true"})
+    assert config.zookeeper_login() == ("kafka", "s3cret") and config["zookeeper.set.acl"] is True
+    assert build_config(base).zookeeper_login(
+        environ={"KAFKA_OPTS": f"-Xmx1g -Djava.security.auth.login.config={jaas}"}
+    ) == (
+        "kafka",
+        "s3cret",
+    )
+    assert build_config(base).zookeeper_login(environ={}) is None
+    with pytest.raises(ConfigError, match="zookeeper.set.acl"):
+        build_config({**base, "zookeeper.set.acl": "true"})
+    with pytest.raises(ConfigError, match="java.security.auth.login.config"):
+        build_config({**base, "java.security.auth.login.config": str(tmp_path / "missing.conf")})
+    jaas.write_text("Client { broken")
+    with pytest.raises(ConfigError, match="JAAS"):
+        build_config({**base, "java.security.auth.login.config": str(jaas)})

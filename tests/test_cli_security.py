@@ -89,5 +89,49 @@ def test_cluster_up_with_sasl_ssl_prints_settings_that_work(tmp_path):
         assert "controller:" in status.stdout and "offline partitions: 0" in status.stdout, (
             status.stdout + status.stderr
         )
+        _zookeeper_is_locked(f"127.0.0.1:{base + 2}", d / "zookeeper-client.jaas")
     finally:
         cli("cluster", "down", "--dir", str(d))
+
+
+def _zookeeper_is_locked(connect: str, jaas):
+    """Issue 34, attack 4: a local process without the cluster's ZooKeeper login reads nothing
+    (not the admin's SCRAM salt and keys, not even the broker list) and writes nothing; with the
+    login, the znodes carry Kafka's ACLs (writable by the brokers' identity only, sensitive ones
+    not world-readable)."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import KazooException
+    from kazoo.security import make_acl
+
+    from security.jaas import zookeeper_client_login
+
+    stranger = KazooClient(hosts=connect, connection_retry={"max_tries": 2}, command_retry={"max_tries": 0})
+    stranger.start(10)
+    try:
+        for attempt in (
+            lambda: stranger.get("/config/users/admin"),
+            lambda: stranger.get_children("/brokers/ids"),
+            lambda: stranger.create("/kafka-acl/Topic/evil", b"{}", makepath=True),
+            lambda: stranger.set("/controller_epoch", b"2147483647"),
+            lambda: stranger.delete("/brokers/topics/secure", recursive=True),
+        ):
+            with pytest.raises(KazooException):
+                attempt()
+    finally:
+        stranger.stop()
+        stranger.close()
+    user, password = zookeeper_client_login(jaas.read_text())
+    broker = KazooClient(
+        hosts=connect, sasl_options={"mechanism": "DIGEST-MD5", "username": user, "password": password}
+    )
+    broker.start(10)
+    try:
+        world_read = make_acl("world", "anyone", read=True)
+        owner = make_acl("sasl", user, all=True)
+        for path in ("/config/users/admin", "/config/users", "/config/brokers"):
+            assert broker.get_acls(path)[0] == [owner], path
+        for path in ("/brokers/ids/1", "/brokers/topics/secure", "/controller", "/config/topics/secure"):
+            assert sorted(broker.get_acls(path)[0]) == sorted([owner, world_read]), path
+    finally:
+        broker.stop()
+        broker.close()

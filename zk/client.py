@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 from kazoo.client import KazooClient, KazooState
+from kazoo.security import make_acl
 from kazoo.exceptions import (
     BadVersionError,
     ConnectionClosedError,
@@ -72,14 +73,50 @@ class Stat:
         return cls(zstat.version, zstat.czxid, zstat.ephemeralOwner, zstat.ctime)
 
 
+#: Kafka's sensitive znodes (ZkData.SensitiveRootPaths): not world-readable under zookeeper.set.acl
+SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token")
+
+
+def sasl_options(login: tuple[str, str] | None) -> dict | None:
+    """kazoo's SASL settings for a DIGEST-MD5 (username, password) login to ZooKeeper."""
+    if login is None:
+        return None
+    return {"mechanism": "DIGEST-MD5", "username": login[0], "password": login[1]}
+
+
+def kafka_acls(path: str, login: tuple[str, str] | None) -> list | None:
+    """Kafka's ACLs for a znode it creates with zookeeper.set.acl (ZkData.defaultAcls): all
+    rights to the creator's SASL identity, READ to anyone unless the path is sensitive (SCRAM
+    credentials, broker configs). None (ZooKeeper's open ACL) without a login."""
+    if login is None:
+        return None
+    acls = [make_acl("sasl", login[0], all=True)]
+    if not any(path == root or path.startswith(root + "/") for root in SENSITIVE_ROOTS):
+        acls.append(make_acl("world", "anyone", read=True))
+    return acls
+
+
 class ZkClient:
-    def __init__(self, connect: str, *, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000):
+    def __init__(
+        self,
+        connect: str,
+        *,
+        session_timeout_ms: int = 18000,
+        connection_timeout_ms: int = 18000,
+        sasl_login: tuple[str, str] | None = None,
+        set_acl: bool = False,
+    ):
+        """`sasl_login`: (username, password) for ZooKeeper's SASL DIGEST-MD5; with `set_acl`
+        (Kafka's zookeeper.set.acl, which needs a login) every znode created gets `kafka_acls`."""
         self.connect = connect
         self.connection_timeout_ms = connection_timeout_ms
+        self._login = sasl_login
+        self._acl_login = sasl_login if set_acl else None
         self._kazoo = KazooClient(
             hosts=connect,
             timeout=session_timeout_ms / 1000,
             connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2},
+            sasl_options=sasl_options(sasl_login),
         )
         self._state_send, self.state_changes = trio.open_memory_channel(64)
         self._token: trio.lowlevel.TrioToken | None = None
@@ -105,10 +142,12 @@ class ZkClient:
         """A chroot in the connect string must exist before use; create it as Kafka does."""
 
         def create() -> None:
-            client = KazooClient(hosts=hosts, timeout=self._kazoo._session_timeout / 1000)
+            client = KazooClient(
+                hosts=hosts, timeout=self._kazoo._session_timeout / 1000, sasl_options=sasl_options(self._login)
+            )
             try:
                 client.start(self.connection_timeout_ms / 1000)
-                client.ensure_path(chroot)
+                client.ensure_path(chroot, acl=kafka_acls(chroot, self._acl_login))
             except KazooTimeoutError:
                 raise ZkUnavailable(
                     f"ZooKeeper at {hosts} did not answer within {self.connection_timeout_ms} ms"
@@ -159,11 +198,17 @@ class ZkClient:
     ) -> str:
         """Create a znode; raises NodeExistsError / NoNodeError. Returns the created path."""
         return await self._call(
-            self._kazoo.create, path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath
+            self._kazoo.create,
+            path,
+            data,
+            acl=kafka_acls(path, self._acl_login),
+            ephemeral=ephemeral,
+            sequence=sequence,
+            makepath=makepath,
         )
 
     async def ensure_path(self, path: str) -> None:
-        await self._call(self._kazoo.ensure_path, path)
+        await self._call(self._kazoo.ensure_path, path, acl=kafka_acls(path, self._acl_login))
 
     async def get(self, path: str) -> tuple[bytes, Stat]:
         """(data, stat); raises NoNodeError."""
@@ -238,7 +283,7 @@ class ZkClient:
         tx.check(fence_path, fence_version)
         for op in ops:
             if op[0] == "create":
-                tx.create(op[1], op[2])
+                tx.create(op[1], op[2], acl=kafka_acls(op[1], self._acl_login))
             else:
                 tx.set_data(op[1], op[2], op[3])
         return tx
