@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import ControllerConfig
-from security.jaas import InvalidJaasConfig, zookeeper_client_login
 from security.config import (
     ClientSecurity,
     ListenerSecurity,
@@ -27,6 +26,7 @@ from security.config import (
     inter_broker_listener_name,
     listener_security,
 )
+from security.jaas import InvalidJaasConfig, zookeeper_client_login
 from storage.cleaner.log_cleaner import CleanerConfig
 from storage.config import LogConfig
 from storage.topic_configs import TopicConfigs

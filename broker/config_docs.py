@@ -12,6 +12,17 @@ BROKER_CONFIG_DOCS: dict[str, tuple[str, str]] = {
     "zookeeper.connect": ("string", "host:port[,host:port...][/chroot] of the ZooKeeper ensemble."),
     "zookeeper.session.timeout.ms": ("int", "The ZooKeeper session timeout, in ms."),
     "zookeeper.connection.timeout.ms": ("int", "How long, in ms, to wait for a ZooKeeper connection."),
+    "zookeeper.set.acl": (
+        "boolean",
+        "Create znodes with Kafka's secure ACLs (the broker's SASL identity may write; sensitive ones unreadable "
+        "to others). Needs a ZooKeeper SASL login.",
+    ),
+    "java.security.auth.login.config": (
+        "string",
+        "A JAAS file whose Client section holds the broker's ZooKeeper SASL DIGEST-MD5 login (Kafka's JVM "
+        "property of this name; KAFKA_OPTS' -D of it is read too).",
+    ),
+    "zookeeper.sasl.clientconfig": ("string", "The JAAS section of the ZooKeeper login (default Client)."),
     "log.dirs": ("list", "The directories partition logs are kept in (default: log.dir)."),
     "log.dir": ("string", "The log directory used when log.dirs is not set."),
     "num.partitions": ("int", "The partition count of topics created without one."),

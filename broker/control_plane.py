@@ -2,7 +2,7 @@
 
 Kafka's ZooKeeper-mode brokers obey LeaderAndIsr (4), StopReplica (5) and UpdateMetadata (6)
 from whoever sends a high enough controller epoch, and the controller obeys ControlledShutdown (7)
-for whatever broker id it names. Besides the version floor (`protocol.api.MIN_SERVED_VERSION`:
+for whatever broker id it names. Besides the version floor (tools/gen_schemas.py SERVED:
 only versions carrying a broker epoch, KIP-380, are served) and CLUSTER_ACTION on the cluster when
 an authorizer is configured, this module adds:
 

@@ -55,9 +55,9 @@ class PartitionState:
 
 
 def partition_states(body) -> list:
-    """Flatten the partition states of a LeaderAndIsr/UpdateMetadata body of any version into
-    dicts carrying `topic_name` (v0-4 list them ungrouped, v5+ per topic)."""
-    out = list(body.ungrouped_partition_states)
+    """Flatten the partition states of a LeaderAndIsr (v2+) / UpdateMetadata (v5+) body, grouped
+    per topic, into dicts carrying `topic_name` and `topic_id`."""
+    out = []
     for topic in body.topic_states:
         for p in topic.partition_states:
             p = dict(p)
@@ -81,12 +81,11 @@ class MetadataCache:
         self.controller_id = body.controller_id
         brokers = {}
         for b in body.live_brokers:
-            if b.get("endpoints"):
-                ep = next((e for e in b.endpoints if e.listener == self.listener), b.endpoints[0])
-                listeners = tuple((e.listener, e.host, e.port) for e in b.endpoints)
-                brokers[b.id] = BrokerEndpoint(b.id, ep.host, ep.port, b.rack, listeners)
-            else:
-                brokers[b.id] = BrokerEndpoint(b.id, b.v0_host, b.v0_port)
+            if not b.endpoints:  # a registration without listeners cannot be reached
+                continue
+            ep = next((e for e in b.endpoints if e.listener == self.listener), b.endpoints[0])
+            listeners = tuple((e.listener, e.host, e.port) for e in b.endpoints)
+            brokers[b.id] = BrokerEndpoint(b.id, ep.host, ep.port, b.rack, listeners)
         self.brokers = brokers
         deleted = []
         for p in partition_states(body):

@@ -73,22 +73,12 @@ def _compile_all(mapping: dict) -> dict:
     return dict(sorted(compiled.items()))
 
 
-#: The first version served of the controller-to-broker requests and ControlledShutdown: the
-#: first that carries the broker epoch (KIP-380). Older ones would let any client that reaches a
-#: listener act as the controller (or shut a broker down); Kafka's own brokers never send them.
-MIN_SERVED_VERSION: dict[int, int] = {
-    ApiKey.LEADER_AND_ISR: 2,
-    ApiKey.STOP_REPLICA: 1,
-    ApiKey.UPDATE_METADATA: 5,
-    ApiKey.CONTROLLED_SHUTDOWN: 2,
-}
-
 #: api_key -> ApiSchema for every served API (built once at import, never mutated).
 SCHEMAS: dict[int, ApiSchema] = {
     key: ApiSchema(
         key,
         mod.NAME,
-        max(mod.VERSIONS[0], MIN_SERVED_VERSION.get(key, 0)),
+        mod.VERSIONS[0],
         mod.VERSIONS[1],
         mod.FLEXIBLE_FROM,
         _compile_all(mod.REQUEST),

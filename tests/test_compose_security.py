@@ -74,3 +74,40 @@ def test_a_wrong_password_or_plaintext_is_refused(secured):
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "socket.timeout.ms": 3000, **conf})
         with pytest.raises(KafkaException):
             admin.list_topics(timeout=5)
+
+
+ZK_PROBE = """
+import sys
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+zk = KazooClient(hosts="zookeeper:2181", connection_retry={"max_tries": 2}, command_retry={"max_tries": 0})
+zk.start(10)
+results = []
+for name, attempt in (
+    ("read admin credential", lambda: zk.get("/config/users/admin")),
+    ("list brokers", lambda: zk.get_children("/brokers/ids")),
+    ("write an ACL", lambda: zk.create("/kafka-acl/Topic/evil", b"{}", makepath=True)),
+    ("bump the controller epoch", lambda: zk.set("/controller_epoch", b"2147483647")),
+):
+    try:
+        attempt()
+        results.append(name + ": ALLOWED")
+    except KazooException as e:
+        results.append(name + ": refused " + type(e).__name__)
+print("\\n".join(results))
+"""
+
+
+def test_zookeeper_on_the_compose_network_refuses_a_client_without_the_login(secured):
+    """Issue 34, attack 4 on compose: a process inside the cluster's network (here, one started
+    in a broker container without the brokers' JAAS login) reads and writes nothing in ZooKeeper."""
+    cluster, _setup, _directory = secured
+    out = subprocess.run(
+        ["docker", "exec", cluster.container("broker1"), "python", "-c", ZK_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 4 and all("refused" in line for line in lines), out.stdout

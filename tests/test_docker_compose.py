@@ -5,6 +5,7 @@ with nothing fetched from the network."""
 
 import pathlib
 import re
+from pathlib import Path
 
 import yaml
 
@@ -84,9 +85,18 @@ def test_the_security_override_is_a_configuration_the_broker_accepts(tmp_path):
     setup, override = compose_security.prepare(tmp_path, "sasl_ssl")
     services = json.loads(override.read_text())["services"]
     base = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    zookeeper = services.pop("zookeeper")  # SASL required of every ZooKeeper client (issue 34)
+    mounted = zookeeper["volumes"][0].split(":")[0]
+    assert "enforce.auth.enabled=true" in (Path(mounted) / "zoo.cfg").read_text()
+    assert f'user_kafka="{setup.zookeeper_password}"' in (Path(mounted) / "jaas.conf").read_text()
+    assert any(arg.startswith("-Djava.security.auth.login.config=") for arg in zookeeper["entrypoint"])
     for name, service in services.items():
         env = {k: substitute(str(v)) for k, v in base[name]["environment"].items()} | service["environment"]
-        config = load_config(None, [], environ=env)
+        assert env["KAFKA_ZOOKEEPER_SET_ACL"] == "true"
+        # the container's paths, read here from the host directory they are mounted from
+        on_host = {k: v.replace(compose_security.CONTAINER_DIR, str(tmp_path / "pki")) for k, v in env.items()}
+        config = load_config(None, [], environ=on_host)
+        assert config.zookeeper_login() == ("kafka", setup.zookeeper_password)
         assert {listener.name for listener in config.listeners} == {"INTERNAL", "EXTERNAL"}
         assert config["listener.security.protocol.map"] == "INTERNAL:SASL_SSL,EXTERNAL:SASL_SSL"
         assert config["inter.broker.listener.name"] == "INTERNAL"

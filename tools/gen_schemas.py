@@ -34,10 +34,13 @@ SERVED: dict[str, tuple[int, int]] = {
     "Fetch": (4, 12),
     "ListOffsets": (1, 7),
     "Metadata": (1, 12),
-    "LeaderAndIsr": (0, 7),
-    "StopReplica": (0, 4),
-    "UpdateMetadata": (0, 8),
-    "ControlledShutdown": (0, 3),
+    # the controller's requests and ControlledShutdown from their first version with a broker
+    # epoch (KIP-380): older ones let any client that reaches a listener act as the controller
+    # (issue 34); Kafka's own brokers never send them
+    "LeaderAndIsr": (2, 7),
+    "StopReplica": (1, 4),
+    "UpdateMetadata": (5, 8),
+    "ControlledShutdown": (2, 3),
     "OffsetCommit": (0, 9),
     "OffsetFetch": (0, 9),
     "FindCoordinator": (0, 5),

@@ -16,7 +16,6 @@ from typing import Any
 
 import trio
 from kazoo.client import KazooClient, KazooState
-from kazoo.security import make_acl
 from kazoo.exceptions import (
     BadVersionError,
     ConnectionClosedError,
@@ -28,6 +27,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.security import make_acl
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The controller-to-broker requests (Kafka ZooKeeper mode): LeaderAndIsr (key 4) v2-7,
 StopReplica (key 5) v1-4, UpdateMetadata (key 6) v5-8 (the versions without a broker epoch are not
-served, `protocol.api.MIN_SERVED_VERSION`).
+served: tools/gen_schemas.py SERVED).
 
 Before anything changes, `broker.control_plane` refuses a request off the control plane (or the
 inter-broker) listener or without CLUSTER_ACTION (CLUSTER_AUTHORIZATION_FAILED), and one whose new
