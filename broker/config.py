@@ -150,6 +150,8 @@ SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
     # (the broker's SASL identity may write, the world may read all but the sensitive ones), and
     # the JAAS file whose `Client` section holds the DIGEST-MD5 login (Kafka reads it from the
     # JVM property of this name; minikafka from this key or the environment's KAFKA_OPTS)
+    "quota.window.num": (_int_at_least(2), 11),
+    "quota.window.size.seconds": (_int_at_least(1), 1),
     "zookeeper.set.acl": (_bool, False),
     "java.security.auth.login.config": (str, ""),
     "zookeeper.sasl.clientconfig": (str, "Client"),

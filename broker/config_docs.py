@@ -12,6 +12,8 @@ BROKER_CONFIG_DOCS: dict[str, tuple[str, str]] = {
     "zookeeper.connect": ("string", "host:port[,host:port...][/chroot] of the ZooKeeper ensemble."),
     "zookeeper.session.timeout.ms": ("int", "The ZooKeeper session timeout, in ms."),
     "zookeeper.connection.timeout.ms": ("int", "How long, in ms, to wait for a ZooKeeper connection."),
+    "quota.window.num": ("int", "The number of samples kept in memory for client quotas."),
+    "quota.window.size.seconds": ("int", "The time span of each sample for client quotas, in seconds."),
     "zookeeper.set.acl": (
         "boolean",
         "Create znodes with Kafka's secure ACLs (the broker's SASL identity may write; sensitive ones unreadable "

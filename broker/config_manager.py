@@ -8,7 +8,7 @@ again and applied: a topic's overrides go to `TopicConfigs` and to its logs on t
 (`LogManager.reconfigure`), a broker layer recomputes the defaults every log and the replica manager
 use (`min.insync.replicas` is read per acks=all produce, so it applies to the next one), a user's
 node (`/config/users/<user>`) refreshes its SCRAM credentials in the `CredentialCache` (all users
-are read at startup). Changes
+are read at startup), and user and client-id nodes their quotas (`broker.quota`). Changes
 older than 15 minutes are deleted after processing, as Kafka does. The ZooKeeper watch only wakes
 the task; the reads and applies happen in it, in sequence order.
 """
@@ -22,6 +22,8 @@ import trio
 
 from broker.config import BrokerConfig, ConfigError
 from broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
+from broker.quota import entities as quota_entities
+from broker.quota.manager import QUOTA_KEYS, QuotaManagers
 from security.credentials import CredentialCache, user_from_node_name
 from storage.log_manager import LogManager
 from storage.topic_configs import TopicConfigs
@@ -42,9 +44,11 @@ class DynamicConfigManager:
         topic_configs: TopicConfigs,
         log_manager: LogManager,
         credentials: CredentialCache | None = None,
+        quotas: QuotaManagers | None = None,
     ):
         self.zk = zk
         self.credentials = credentials if credentials is not None else CredentialCache()
+        self.quotas = quotas if quotas is not None else QuotaManagers.create()
         self.dynamic = dynamic
         self.topic_configs = topic_configs
         self.log_manager = log_manager
@@ -101,6 +105,35 @@ class DynamicConfigManager:
         for name in names:
             await self.load_user(name)
 
+    async def load_quota(self, entity_type: str, name: str) -> None:
+        """Apply one quota entity's stored config (`users/<u>`, `users/<u>/clients/<c>`,
+        `clients/<c>`; names as in ZooKeeper)."""
+        entity = quota_entities.from_change(entity_type, name)
+        if entity is None:
+            return
+        config = await admin.fetch_entity_config(self.zk, entity_type, name)
+        self.quotas.apply_entity_config(entity, config)
+        quotas = {k: v for k, v in config.items() if k in QUOTA_KEYS}
+        if quotas:
+            log.info("quotas of %s/%s: %s", entity_type, name, quotas)
+
+    async def load_quotas(self) -> None:
+        """Read every user's, user and client's, and client's quotas (startup)."""
+        for entity_type in ("users", "clients"):
+            try:
+                names = await self.zk.get_children(f"/config/{entity_type}")
+            except NoNodeError:
+                continue
+            for name in names:
+                await self.load_quota(entity_type, name)
+                if entity_type == "users":
+                    try:
+                        clients = await self.zk.get_children(f"/config/users/{name}/clients")
+                    except NoNodeError:
+                        continue
+                    for client in clients:
+                        await self.load_quota("users", f"{name}/clients/{client}")
+
     async def process(self, entity_type: str, name: str) -> None:
         """Apply the current config of one entity named by a change notification."""
         if entity_type == "topics":
@@ -108,8 +141,12 @@ class DynamicConfigManager:
         elif entity_type == "brokers" and name in (DEFAULT_ENTITY, str(self.dynamic.broker_id)):
             await self.load_broker_configs()
         elif entity_type == "users":
-            await self.load_user(name)
-        # other brokers' entities, clients, ips: nothing this broker applies
+            if "/clients/" not in name:
+                await self.load_user(name)
+            await self.load_quota(entity_type, name)
+        elif entity_type == "clients":
+            await self.load_quota(entity_type, name)
+        # other brokers' entities, ips: nothing this broker applies
 
     # ---- the notification listener -----------------------------------------------------------
     async def process_notifications(self) -> None:

@@ -15,6 +15,7 @@ from broker.control_plane import ControlPlaneGuard
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
+from broker.quota.manager import QuotaManagers
 from broker.replica_manager import LeadershipListener, ReplicaManager
 from controller.controller import KafkaController
 from coordinator.group.coordinator import GroupCoordinator
@@ -42,6 +43,7 @@ class BrokerContext:
     authorizer: Authorizer | None = None  # authorizer.class.name set: every API checks ACLs
     acl_store: ZkAclStore | None = None  # CreateAcls / DescribeAcls / DeleteAcls
     control_plane: ControlPlaneGuard = field(default_factory=ControlPlaneGuard)  # who may act as controller
+    quotas: QuotaManagers = field(default_factory=QuotaManagers.create)  # client quotas (KIP-13/55/124/599)
 
     @property
     def broker_id(self) -> int:

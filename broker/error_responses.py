@@ -257,6 +257,9 @@ _MIRRORS: dict[int, Callable] = {
         ]
     },
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
+    ApiKey.ALTER_CLIENT_QUOTAS: lambda b, c, m: {
+        "entries": [{"error_code": c, "error_message": m, "entity": list(e.entity)} for e in b.entries]
+    },
     ApiKey.DESCRIBE_TRANSACTIONS: lambda b, c, m: {
         "transaction_states": [
             {"error_code": c, "transactional_id": t, "transaction_state": "", "topics": []} for t in b.transactional_ids

@@ -34,6 +34,7 @@ from broker.handlers import HANDLERS, INLINE_HANDLERS, advertised_api_versions
 from broker.listener_transport import build_transports
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
+from broker.quota.manager import QuotaManagers
 from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer, ListenerBindError
 from broker.txn_marker_channel import TransactionMarkerChannel
@@ -109,8 +110,9 @@ class Broker:
             on_controller_known=lambda controller_id: setattr(self.metadata_cache, "controller_id", controller_id),
         )
         self.dynamic_config = DynamicBrokerConfig(config.raw, config.broker_id)
+        self.quotas = QuotaManagers.create(config["quota.window.num"], config["quota.window.size.seconds"] * 1000)
         self.config_manager = DynamicConfigManager(
-            self.zk, self.dynamic_config, self.topic_configs, self.log_manager, self.credentials
+            self.zk, self.dynamic_config, self.topic_configs, self.log_manager, self.credentials, self.quotas
         )
         self.server: KafkaServer | None = None
         self.registration: znodes.BrokerRegistration | None = None
@@ -162,6 +164,7 @@ class Broker:
             cluster_id = await self._cluster_id()
             await self.config_manager.load_broker_configs()
             await self.config_manager.load_users()
+            await self.config_manager.load_quotas()
             try:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:
@@ -195,6 +198,7 @@ class Broker:
                 config_manager=self.config_manager,
                 authorizer=self.authorizer,
                 acl_store=self.acl_store,
+                quotas=self.quotas,
             )
             self.server = KafkaServer(
                 self.config.listeners,

@@ -418,6 +418,8 @@ class KafkaServer:
         The primitives are tried without blocking first: each blocking call is a trio checkpoint,
         a pass through the scheduler, and these passes were a large share of a small request's cost."""
         for frame in frames:
+            if session.muted_until and session.muted_until > trio.current_time():
+                await trio.sleep_until(session.muted_until)  # a quota's throttle (KIP-219's mute)
             previous = last[0]
             if previous is not None:
                 if not previous.released.is_set():
@@ -527,6 +529,7 @@ class KafkaServer:
         request.listener = session.listener
         request.peer = peer
         request.principal = session.principal
+        request.size = len(frame)
         return request
 
     def _encoded(self, request: Request, session: _Session, arrived: float, body):
@@ -566,6 +569,9 @@ class KafkaServer:
             )
             return CLOSE
         self.request_stats.record(request.api_key, request.api_version, (time.perf_counter() - arrived) * 1000, body)
+        throttle_ms = body.get("throttle_time_ms") if isinstance(body, dict) else None
+        if throttle_ms:  # a quota throttled this client: its channel is muted that long (KIP-219)
+            session.muted_until = max(session.muted_until, trio.current_time() + throttle_ms / 1000)
         return parts
 
 
@@ -603,10 +609,11 @@ def _receive_now(stream: trio.SocketStream, size: int) -> bytes | None:
 class _Session:
     """What a connection's requests share: its listener, peer and authenticated principal."""
 
-    __slots__ = ("listener", "peer", "principal")
+    __slots__ = ("listener", "peer", "principal", "muted_until")
 
     def __init__(self, listener: str, peer: str, principal: str):
         self.listener, self.peer, self.principal = listener, peer, principal
+        self.muted_until = 0.0  # trio time: a throttled client's next request waits until then
 
 
 class _ByteBudget:

@@ -153,3 +153,39 @@ async def describe_log_dirs(cluster: Cluster, broker_id: int, topics: list[str] 
         wanted = [{"topic": t, "partitions": sorted(cluster.metadata.topics.get(t, {}))} for t in topics]
     conn = await cluster.broker_connection(broker_id)
     return list((await conn.request(ApiKey.DESCRIBE_LOG_DIRS, {"topics": wanted})).results)
+
+
+async def describe_client_quotas(cluster: Cluster, components: list[tuple[str, int, str | None]], strict: bool):
+    """DescribeClientQuotas (KIP-546): [(entity components, {key: value})] matching the filter
+    components (entity type, match type 0 exact / 1 default / 2 any, name); raises KafkaError."""
+    conn = await cluster.any_connection()
+    body = {
+        "components": [{"entity_type": t, "match_type": m, "match": n} for t, m, n in components],
+        "strict": strict,
+    }
+    response = await conn.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, body)
+    if response.error_code != ErrorCode.NONE:
+        raise KafkaError(response.error_code, response.error_message or "DescribeClientQuotas")
+    return [
+        ([(e.entity_type, e.entity_name) for e in entry.entity], {v.key: v.value for v in entry["values"]})
+        for entry in response.entries or []
+    ]
+
+
+async def alter_client_quotas(
+    cluster: Cluster, entity: list[tuple[str, str | None]], ops: list[tuple[str, float | None]]
+) -> tuple[int, str | None]:
+    """AlterClientQuotas of one entity ([(entity type, name or None for the default)]); ops are
+    (key, value) to set or (key, None) to remove: (error code, message)."""
+    conn = await cluster.any_connection()
+    body = {
+        "entries": [
+            {
+                "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+                "ops": [{"key": k, "value": v or 0.0, "remove": v is None} for k, v in ops],
+            }
+        ],
+        "validate_only": False,
+    }
+    entry = (await conn.request(ApiKey.ALTER_CLIENT_QUOTAS, body)).entries[0]
+    return entry.error_code, entry.error_message

@@ -1,6 +1,9 @@
 """`minikafka configs`, with kafka-configs.sh's options: `--describe [--all]` or `--alter
-[--add-config k=v,k2=[a,b]] [--delete-config k,k2]` of `--entity-type topics|brokers` named by
-`--entity-name N` or, for brokers, `--entity-default` (the cluster-wide dynamic default).
+[--add-config k=v,k2=[a,b]] [--delete-config k,k2]` of `--entity-type topics|brokers|users|clients`
+named by `--entity-name N` or `--entity-default` (brokers: the cluster-wide dynamic default; users,
+clients: the default quota). A user and a client id combine (`--entity-type users --entity-name u
+--entity-type clients --entity-name c`); their configs are client quotas (producer_byte_rate,
+consumer_byte_rate, request_percentage, controller_mutation_rate) through Describe/AlterClientQuotas.
 Describe prints the dynamic configs (all with `--all`) with their synonyms, as Kafka's tool does;
 alter uses IncrementalAlterConfigs (SET for each added key, DELETE for each deleted one)."""
 
@@ -9,7 +12,16 @@ from __future__ import annotations
 import argparse
 
 from client import KafkaError
-from client.admin import BROKER, DELETE, SET, TOPIC, describe_configs, incremental_alter_configs
+from client.admin import (
+    BROKER,
+    DELETE,
+    SET,
+    TOPIC,
+    alter_client_quotas,
+    describe_client_quotas,
+    describe_configs,
+    incremental_alter_configs,
+)
 from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol.errors import ErrorCode
 
@@ -28,13 +40,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", action="store_true", help="show the entity's configs")
     action.add_argument("--alter", action="store_true", help="change the entity's configs")
-    parser.add_argument("--entity-type", required=True, choices=["topics", "brokers"])
-    name = parser.add_mutually_exclusive_group(required=True)
-    name.add_argument("--entity-name", help="the topic, or the broker id")
-    name.add_argument("--entity-default", action="store_true", help="brokers: the cluster-wide default")
+    parser.add_argument(
+        "--entity-type",
+        required=True,
+        action="append",
+        choices=["topics", "brokers", "users", "clients"],
+        help="repeat for a user and client-id quota entity: --entity-type users --entity-name u "
+        "--entity-type clients --entity-name c",
+    )
+    parser.add_argument(
+        "--entity-name", action=_Named, dest="entity_names", help="the topic, broker id, user or client id"
+    )
+    parser.add_argument(
+        "--entity-default",
+        action=_Named,
+        nargs=0,
+        dest="entity_names",
+        help="the default: cluster-wide for brokers, every user or client id for quotas",
+    )
     parser.add_argument("--all", action="store_true", help="describe: every config, not only the dynamic ones")
     parser.add_argument("--add-config", default="", metavar="K=V,K2=[A,B]", help="alter: keys to set")
     parser.add_argument("--delete-config", default="", metavar="K,K2", help="alter: keys to remove")
+
+
+class _Named(argparse.Action):
+    """--entity-name N and --entity-default, in the order given (paired with --entity-type by
+    position, as kafka-configs.sh pairs them); the default is None."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        names = list(getattr(namespace, self.dest, None) or [])
+        names.append(None if option_string == "--entity-default" else values)
+        setattr(namespace, self.dest, names)
 
 
 def parse_add_config(text: str) -> list[tuple[str, str]]:
@@ -66,17 +102,60 @@ def parse_add_config(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def _pairs(args) -> list[tuple[str, str | None]]:
+    """[(entity type, name or None for the default)], checked as kafka-configs.sh checks them."""
+    names = getattr(args, "entity_names", None) or []
+    if len(names) != len(args.entity_type):
+        raise ValueError("give one --entity-name or --entity-default for each --entity-type")
+    pairs = list(zip(args.entity_type, names, strict=True))
+    types = [t for t, _ in pairs]
+    if len(pairs) > 1 and sorted(types) != ["clients", "users"]:
+        raise ValueError("only a user and a client id combine into one entity")
+    return pairs
+
+
 def _entity(args) -> tuple[int, str, str]:
-    """(resource type, resource name, words for messages)."""
-    if args.entity_type == "topics":
-        if args.entity_default:
+    """(resource type, resource name, words for messages) of a topic or broker entity."""
+    (entity_type, name), *_ = _pairs(args)
+    if entity_type == "topics":
+        if name is None:
             raise ValueError("--entity-default is for --entity-type brokers")
-        return TOPIC, args.entity_name, f"topic {args.entity_name}"
-    if args.entity_default:
+        return TOPIC, name, f"topic {name}"
+    if name is None:
         return BROKER, "", "default config for brokers in the cluster"
-    if not args.entity_name.isdigit():
-        raise ValueError(f"--entity-name {args.entity_name!r} is not a broker id")
-    return BROKER, args.entity_name, f"broker {args.entity_name}"
+    if not name.isdigit():
+        raise ValueError(f"--entity-name {name!r} is not a broker id")
+    return BROKER, name, f"broker {name}"
+
+
+def _quota_words(pairs: list[tuple[str, str | None]]) -> str:
+    return ", ".join(f"{'user' if t == 'users' else 'client-id'} {'<default>' if n is None else n!r}" for t, n in pairs)
+
+
+async def _run_quotas(args, pairs: list[tuple[str, str | None]]) -> int:
+    """Client quotas of a user, client id or both (DescribeClientQuotas / AlterClientQuotas)."""
+    entity = [("user" if t == "users" else "client-id", n) for t, n in pairs]
+    async with open_cluster(args) as cluster:
+        if args.describe:
+            components = [(t, 1 if n is None else 0, n) for t, n in entity]
+            for _entity_found, values in await describe_client_quotas(cluster, components, strict=True):
+                shown = ", ".join(f"{k}={int(v) if v == int(v) else v}" for k, v in sorted(values.items()))
+                print(f"Quota configs for {_quota_words(pairs)} are {shown}")
+            return 0
+        ops: list[tuple[str, float | None]] = []
+        for key, value in parse_add_config(args.add_config):
+            try:
+                ops.append((key, float(value)))
+            except ValueError:
+                raise ValueError(f"quota {key} must be a number, got {value!r}") from None
+        ops += [(k.strip(), None) for k in args.delete_config.split(",") if k.strip()]
+        if not ops:
+            raise ValueError("--alter needs --add-config or --delete-config")
+        code, message = await alter_client_quotas(cluster, entity, ops)
+        if code != ErrorCode.NONE:
+            raise KafkaError(code, message or _quota_words(pairs))
+        print(f"Completed updating config for {_quota_words(pairs)}.")
+        return 0
 
 
 def _line(entry) -> str:
@@ -86,6 +165,9 @@ def _line(entry) -> str:
 
 
 async def _run(args) -> int:
+    pairs = _pairs(args)
+    if pairs[0][0] in ("users", "clients"):
+        return await _run_quotas(args, pairs)
     resource_type, name, words = _entity(args)
     async with open_cluster(args) as cluster:
         if args.describe:

@@ -106,6 +106,16 @@ class Request:
     listener: str = ""  # the name of the listener it arrived on (set by the server)
     peer: str = ""  # the client's "host:port" (set by the server)
     principal: str = "User:ANONYMOUS"  # who the connection authenticated as (set by the server)
+    size: int = 0  # bytes of the request frame (set by the server; quotas)
+
+    @property
+    def user(self) -> str:
+        """The principal's name, as quotas name users ("ANONYMOUS" when unauthenticated)."""
+        return self.principal.split(":", 1)[1] if ":" in self.principal else self.principal
+
+    @property
+    def client_id(self) -> str:
+        return self.header.client_id or ""
 
     @property
     def client_host(self) -> str:

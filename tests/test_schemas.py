@@ -70,6 +70,8 @@ REQUIRED = {
     "DeleteAcls": (0, 3),
     "AlterUserScramCredentials": (0, 0),
     "DescribeUserScramCredentials": (0, 0),
+    "DescribeClientQuotas": (0, 1),
+    "AlterClientQuotas": (0, 1),
 }
 
 

@@ -81,6 +81,8 @@ SERVED: dict[str, tuple[int, int]] = {
     "DeleteAcls": (0, 3),
     "AlterUserScramCredentials": (0, 0),
     "DescribeUserScramCredentials": (0, 0),
+    "DescribeClientQuotas": (0, 1),
+    "AlterClientQuotas": (0, 1),
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
 #: record spec name -> versions generated (all Kafka 3.8 writes or may have written)

@@ -17,9 +17,10 @@ def entity_path(entity_type: str, name: str) -> str:
 
 
 async def fetch_entity_config(zk: ZkClient, entity_type: str, name: str) -> dict[str, str]:
-    """The stored config of an entity ({} when it has none)."""
+    """The stored config of an entity ({} when it has none, or its znode holds no data: a parent
+    made on the way to a child, as /config/users/<u> for /config/users/<u>/clients/<c>)."""
     found = await zk.get_or_none(entity_path(entity_type, name))
-    return {} if found is None else znodes.decode_topic_config(found[0])
+    return {} if found is None or not found[0] else znodes.decode_topic_config(found[0])
 
 
 async def change_entity_config(zk: ZkClient, entity_type: str, name: str, config: dict[str, str]) -> None:

@@ -14,6 +14,7 @@ from broker.handlers import (
     acls,
     admin,
     api_versions,
+    client_quotas,
     configs,
     controller_requests,
     delete_records,
@@ -60,6 +61,7 @@ HANDLERS: dict[int, Handler] = {
     **sasl.HANDLERS,
     **scram_credentials.HANDLERS,
     **acls.HANDLERS,
+    **client_quotas.HANDLERS,
 }
 
 

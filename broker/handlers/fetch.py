@@ -6,7 +6,10 @@ to the log end; min_bytes/max_wait_ms long polling; response max_bytes and parti
 `replica.selector.class` names a `preferred_read_replica` in the consumer's `rack_id`.
 
 Authorization: a follower (replica id >= 0) needs CLUSTER_ACTION on the cluster, a consumer READ
-on each topic; a refused topic answers TOPIC_AUTHORIZATION_FAILED and nothing of it is read."""
+on each topic; a refused topic answers TOPIC_AUTHORIZATION_FAILED and nothing of it is read.
+Consumers' fetches count against their `consumer_byte_rate` quota (`broker.quota`)."""
+
+import trio
 
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from protocol.api_keys import ApiKey
@@ -27,6 +30,28 @@ async def handle(ctx, request):
             def may_read(topic: str) -> bool:
                 return allowed(ctx, request, Op.READ, Resource.TOPIC, topic)
 
+    if request.body.replica_id < 0:  # a consumer's response fits its fetch quota's window
+        window_bytes = ctx.quotas.fetch.max_value_in_window(request.user, request.client_id)
+        if window_bytes is not None:
+            request.body["max_bytes"] = max(1, min(request.body.max_bytes, int(window_bytes)))
     response = await ctx.replica_manager.fetch(request.body, may_read, request.api_version)
     response["throttle_time_ms"] = 0
+    if request.body.replica_id < 0:
+        _apply_fetch_quota(ctx, request, response)
     return response
+
+
+def _apply_fetch_quota(ctx, request, response: dict) -> None:
+    """The consumer byte-rate quota (KIP-13): the response's record bytes are recorded; over the
+    quota the records are taken back (not sent, not counted) and the throttle time answered, as
+    Kafka's `handleFetchRequest` does (the partitions stay, empty)."""
+    partitions = [p for t in response["responses"] for p in t["partitions"]]
+    size = sum(len(p["records"]) for p in partitions if p.get("records"))
+    now_ms = trio.current_time() * 1000
+    quota = ctx.quotas.fetch
+    throttle_ms = quota.record(request.user, request.client_id, size, now_ms)
+    if throttle_ms > 0:
+        quota.unrecord(request.user, request.client_id, size, now_ms)
+        for p in partitions:
+            p["records"] = b""
+        response["throttle_time_ms"] = throttle_ms

@@ -4,7 +4,8 @@ acks=1 answers after the local append, acks=-1 once the high watermark covers th
 REQUEST_TIMED_OUT after timeout_ms), acks=0 sends no response at all. Per-partition errors:
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, CORRUPT_MESSAGE (CRC, record count),
 MESSAGE_TOO_LARGE, UNSUPPORTED_FOR_MESSAGE_FORMAT (magic 0/1), INVALID_REQUIRED_ACKS,
-NOT_ENOUGH_REPLICAS(_AFTER_APPEND).
+NOT_ENOUGH_REPLICAS(_AFTER_APPEND). The produce quota (`producer_byte_rate`, `broker.quota`) counts
+the request's bytes and answers the throttle time.
 
 Served inline (`INLINE`): the server runs `handle_now` in the connection's reader task, with no
 task per request; an acks=-1 produce returns a DelayedResponse that the replica manager completes
@@ -16,6 +17,8 @@ transactional id (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
 from collections.abc import Callable
 from typing import Any
+
+import trio
 
 from broker.authz import Op, Resource, allowed
 from broker.delayed import DelayedResponse
@@ -44,11 +47,14 @@ def handle_now(ctx, request) -> dict | DelayedResponse | None:
             refused = [_refused(t, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for t, ok in zip(topic_data, may) if not ok]
             topic_data = [t for t, ok in zip(topic_data, may) if ok]
     result = ctx.replica_manager.append_records_now(body.acks, body.timeout_ms, topic_data)
+    # the produce byte-rate quota (KIP-13): the request's bytes; over the quota the answer names
+    # the throttle time and the server mutes the connection that long (KIP-219)
+    throttle_ms = ctx.quotas.produce.record(request.user, request.client_id, request.size, trio.current_time() * 1000)
     if body.acks == 0:
         return None
 
     def response(responses: list) -> dict:
-        return {"responses": responses + refused, "throttle_time_ms": 0}
+        return {"responses": responses + refused, "throttle_time_ms": throttle_ms}
 
     if isinstance(result, DelayedResponse):
         return result.map(response)

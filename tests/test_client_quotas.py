@@ -1,0 +1,186 @@
+"""Client quotas on a real broker (issue 34; KIP-13, KIP-55, KIP-124, KIP-219, KIP-546): set and
+described with `minikafka configs --entity-type clients|users` (AlterClientQuotas /
+DescribeClientQuotas), applied live through /config/changes, and judged by real clients: a
+client over its byte rate is told the throttle time (librdkafka's and kafka-python's own throttle
+metrics see it) and keeps working, slower; another client id is not throttled. The rate itself
+against a 1 MB/s quota is measured in `make bench` (bench/quota_bench.py), not here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import trio
+from group_helpers import GROUP_BROKER, create_topics
+
+from client.connection import Connection
+from protocol import record_batch as rb
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+pytestmark = pytest.mark.slow
+
+QUOTA = 10240  # bytes/s: a burst past QUOTA * 10 s (the window) is throttled
+CLI = [sys.executable, "-m", "minikafka_cli.main"]
+
+
+def configs(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, "configs", "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=60
+    )
+
+
+async def _produce_as(broker, client_id: str, count: int, size: int = 10240) -> list[int]:
+    """`count` acks=1 Produce requests of one `size`-byte record each; their throttle times."""
+    throttles = []
+    async with Connection.open(broker.host, broker.port, client_id=client_id) as conn:
+        for _ in range(count):
+            body = {
+                "acks": 1,
+                "timeout_ms": 10000,
+                "topic_data": [
+                    {"name": "q", "partition_data": [{"index": 0, "records": rb.build_batch([(None, b"x" * size)])}]}
+                ],
+            }
+            response = await conn.request(ApiKey.PRODUCE, body, timeout_s=30)
+            assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+            throttles.append(response.throttle_time_ms)
+    return throttles
+
+
+def test_quotas_are_set_described_applied_live_and_obeyed_by_real_clients(start_broker):
+    broker = start_broker(1, **GROUP_BROKER)
+    bootstrap = f"{broker.host}:{broker.port}"
+    create_topics(bootstrap, {"q": 1})
+    for client in ("slow", "slow-rd", "slow-py"):
+        r = configs(
+            bootstrap,
+            "--alter",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            client,
+            "--add-config",
+            f"producer_byte_rate={QUOTA},consumer_byte_rate={QUOTA}",
+        )
+        assert r.returncode == 0 and "Completed updating config for client-id" in r.stdout, r.stdout + r.stderr
+    r = configs(bootstrap, "--describe", "--entity-type", "clients", "--entity-name", "slow")
+    assert f"consumer_byte_rate={QUOTA}, producer_byte_rate={QUOTA}" in r.stdout, r.stdout + r.stderr
+    r = configs(bootstrap, "--alter", "--entity-type", "clients", "--entity-name", "x", "--add-config", "nope=1")
+    assert r.returncode != 0 and "nope" in r.stderr
+
+    # raw: past QUOTA * 10 s the answers carry a throttle time; another client id's never do
+    deadline = time.monotonic() + 30
+    while not any(trio.run(_produce_as, broker, "slow", 12)):  # the change reaches the broker first
+        assert time.monotonic() < deadline, "the quota was never applied"
+    assert not any(trio.run(_produce_as, broker, "fast", 12))
+
+    # librdkafka: 150 KB as a throttled client id, all delivered, and its own statistics saw it
+    from confluent_kafka import Producer
+
+    throttle_seen = []
+
+    def stats(text: str) -> None:
+        for b in json.loads(text)["brokers"].values():
+            throttle_seen.append(b.get("throttle", {}).get("max", 0))
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "client.id": "slow-rd", "stats_cb": stats, "statistics.interval.ms": 500}
+    )
+    errors = []
+    for _ in range(150):
+        producer.produce("q", b"y" * 1024, on_delivery=lambda err, msg: errors.append(err) if err else None)
+    assert producer.flush(60) == 0 and not errors
+    started = time.monotonic()
+    while max(throttle_seen, default=0) == 0 and time.monotonic() - started < 10:
+        producer.poll(0.5)
+    assert max(throttle_seen) > 0
+
+    # kafka-python: reads everything as a throttled consumer; its fetch-throttle-time metric saw it
+    from kafka import KafkaConsumer
+
+    create_topics(bootstrap, {"r": 1})
+    fast = Producer({"bootstrap.servers": bootstrap, "client.id": "fast", "batch.size": 4096})  # small batches
+    for _ in range(150):
+        fast.produce("r", b"z" * 1024)
+    assert fast.flush(30) == 0
+    consumer = KafkaConsumer(
+        "r", bootstrap_servers=bootstrap, client_id="slow-py", auto_offset_reset="earliest", consumer_timeout_ms=30000
+    )
+    got = 0
+    for _ in consumer:
+        got += 1
+        if got == 150:
+            break
+    throttle_max = max(  # kafka-python 3 keeps it per connection (throttle-time-max)
+        (v for group in consumer.metrics().values() for k, v in group.items() if k.endswith("throttle-time-max")),
+        default=0,
+    )
+    consumer.close()
+    assert got == 150
+    assert throttle_max > 0
+
+    # removed: the next requests are not throttled
+    r = configs(
+        bootstrap,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "slow",
+        "--delete-config",
+        "producer_byte_rate,consumer_byte_rate",
+    )
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 30
+    while any(trio.run(_produce_as, broker, "slow", 3)):
+        assert time.monotonic() < deadline, "the quota was never removed"
+    assert (
+        "consumer_byte_rate"
+        not in configs(bootstrap, "--describe", "--entity-type", "clients", "--entity-name", "slow").stdout
+    )
+
+
+def test_a_user_and_client_quota_and_the_default_are_kept_apart(start_broker):
+    """AlterClientQuotas entities as kafka-configs.sh names them; DescribeClientQuotas finds each
+    exactly; bad entities and keys answer INVALID_REQUEST."""
+    broker = start_broker(1)
+    bootstrap = f"{broker.host}:{broker.port}"
+    both = ["--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients", "--entity-name", "app"]
+    assert configs(bootstrap, "--alter", *both, "--add-config", "request_percentage=25.5").returncode == 0
+    default = ["--entity-type", "users", "--entity-default"]
+    assert configs(bootstrap, "--alter", *default, "--add-config", "producer_byte_rate=1048576").returncode == 0
+    assert "request_percentage=25.5" in configs(bootstrap, "--describe", *both).stdout
+    described = configs(bootstrap, "--describe", *default).stdout
+    assert "user '<default>'" in described and "producer_byte_rate=1048576" in described
+    assert "request_percentage" not in described
+
+    async def raw():
+        async with Connection.open(broker.host, broker.port) as conn:
+            bad = await conn.request(
+                ApiKey.ALTER_CLIENT_QUOTAS,
+                {
+                    "entries": [
+                        {"entity": [{"entity_type": "ip", "entity_name": "1.2.3.4"}], "ops": []},
+                        {"entity": [], "ops": []},
+                        {
+                            "entity": [{"entity_type": "user", "entity_name": "u"}],
+                            "ops": [{"key": "producer_byte_rate", "value": 1.5, "remove": False}],
+                        },
+                    ],
+                    "validate_only": False,
+                },
+            )
+            listed = await conn.request(
+                ApiKey.DESCRIBE_CLIENT_QUOTAS,
+                {"components": [{"entity_type": "user", "match_type": 2, "match": None}], "strict": False},
+            )
+            return bad, listed
+
+    bad, listed = trio.run(raw)
+    assert [e.error_code for e in bad.entries] == [ErrorCode.INVALID_REQUEST] * 3
+    entities = [{(c.entity_type, c.entity_name) for c in e.entity} for e in listed.entries]
+    assert entities == [{("user", "alice"), ("client-id", "app")}]  # SPECIFIED: not the default
