@@ -52,7 +52,7 @@ async def _produce_as(broker, client_id: str, count: int, size: int = 10240) -> 
 
 
 def test_quotas_are_set_described_applied_live_and_obeyed_by_real_clients(start_broker):
-    broker = start_broker(1, **GROUP_BROKER)
+    broker = start_broker(1, **GROUP_BROKER, **{"metrics.port": "0", "metrics.host": "127.0.0.1"})
     bootstrap = f"{broker.host}:{broker.port}"
     create_topics(bootstrap, {"q": 1})
     for client in ("slow", "slow-rd", "slow-py"):
@@ -122,6 +122,18 @@ def test_quotas_are_set_described_applied_live_and_obeyed_by_real_clients(start_
     consumer.close()
     assert got == 150
     assert throttle_max > 0
+    import urllib.request
+
+    scraped = urllib.request.urlopen(broker.metrics_url, timeout=10).read().decode()
+
+    def metric(name: str, client_id: str) -> float:
+        for line in scraped.splitlines():
+            if line.startswith(name + "{") and f'client_id="{client_id}"' in line and 'user=""' in line:
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError(f"no {name} for {client_id}")
+
+    assert metric("kafka_server_produce_throttled_total", "slow-rd") > 0
+    assert metric("kafka_server_fetch_quota", "slow-py") == QUOTA
 
     # removed: the next requests are not throttled
     r = configs(

@@ -73,7 +73,10 @@ class ClientQuotaManager:
         return float(self.samples * self.window_ms)
 
     def set_quota(self, entity: Entity, bound: float | None) -> None:
-        """Configure (or with None remove) the quota of `entity`; sensors are re-resolved."""
+        """Configure (or with None remove) the quota of `entity`; sensors are re-resolved (their
+        rates start again) only when a bound changed."""
+        if self.quotas.get(entity) == bound:
+            return
         if bound is None:
             self.quotas.pop(entity, None)
         else:
