@@ -75,6 +75,7 @@ bench: setup
 	$(PY) -m bench.connector_bench
 	$(PY) -m bench.request_bench
 	$(PY) -m bench.scale_bench
+	$(PY) -m bench.quota_bench
 	$(PY) -m bench.compose_bench
 
 # The docker-compose cluster (docker-compose.yml). `images` builds the base image from Debian's

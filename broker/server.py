@@ -548,6 +548,9 @@ class KafkaServer:
         except Exception:
             return self._failed(request, session, arrived)
         self.request_stats.record(request.api_key, request.api_version, (time.perf_counter() - arrived) * 1000, body)
+        throttle_ms = body.get("throttle_time_ms") if isinstance(body, dict) else None
+        if throttle_ms:  # a quota throttled this client: its channel is muted that long (KIP-219)
+            session.muted_until = max(session.muted_until, trio.current_time() + throttle_ms / 1000)
         return parts
 
     def _failed(self, request: Request, session: _Session, arrived: float):
@@ -569,9 +572,6 @@ class KafkaServer:
             )
             return CLOSE
         self.request_stats.record(request.api_key, request.api_version, (time.perf_counter() - arrived) * 1000, body)
-        throttle_ms = body.get("throttle_time_ms") if isinstance(body, dict) else None
-        if throttle_ms:  # a quota throttled this client: its channel is muted that long (KIP-219)
-            session.muted_until = max(session.muted_until, trio.current_time() + throttle_ms / 1000)
         return parts
 
 

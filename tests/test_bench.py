@@ -228,3 +228,12 @@ def test_scale_limits_are_judged_from_what_was_measured():
     assert limit_of(130, 700, _Usage(0.3, (1, 0.5), 1.5, 0.01, 0.95)).startswith("the machine's CPU (95% busy")
     # consumers read the page cache: past the append ceiling is no limit of theirs
     assert limit_of(900, 700, _Usage(1.0, (1, 0.1), 1.2, 0.0), producing=False).startswith("client CPU")
+
+
+def test_quick_quota_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.quota_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 34) | measured | target | met |" in r.stdout
+    assert "kafka-python consumer under a 64 KB/s quota" in r.stdout and "without a quota" in r.stdout

@@ -196,3 +196,53 @@ def test_a_user_and_client_quota_and_the_default_are_kept_apart(start_broker):
     assert [e.error_code for e in bad.entries] == [ErrorCode.INVALID_REQUEST] * 3
     entities = [{(c.entity_type, c.entity_name) for c in e.entity} for e in listed.entries]
     assert entities == [{("user", "alice"), ("client-id", "app")}]  # SPECIFIED: not the default
+
+
+def test_the_controller_mutation_quota_refuses_strict_versions_and_throttles_old_ones(start_broker):
+    """KIP-599: `controller_mutation_rate` (partitions per second) per client: a burst passes
+    once, then CreateTopics v6+ / CreatePartitions v3+ / DeleteTopics v5+ answer
+    THROTTLING_QUOTA_EXCEEDED with the throttle time while the rate is over; older versions are
+    served and told the throttle time."""
+    broker = start_broker(1)
+    bootstrap = f"{broker.host}:{broker.port}"
+    r = configs(
+        bootstrap,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "terraform",
+        "--add-config",
+        "controller_mutation_rate=1",
+    )
+    assert r.returncode == 0, r.stderr
+
+    def create(name: str, partitions: int) -> dict:
+        return {
+            "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1, "configs": []}],
+            "timeout_ms": 10000,
+        }
+
+    async def go():
+        async with Connection.open(broker.host, broker.port, client_id="terraform") as conn:
+            deadline = trio.current_time() + 30
+            while True:  # the burst passes; once the quota is in force, the next is refused
+                first = await conn.request(ApiKey.CREATE_TOPICS, create(f"t{int(trio.current_time() * 1000)}", 30))
+                assert first.topics[0].error_code == ErrorCode.NONE
+                if first.throttle_time_ms > 0:
+                    break
+                assert trio.current_time() < deadline, "the quota was never applied"
+            refused = await conn.request(ApiKey.CREATE_TOPICS, create("refused", 5), version=7)
+            old = await conn.request(ApiKey.CREATE_TOPICS, create("permitted", 30), version=5)
+            deleted = await conn.request(
+                ApiKey.DELETE_TOPICS, {"topic_names": ["permitted"], "timeout_ms": 10000}, version=5
+            )
+        async with Connection.open(broker.host, broker.port, client_id="other") as conn:
+            other = await conn.request(ApiKey.CREATE_TOPICS, create("other", 30), version=7)
+        return refused, old, deleted, other
+
+    refused, old, deleted, other = trio.run(go)
+    assert refused.topics[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED and refused.throttle_time_ms > 0
+    assert old.topics[0].error_code == ErrorCode.NONE and old.throttle_time_ms > 0
+    assert deleted.responses[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+    assert other.topics[0].error_code == ErrorCode.NONE and other.throttle_time_ms == 0

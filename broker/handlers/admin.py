@@ -22,6 +22,7 @@ from broker import admin_manager
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.server import Handler
 from controller import events
+from controller.topics import MAX_PARTITIONS_PER_REQUEST
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID, FieldDict
@@ -66,18 +67,60 @@ def _split(ctx, request, topics, operation: Op, cluster_too: bool = False) -> tu
     return ok, refused
 
 
+#: the first versions with strict controller mutation quotas (KIP-599): older ones are accepted
+#: and only told the throttle time
+STRICT_MUTATION_QUOTA_FROM = {ApiKey.CREATE_TOPICS: 6, ApiKey.DELETE_TOPICS: 5, ApiKey.CREATE_PARTITIONS: 3}
+
+
+def _mutation_quota(ctx, request, names_and_counts: list[tuple[str, int]]) -> tuple[set[str], int]:
+    """KIP-599's controller mutation quota (`controller_mutation_rate`, partitions created or
+    deleted per second): the names refused THROTTLING_QUOTA_EXCEEDED (strict versions: while the
+    client's rate is already over its quota), and the throttle time to answer. A topic let
+    through records its partitions (a burst may pass the quota once, as Kafka's does)."""
+    quota = ctx.quotas.controller_mutation
+    now_ms = trio.current_time() * 1000
+    strict = request.api_version >= STRICT_MUTATION_QUOTA_FROM[ApiKey(request.api_key)]
+    refused: set[str] = set()
+    for name, count in names_and_counts:
+        if strict and quota.would_throttle(request.user, request.client_id, now_ms) > 0:
+            refused.add(name)
+            continue
+        quota.record(request.user, request.client_id, max(0, min(count, MAX_PARTITIONS_PER_REQUEST)), now_ms)
+    return refused, quota.would_throttle(request.user, request.client_id, now_ms)
+
+
+def _throttled(name: str) -> dict:
+    return {
+        "name": name,
+        "error_code": ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+        "error_message": "The throttling quota has been exceeded.",
+    }
+
+
 async def create_topics(ctx, request):
     """Answered by `broker.admin_manager` in this task (Kafka's ZkAdminManager), never queued
     behind the controller's events."""
     body = request.body
     topics, refused = _split(ctx, request, body.topics, Op.CREATE, cluster_too=True)
+    throttle_ms = 0
+    if topics and not body.validate_only:
+        counts = [
+            (
+                t.name,
+                len(t.assignments) or (t.num_partitions if t.num_partitions != -1 else ctx.config["num.partitions"]),
+            )
+            for t in topics
+        ]
+        throttled, throttle_ms = _mutation_quota(ctx, request, counts)
+        refused += [_throttled(t.name) for t in topics if t.name in throttled]
+        topics = [t for t in topics if t.name not in throttled]
     if not topics:
         results = []
     elif _not_controller(ctx):
         results = _not_controller_results(topics)
     else:
         results = await admin_manager.create_topics(ctx, topics, body.validate_only, body.timeout_ms)
-    return {"throttle_time_ms": 0, "topics": results + refused}
+    return {"throttle_time_ms": throttle_ms, "topics": results + refused}
 
 
 async def delete_topics(ctx, request):
@@ -86,6 +129,10 @@ async def delete_topics(ctx, request):
     refused = [n for n in names if not allowed(ctx, request, Op.DELETE, Resource.TOPIC, n)]
     refused_set = set(refused)
     names = [n for n in names if n not in refused_set]
+    throttled, throttle_ms = _mutation_quota(
+        ctx, request, [(n, len(ctx.metadata_cache.partitions.get(n, {}))) for n in names]
+    )
+    names = [n for n in names if n not in throttled]
     if not names:
         results = []
     elif not ctx.config["delete.topic.enable"]:
@@ -96,10 +143,12 @@ async def delete_topics(ctx, request):
         answer = await _ask(ctx, lambda reply: events.DeleteTopics(tuple(names), reply), body.timeout_ms)
         results = [(n, answer) for n in names] if isinstance(answer, ErrorCode) else answer
     return {
-        "throttle_time_ms": 0,
+        "throttle_time_ms": throttle_ms,
         "responses": [
             {"name": n, "topic_id": ZERO_UUID, "error_code": code}
-            for n, code in list(results) + [(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in refused]
+            for n, code in list(results)
+            + [(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in refused]
+            + [(n, ErrorCode.THROTTLING_QUOTA_EXCEEDED) for n in sorted(throttled)]
         ],
     }
 
@@ -109,6 +158,12 @@ async def create_partitions(ctx, request):
     has leaders for the new partitions (Kafka's DelayedCreatePartitions), or at `timeout_ms`."""
     body = request.body
     topics, refused = _split(ctx, request, body.topics, Op.ALTER)
+    throttle_ms = 0
+    if topics and not body.validate_only:
+        counts = [(t.name, t.count - len(ctx.metadata_cache.partitions.get(t.name, {}))) for t in topics]
+        throttled, throttle_ms = _mutation_quota(ctx, request, counts)
+        refused += [_throttled(t.name) for t in topics if t.name in throttled]
+        topics = [t for t in topics if t.name not in throttled]
     if not topics:
         results = []
     elif _not_controller(ctx):
@@ -125,7 +180,7 @@ async def create_partitions(ctx, request):
             with trio.move_on_after(max(body.timeout_ms, 0) / 1000):
                 while not all(ctx.metadata_cache.get_partition(name, count - 1) for name, count in grown):
                     await trio.sleep(0.01)
-    return {"throttle_time_ms": 0, "results": results + refused}
+    return {"throttle_time_ms": throttle_ms, "results": results + refused}
 
 
 async def alter_partition_reassignments(ctx, request):
