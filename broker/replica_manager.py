@@ -204,10 +204,33 @@ class ReplicaManager:
             log.warning("rejected LeaderAndIsr: %s", e)
             return self.leader_and_isr_response(version, error_code_for(e), [])
         leaders = {lead.broker_id: (lead.host_name, lead.port) for lead in body.live_leaders}
+        results = [self._apply_one(state, leaders) for state in partition_states(body)]
+        return self._leadership_changed(version, results, on_leadership_change)
+
+    async def become_leader_or_follower_in_steps(
+        self, body, version: int, on_leadership_change: OnLeadershipChange | None = None, step: int = 16
+    ) -> dict:
+        """`become_leader_or_follower` in bounded steps: after every `step` partitions (each may
+        create a log and write its leader epoch checkpoint) the event loop runs other tasks, so a
+        LeaderAndIsr naming thousands of partitions never freezes the broker (issue 34)."""
+        try:
+            self._check_controller(body, carries_broker_epoch=version >= 2)
+        except (StaleControllerEpoch, StaleBrokerEpoch) as e:
+            log.warning("rejected LeaderAndIsr: %s", e)
+            return self.leader_and_isr_response(version, error_code_for(e), [])
+        leaders = {lead.broker_id: (lead.host_name, lead.port) for lead in body.live_leaders}
         results = []
-        for state in partition_states(body):
-            tp = (state["topic_name"], state["partition_index"])
-            results.append((tp, state.get("topic_id", ZERO_UUID), self._apply_partition_state(tp, state, leaders)))
+        for i, state in enumerate(partition_states(body)):
+            if i and i % step == 0:
+                await trio.sleep(0)
+            results.append(self._apply_one(state, leaders))
+        return self._leadership_changed(version, results, on_leadership_change)
+
+    def _apply_one(self, state, leaders: dict[int, tuple[str, int]]) -> tuple:
+        tp = (state["topic_name"], state["partition_index"])
+        return tp, state.get("topic_id", ZERO_UUID), self._apply_partition_state(tp, state, leaders)
+
+    def _leadership_changed(self, version: int, results: list, on_leadership_change) -> dict:
         if on_leadership_change is not None:
             changed = [self.partitions[tp] for tp, _, code in results if code == ErrorCode.NONE]
             on_leadership_change([p for p in changed if p.is_leader], [p for p in changed if not p.is_leader])

@@ -69,7 +69,9 @@ async def leader_and_isr(ctx: BrokerContext, request: Request) -> dict:
             for partition in followers:
                 listener.on_resignation(partition.tp, partition.leader_epoch)
 
-    return ctx.replica_manager.become_leader_or_follower(request.body, request.api_version, on_leadership_change)
+    return await ctx.replica_manager.become_leader_or_follower_in_steps(
+        request.body, request.api_version, on_leadership_change
+    )
 
 
 async def _load_topic_configs(ctx: BrokerContext, topics: set[str]) -> None:
