@@ -35,6 +35,7 @@ from broker.listener_transport import build_transports
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.quota.manager import QuotaManagers
+from broker.quota.request_time import RequestQuota
 from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer, ListenerBindError
 from broker.txn_marker_channel import TransactionMarkerChannel
@@ -214,6 +215,7 @@ class Broker:
                 queued_max_request_bytes=self.config["queued.max.request.bytes"],
                 transports=self.transports,
                 inline_handlers=INLINE_HANDLERS,
+                request_quota=RequestQuota(self.quotas.request),
             )
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:

@@ -61,6 +61,7 @@ from broker.connection_output import (
 from broker.delayed import DelayedResponse
 from broker.error_responses import clipped, error_response
 from broker.listener_transport import PLAINTEXT_TRANSPORT, ListenerTransport
+from broker.quota.request_time import RequestQuota
 from metrics.stats import RequestStats
 from protocol.api import Request, decode_request, encode_response_parts
 from protocol.api_keys import ApiKey
@@ -104,6 +105,7 @@ class KafkaServer:
         queued_max_request_bytes: int = -1,
         transports: Mapping[str, ListenerTransport] | None = None,
         inline_handlers: Mapping[int, InlineHandler] | None = None,
+        request_quota: RequestQuota | None = None,
     ):
         """`max_connections` (broker-wide), `max_connections_per_ip` and its per-host overrides are
         Kafka's `max.connections*` keys: a connection beyond them is closed at once (and logged).
@@ -115,9 +117,11 @@ class KafkaServer:
         next request until enough of the others are done (one request is always let through).
         `transports` gives each listener's TLS and SASL requirements (PLAINTEXT when absent).
         `inline_handlers`: API keys served by a synchronous handler in the reader's task (see the
-        module docstring); `handlers` must serve them too (ApiVersions is built from it)."""
+        module docstring); `handlers` must serve them too (ApiVersions is built from it).
+        `request_quota` times each request's handler for `request_percentage` quotas (KIP-124)."""
         self.listeners = listeners
         self.inline_handlers = dict(inline_handlers or {})
+        self.request_quota = request_quota
         self.transports = dict(transports or {})
         self.handlers = handlers
         self.context = context
@@ -472,10 +476,18 @@ class KafkaServer:
             )
             return CLOSE
         request.release = release
+        quota = self.request_quota
+        task = trio.lowlevel.current_task() if quota is not None and quota.active else None
+        if task is not None:
+            quota.timer.track(task)  # type: ignore[union-attr]
         try:
             body = await handler(self.context, request)
         except Exception:
             return self._failed(request, session, arrived)
+        finally:
+            if task is not None:
+                spent = quota.timer.untrack(task)  # type: ignore[union-attr]
+                request.request_throttle_ms = quota.done(request.api_key, request.user, request.client_id, spent)  # type: ignore[union-attr]
         return self._encoded(request, session, arrived, body)
 
     def _respond_inline(
@@ -488,11 +500,16 @@ class KafkaServer:
         if not isinstance(request, Request):
             _answer(slot, queue, request)
             return
+        quota = self.request_quota
+        started = time.perf_counter()
         try:
             body = handler(self.context, request)
         except Exception:
             _answer(slot, queue, self._failed(request, session, arrived))
             return
+        if quota is not None and quota.active:
+            spent = time.perf_counter() - started
+            request.request_throttle_ms = quota.done(request.api_key, request.user, request.client_id, spent)
         slot.release()
         if isinstance(body, DelayedResponse):
 
@@ -537,6 +554,8 @@ class KafkaServer:
         encoded), counted in the request metrics."""
         if body is None:
             return None
+        if request.request_throttle_ms and isinstance(body, dict) and "throttle_time_ms" in body:
+            body["throttle_time_ms"] = max(body["throttle_time_ms"], request.request_throttle_ms)
         try:
             parts = encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
         except ValueError:  # a message quoting long names: cut to the protocol's limit, else a bug

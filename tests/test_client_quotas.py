@@ -246,3 +246,37 @@ def test_the_controller_mutation_quota_refuses_strict_versions_and_throttles_old
     assert old.topics[0].error_code == ErrorCode.NONE and old.throttle_time_ms > 0
     assert deleted.responses[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
     assert other.topics[0].error_code == ErrorCode.NONE and other.throttle_time_ms == 0
+
+
+def test_the_request_quota_throttles_a_client_using_more_than_its_share_of_handler_time(start_broker):
+    """KIP-124: `request_percentage` = the share of one thread a client's requests may use
+    (handler time, measured per request task); past it the answers carry a throttle time."""
+    broker = start_broker(1)
+    bootstrap = f"{broker.host}:{broker.port}"
+    r = configs(
+        bootstrap,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "busy",
+        "--add-config",
+        "request_percentage=0.5",
+    )
+    assert r.returncode == 0, r.stderr
+
+    async def hammer(client_id: str, count: int) -> int:
+        """Requests until one is throttled; how many it took (count + 1 if none was)."""
+        async with Connection.open(broker.host, broker.port, client_id=client_id) as conn:
+            for i in range(count):
+                body = {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}]}
+                response = await conn.request(ApiKey.DESCRIBE_CONFIGS, {**body, "include_synonyms": True}, version=3)
+                if response.throttle_time_ms > 0:
+                    return i
+        return count + 1
+
+    deadline = time.monotonic() + 60
+    while (took := trio.run(hammer, "busy", 3000)) > 3000:
+        assert time.monotonic() < deadline, "never throttled"
+    assert took < 3000
+    assert trio.run(hammer, "idle", 300) == 301  # another client id: never throttled
