@@ -33,6 +33,11 @@ def configs(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def alter_client(bootstrap: str, client_id: str, *change: str) -> subprocess.CompletedProcess:
+    """`configs --alter` of one client id's quotas; `change`: --add-config k=v,... or --delete-config k,..."""
+    return configs(bootstrap, "--alter", "--entity-type", "clients", "--entity-name", client_id, *change)
+
+
 async def _produce_as(broker, client_id: str, count: int, size: int = 10240) -> list[int]:
     """`count` acks=1 Produce requests of one `size`-byte record each; their throttle times."""
     throttles = []
@@ -56,16 +61,7 @@ def test_quotas_are_set_described_applied_live_and_obeyed_by_real_clients(start_
     bootstrap = f"{broker.host}:{broker.port}"
     create_topics(bootstrap, {"q": 1})
     for client in ("slow", "slow-rd", "slow-py"):
-        r = configs(
-            bootstrap,
-            "--alter",
-            "--entity-type",
-            "clients",
-            "--entity-name",
-            client,
-            "--add-config",
-            f"producer_byte_rate={QUOTA},consumer_byte_rate={QUOTA}",
-        )
+        r = alter_client(bootstrap, client, "--add-config", f"producer_byte_rate={QUOTA},consumer_byte_rate={QUOTA}")
         assert r.returncode == 0 and "Completed updating config for client-id" in r.stdout, r.stdout + r.stderr
     r = configs(bootstrap, "--describe", "--entity-type", "clients", "--entity-name", "slow")
     assert f"consumer_byte_rate={QUOTA}, producer_byte_rate={QUOTA}" in r.stdout, r.stdout + r.stderr
@@ -136,16 +132,7 @@ def test_quotas_are_set_described_applied_live_and_obeyed_by_real_clients(start_
     assert metric("kafka_server_fetch_quota", "slow-py") == QUOTA
 
     # removed: the next requests are not throttled
-    r = configs(
-        bootstrap,
-        "--alter",
-        "--entity-type",
-        "clients",
-        "--entity-name",
-        "slow",
-        "--delete-config",
-        "producer_byte_rate,consumer_byte_rate",
-    )
+    r = alter_client(bootstrap, "slow", "--delete-config", "producer_byte_rate,consumer_byte_rate")
     assert r.returncode == 0, r.stderr
     deadline = time.monotonic() + 30
     while any(trio.run(_produce_as, broker, "slow", 3)):
@@ -205,16 +192,7 @@ def test_the_controller_mutation_quota_refuses_strict_versions_and_throttles_old
     served and told the throttle time."""
     broker = start_broker(1)
     bootstrap = f"{broker.host}:{broker.port}"
-    r = configs(
-        bootstrap,
-        "--alter",
-        "--entity-type",
-        "clients",
-        "--entity-name",
-        "terraform",
-        "--add-config",
-        "controller_mutation_rate=1",
-    )
+    r = alter_client(bootstrap, "terraform", "--add-config", "controller_mutation_rate=1")
     assert r.returncode == 0, r.stderr
 
     def create(name: str, partitions: int) -> dict:
@@ -253,16 +231,7 @@ def test_the_request_quota_throttles_a_client_using_more_than_its_share_of_handl
     (handler time, measured per request task); past it the answers carry a throttle time."""
     broker = start_broker(1)
     bootstrap = f"{broker.host}:{broker.port}"
-    r = configs(
-        bootstrap,
-        "--alter",
-        "--entity-type",
-        "clients",
-        "--entity-name",
-        "busy",
-        "--add-config",
-        "request_percentage=0.5",
-    )
+    r = alter_client(bootstrap, "busy", "--add-config", "request_percentage=0.5")
     assert r.returncode == 0, r.stderr
 
     async def hammer(client_id: str, count: int) -> int:

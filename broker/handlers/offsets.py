@@ -43,6 +43,12 @@ def _split_by_topic(ctx, request, offsets: dict, operation: Op) -> tuple[dict, d
     return kept, {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in offsets if not ok[tp[0]]}
 
 
+def _clamped(ms: int) -> int:
+    """A timestamp kept within int64 (the stored offset record's field): a client's commit
+    timestamp near 2^63 plus the retention would not fit (Kafka's Java wraps it around)."""
+    return max(-(2**63), min(ms, 2**63 - 1))
+
+
 def _commits(body, version: int, now_ms: int, default_retention_ms: int) -> dict:
     out = {}
     retention = body.retention_time_ms if 2 <= version <= 4 else -1
@@ -50,9 +56,9 @@ def _commits(body, version: int, now_ms: int, default_retention_ms: int) -> dict
         for p in t.partitions:
             commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now_ms
             if version == 1 and p.commit_timestamp != -1:
-                expire = commit_ts + default_retention_ms
+                expire = _clamped(commit_ts + default_retention_ms)
             elif retention != -1:
-                expire = commit_ts + retention
+                expire = _clamped(commit_ts + retention)
             else:
                 expire = None
             out[(t.name, p.partition_index)] = OffsetAndMetadata(
