@@ -121,3 +121,26 @@ def _result(name: str, code: ErrorCode, message: str | None) -> dict:
 def _has_leaders(cache, topic: str, partitions: int) -> bool:
     parts = cache.partitions.get(topic, {})
     return len(parts) >= partitions and all(p.leader >= 0 for p in parts.values())
+
+
+async def auto_create_topic(ctx, name: str, partitions: int, replication: int, configs: dict) -> ErrorCode:
+    """Topic auto-creation on any broker, as Kafka's ZooKeeper mode does it (Metadata with
+    `auto.create.topics.enable`, FindCoordinator for `__consumer_offsets` and
+    `__transaction_state`): the broker writes the topic to ZooKeeper itself, placed on the live
+    brokers its metadata knows, and the controller's watch makes its partitions. NONE when it was
+    written or already exists; INVALID_REPLICATION_FACTOR while fewer brokers are alive than
+    `replication`; else the validation's code (INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, ...)."""
+    live = sorted(ctx.metadata_cache.brokers)
+    if len(live) < replication:
+        log.info("%s needs %d live brokers (its replication factor), %d are alive", name, replication, len(live))
+        return ErrorCode.INVALID_REPLICATION_FACTOR
+    try:
+        assignment = plan_topic(name, partitions, replication, live, configs)
+        await write_topic(ctx.zk, name, assignment, configs)
+    except TopicError as e:
+        if e.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+            return ErrorCode.NONE
+        log.warning("could not create %s: %s", name, e)
+        return e.code
+    log.info("auto-created %s with %d partitions", name, len(assignment))
+    return ErrorCode.NONE

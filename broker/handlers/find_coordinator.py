@@ -14,6 +14,7 @@ INVALID_REQUEST.
 
 import logging
 
+from broker import admin_manager
 from broker.authz import Op, Resource, allowed
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -52,22 +53,6 @@ def _internal_topic(ctx, key_type: int) -> tuple[str, int, int, dict[str, str]] 
     return None
 
 
-async def _create_internal_topic(ctx, name: str, partitions: int, replication: int, configs: dict) -> None:
-    from controller.topics import TopicError, plan_topic, write_topic
-
-    live = sorted(ctx.metadata_cache.brokers)
-    if len(live) < replication:
-        log.info("%s needs %d live brokers (its replication factor), %d are alive", name, replication, len(live))
-        return
-    try:
-        assignment = plan_topic(name, partitions, replication, live, {})
-        await write_topic(ctx.zk, name, assignment, configs)
-        log.info("created %s with %d partitions", name, len(assignment))
-    except TopicError as e:
-        if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("could not create %s: %s", name, e)
-
-
 async def find(ctx, key_type: int, key: str, listener: str = "", request=None) -> dict:
     """One coordinator answer: key, node_id, host, port, error_code, error_message. Needs
     DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the transactional id
@@ -99,7 +84,7 @@ async def find(ctx, key_type: int, key: str, listener: str = "", request=None) -
     cache = ctx.metadata_cache
     if name not in cache.partitions:
         if ctx.zk is not None:
-            await _create_internal_topic(ctx, *topic)
+            await admin_manager.auto_create_topic(ctx, *topic)
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     state = cache.get_partition(name, partition)
     broker = cache.brokers.get(state.leader) if state is not None else None

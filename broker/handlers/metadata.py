@@ -9,6 +9,7 @@ and is never created.
 Authorization: the topics the principal may not DESCRIBE are left out of an all-topics answer and
 answer TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs CREATE on the cluster or the topic."""
 
+from broker import admin_manager
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -18,23 +19,13 @@ API_KEY = ApiKey.METADATA
 
 
 async def _auto_create(ctx, name: str) -> dict:
-    """Kafka's ZooKeeper mode: the broker writes the new topic to ZooKeeper itself and answers
-    LEADER_NOT_AVAILABLE until the controller has elected its leaders."""
-    from controller.topics import TopicError, plan_topic, write_topic
-
-    code = ErrorCode.LEADER_NOT_AVAILABLE
-    try:
-        assignment = plan_topic(
-            name,
-            ctx.config["num.partitions"],
-            ctx.config["default.replication.factor"],
-            sorted(ctx.metadata_cache.brokers),
-            {},
-        )
-        await write_topic(ctx.zk, name, assignment, {})
-    except TopicError as e:
-        code = e.code if e.code != ErrorCode.TOPIC_ALREADY_EXISTS else ErrorCode.LEADER_NOT_AVAILABLE
-    return {"error_code": code, "name": name, "partitions": []}
+    """LEADER_NOT_AVAILABLE once written (until the controller has elected its leaders), else
+    why it was not (`broker.admin_manager.auto_create_topic`)."""
+    code = await admin_manager.auto_create_topic(
+        ctx, name, ctx.config["num.partitions"], ctx.config["default.replication.factor"], {}
+    )
+    written = code == ErrorCode.NONE
+    return {"error_code": ErrorCode.LEADER_NOT_AVAILABLE if written else code, "name": name, "partitions": []}
 
 
 async def handle(ctx, request):
