@@ -7,6 +7,7 @@ Results come back as plain tuples; error codes are left to the caller to report.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -189,3 +190,30 @@ async def alter_client_quotas(
     }
     entry = (await conn.request(ApiKey.ALTER_CLIENT_QUOTAS, body)).entries[0]
     return entry.error_code, entry.error_message
+
+
+async def upsert_scram_credential(
+    cluster: Cluster, user: str, mechanism: str, password: str, iterations: int
+) -> tuple[int, str | None]:
+    """AlterUserScramCredentials (key 51) adding or replacing `user`'s credential: the password
+    is salted here (a random 32-byte salt, PBKDF2 with `iterations`), only the salted form
+    travels. (error code, message)."""
+    from security.credentials import MECHANISM_NUMBERS
+    from security.scram import salted_password
+
+    salt = os.urandom(32)
+    body = {
+        "deletions": [],
+        "upsertions": [
+            {
+                "name": user,
+                "mechanism": MECHANISM_NUMBERS[mechanism],
+                "iterations": iterations,
+                "salt": salt,
+                "salted_password": salted_password(mechanism, password, salt, iterations),
+            }
+        ],
+    }
+    conn = await cluster.any_connection()
+    result = (await conn.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, body)).results[0]
+    return result.error_code, result.error_message

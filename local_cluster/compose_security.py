@@ -17,7 +17,6 @@ Written under `directory`:
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -159,18 +158,19 @@ def add_admin_credential(bootstrap: str, directory: Path, setup: secure.SecureSe
     brokers' PLAIN user (a super user). Raises RuntimeError when the brokers refuse it."""
     if setup.admin_password is None:
         return
-    from minikafka_cli import users
+    import trio
 
-    args = argparse.Namespace(
-        bootstrap_server=bootstrap,
-        command_config=directory / "broker-client.properties",
-        describe=False,
-        add_scram=True,
-        delete_scram=False,
-        user=[secure.ADMIN],
-        mechanism="SCRAM-SHA-512",
-        password=setup.admin_password,
-        iterations=8192,
-    )
-    if users.run(args) != 0:
-        raise RuntimeError("the brokers refused the admin's SCRAM credential")
+    from broker.config import parse_properties
+    from client import Cluster
+    from client.admin import upsert_scram_credential
+    from security.config import client_security
+
+    brokers = client_security(parse_properties((directory / "broker-client.properties").read_text()))
+
+    async def add() -> tuple[int, str | None]:
+        async with Cluster.open(bootstrap, security=brokers) as cluster:
+            return await upsert_scram_credential(cluster, secure.ADMIN, "SCRAM-SHA-512", setup.admin_password, 8192)
+
+    code, message = trio.run(add)
+    if code != 0:
+        raise RuntimeError(f"the brokers refused the admin's SCRAM credential: error {code}: {message}")

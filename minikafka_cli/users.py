@@ -14,13 +14,13 @@ error and exits 1.
 from __future__ import annotations
 
 import argparse
-import os
 
+from client.admin import upsert_scram_credential
 from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from security.credentials import MECHANISM_IDS, MECHANISM_NUMBERS
-from security.scram import MIN_ITERATIONS, salted_password
+from security.scram import MIN_ITERATIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,31 +56,22 @@ async def _run(args) -> int:
                 )
                 print(f"{result.user}\t{infos}")
             return status
-        mechanism = MECHANISM_NUMBERS[args.mechanism]
         if args.add_scram:
-            salt = os.urandom(32)
-            salted = salted_password(args.mechanism, args.password, salt, args.iterations)
-            body = {
-                "deletions": [],
-                "upsertions": [
-                    {
-                        "name": args.user[0],
-                        "mechanism": mechanism,
-                        "iterations": args.iterations,
-                        "salt": salt,
-                        "salted_password": salted,
-                    }
-                ],
-            }
+            code, message = await upsert_scram_credential(
+                cluster, args.user[0], args.mechanism, args.password, args.iterations
+            )
         else:
-            body = {"deletions": [{"name": args.user[0], "mechanism": mechanism}], "upsertions": []}
-        response = await conn.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, body)
-        result = response.results[0]
-        if result.error_code != ErrorCode.NONE:
-            print(f"{result.user}: {ErrorCode(result.error_code).name}: {result.error_message}")
+            body = {
+                "deletions": [{"name": args.user[0], "mechanism": MECHANISM_NUMBERS[args.mechanism]}],
+                "upsertions": [],
+            }
+            result = (await conn.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, body)).results[0]
+            code, message = result.error_code, result.error_message
+        if code != ErrorCode.NONE:
+            print(f"{args.user[0]}: {ErrorCode(code).name}: {message}")
             return 1
         verb = "Added" if args.add_scram else "Deleted"
-        print(f"{verb} {args.mechanism} credential of user {result.user}")
+        print(f"{verb} {args.mechanism} credential of user {args.user[0]}")
         return 0
 
 

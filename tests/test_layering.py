@@ -17,6 +17,24 @@ ALLOWED = {
     "security": {"protocol"},
     "metrics": {"protocol"},  # reads the broker's objects by their attributes, never imports broker/
     "broker": {"protocol", "zk", "storage", "client", "controller", "coordinator", "security", "metrics"},
+    # process control and the tools above it: local clusters never reach up into the CLI
+    "local_cluster": {"protocol", "zk", "client", "security", "broker"},
+    "fuzz": {"protocol", "local_cluster"},
+    "minikafka_cli": {
+        "protocol",
+        "zk",
+        "storage",
+        "client",
+        "controller",
+        "security",
+        "metrics",
+        "broker",
+        "local_cluster",
+        "perf",
+        "examples",
+    },
+    "perf": {"protocol", "client", "security"},
+    "examples": {"protocol", "client", "security", "broker"},  # broker.config reads client.properties
 }
 
 
