@@ -11,7 +11,9 @@ GROUP_BROKER = {
 TIMEOUT = 60
 
 
-def create_topics(bootstrap: str, topics: dict[str, int], rf: int = 1) -> None:
+def create_topics(bootstrap: str, topics: dict[str, int], rf: int = 1, configs: dict | None = None) -> None:
+    """confluent-kafka's CreateTopics of `topics` ({name: partitions}), each with `configs`
+    ({name: {key: value}}) if given, once its AdminClient knows the controller."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -22,7 +24,8 @@ def create_topics(bootstrap: str, topics: dict[str, int], rf: int = 1) -> None:
         time.monotonic() < deadline
     ):
         time.sleep(0.1)
-    futures = admin.create_topics([NewTopic(t, n, rf) for t, n in topics.items()], operation_timeout=30)
+    new = [NewTopic(t, n, rf, config=(configs or {}).get(t, {})) for t, n in topics.items()]
+    futures = admin.create_topics(new, operation_timeout=30)
     for f in futures.values():
         f.result(TIMEOUT)
 

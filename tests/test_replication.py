@@ -1,7 +1,15 @@
 """Replication with real processes: followers, ISR, high watermark, acks=all (RF 3)."""
 
 import trio
-from replication_helpers import create_topic, log_bytes, partition_state, produce, wait_for, wait_for_isr
+from replication_helpers import (
+    create_topic,
+    log_bytes,
+    partition_state,
+    produce,
+    wait_for,
+    wait_for_isr,
+    wait_until_all_brokers_known,
+)
 
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
@@ -203,6 +211,7 @@ async def test_unclean_leader_election_only_where_enabled_and_logged(start_broke
 
     brokers = start_three(start_broker, zookeeper_session_timeout_ms="10000")
     await wait_for(lambda: controller_of(zk) is not None)
+    await wait_until_all_brokers_known(brokers)  # else the manual assignment may name one not yet live
     controller = brokers[controller_of(zk)]
     leader_id, follower_id = [i for i in brokers if i != controller.broker_id]
     async with Connection.open(controller.host, controller.port) as conn:
