@@ -91,48 +91,24 @@ class DynamicConfigManager:
         updated = self.log_manager.reconfigure({topic})
         log.info("topic %s config changed to %s (%d local logs updated)", topic, overrides, updated)
 
-    async def load_user(self, node_name: str) -> None:
-        """Refresh one user's SCRAM credentials (`node_name` is url-encoded, as Kafka stores it)."""
-        config = await admin.fetch_entity_config(self.zk, "users", node_name)
-        self.credentials.update_user(user_from_node_name(node_name), config)
-
-    async def load_users(self) -> None:
-        """Read every user's SCRAM credentials (startup)."""
-        try:
-            names = await self.zk.get_children(znodes.CONFIG_USERS)
-        except NoNodeError:
-            return
-        for name in names:
-            await self.load_user(name)
-
-    async def load_quota(self, entity_type: str, name: str) -> None:
-        """Apply one quota entity's stored config (`users/<u>`, `users/<u>/clients/<c>`,
-        `clients/<c>`; names as in ZooKeeper)."""
-        entity = quota_entities.from_change(entity_type, name)
-        if entity is None:
-            return
+    async def load_user_or_client(self, entity_type: str, name: str) -> None:
+        """Apply one user, user-and-client or client config znode (`users/<u>`,
+        `users/<u>/clients/<c>`, `clients/<c>`; names url-encoded, as Kafka stores them), read
+        once: a user's SCRAM credentials, and any entity's quotas."""
         config = await admin.fetch_entity_config(self.zk, entity_type, name)
-        self.quotas.apply_entity_config(entity, config)
-        quotas = {k: v for k, v in config.items() if k in QUOTA_KEYS}
-        if quotas:
-            log.info("quotas of %s/%s: %s", entity_type, name, quotas)
+        if entity_type == "users" and "/clients/" not in name:
+            self.credentials.update_user(user_from_node_name(name), config)
+        entity = quota_entities.from_change(entity_type, name)
+        if entity is not None:
+            self.quotas.apply_entity_config(entity, config)
+            quotas = {k: v for k, v in config.items() if k in QUOTA_KEYS}
+            if quotas:
+                log.info("quotas of %s/%s: %s", entity_type, name, quotas)
 
-    async def load_quotas(self) -> None:
-        """Read every user's, user and client's, and client's quotas (startup)."""
-        for entity_type in ("users", "clients"):
-            try:
-                names = await self.zk.get_children(f"/config/{entity_type}")
-            except NoNodeError:
-                continue
-            for name in names:
-                await self.load_quota(entity_type, name)
-                if entity_type == "users":
-                    try:
-                        clients = await self.zk.get_children(f"/config/users/{name}/clients")
-                    except NoNodeError:
-                        continue
-                    for client in clients:
-                        await self.load_quota("users", f"{name}/clients/{client}")
+    async def load_users_and_clients(self) -> None:
+        """Read every user's credentials and every user's and client's quotas (startup)."""
+        for entity_type, name in await admin.user_and_client_nodes(self.zk):
+            await self.load_user_or_client(entity_type, name)
 
     async def process(self, entity_type: str, name: str) -> None:
         """Apply the current config of one entity named by a change notification."""
@@ -140,12 +116,8 @@ class DynamicConfigManager:
             await self.apply_topic(name)
         elif entity_type == "brokers" and name in (DEFAULT_ENTITY, str(self.dynamic.broker_id)):
             await self.load_broker_configs()
-        elif entity_type == "users":
-            if "/clients/" not in name:
-                await self.load_user(name)
-            await self.load_quota(entity_type, name)
-        elif entity_type == "clients":
-            await self.load_quota(entity_type, name)
+        elif entity_type in ("users", "clients"):
+            await self.load_user_or_client(entity_type, name)
         # other brokers' entities, ips: nothing this broker applies
 
     # ---- the notification listener -----------------------------------------------------------

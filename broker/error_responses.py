@@ -18,25 +18,18 @@ from protocol.schemas import APIS
 from protocol.types import ZERO_UUID
 
 
-def _topics(topics, name_key: str, parts_key: str, index_key: str, out_parts: str, out_index: str, code, **extra):
-    return [
-        {
-            name_key: t[name_key],
-            out_parts: [{out_index: p[index_key], "error_code": code, **extra} for p in t[parts_key]],
-        }
-        for t in topics
-    ]
-
-
-def _per_partition(parts_key: str = "partitions"):
-    """Requests and responses shaped topics[name, partitions[partition_index, ...]]."""
-
-    def build(body, code, message):
-        return {
-            "topics": _topics(body.topics, "name", parts_key, "partition_index", "partitions", "partition_index", code)
-        }
-
-    return build
+def _per_partition(body, code, message):
+    """Requests and responses shaped topics[name, partitions[partition_index, ...]] (ListOffsets,
+    OffsetCommit, DeleteRecords, TxnOffsetCommit)."""
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [{"partition_index": p.partition_index, "error_code": code} for p in t.partitions],
+            }
+            for t in body.topics
+        ]
+    }
 
 
 def _produce(body, code, message):
@@ -107,7 +100,10 @@ def _describe_producers(body, code, message):
     }
 
 
-def _resources(key: str):
+def _resources(key: str, **extra):
+    """Responses listing the request's resources (AlterConfigs, IncrementalAlterConfigs,
+    DescribeConfigs with `configs=[]`)."""
+
     def build(body, code, message):
         return {
             key: [
@@ -116,6 +112,7 @@ def _resources(key: str):
                     "error_message": message,
                     "resource_type": r.resource_type,
                     "resource_name": r.resource_name,
+                    **extra,
                 }
                 for r in body.resources
             ]
@@ -208,9 +205,9 @@ _MIRRORS: dict[int, Callable] = {
     ApiKey.FIND_COORDINATOR: _find_coordinator,
     ApiKey.DESCRIBE_LOG_DIRS: lambda b, c, m: {"error_code": c, "results": []},
     ApiKey.PRODUCE: _produce,
-    ApiKey.LIST_OFFSETS: _per_partition(),
+    ApiKey.LIST_OFFSETS: _per_partition,
     ApiKey.METADATA: _metadata,
-    ApiKey.OFFSET_COMMIT: _per_partition(),
+    ApiKey.OFFSET_COMMIT: _per_partition,
     ApiKey.DESCRIBE_GROUPS: lambda b, c, m: {"groups": [{"error_code": c, "group_id": g} for g in b.groups]},
     ApiKey.CREATE_TOPICS: lambda b, c, m: {
         "topics": [
@@ -222,28 +219,15 @@ _MIRRORS: dict[int, Callable] = {
         "responses": [{"name": n, "error_code": c, "error_message": m} for n in b.topic_names]
         + [{"name": t.name, "topic_id": t.topic_id or ZERO_UUID, "error_code": c, "error_message": m} for t in b.topics]
     },
-    ApiKey.DELETE_RECORDS: lambda b, c, m: {
-        "topics": _topics(b.topics, "name", "partitions", "partition_index", "partitions", "partition_index", c)
-    },
+    ApiKey.DELETE_RECORDS: _per_partition,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
     ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
-    ApiKey.TXN_OFFSET_COMMIT: _per_partition(),
+    ApiKey.TXN_OFFSET_COMMIT: _per_partition,
     ApiKey.CREATE_ACLS: lambda b, c, m: {"results": [{"error_code": c, "error_message": m} for _ in b.creations]},
     ApiKey.DELETE_ACLS: lambda b, c, m: {
         "filter_results": [{"error_code": c, "error_message": m, "matching_acls": []} for _ in b.filters]
     },
-    ApiKey.DESCRIBE_CONFIGS: lambda b, c, m: {
-        "results": [
-            {
-                "error_code": c,
-                "error_message": m,
-                "resource_type": r.resource_type,
-                "resource_name": r.resource_name,
-                "configs": [],
-            }
-            for r in b.resources
-        ]
-    },
+    ApiKey.DESCRIBE_CONFIGS: _resources("results", configs=[]),
     ApiKey.ALTER_CONFIGS: _resources("responses"),
     ApiKey.CREATE_PARTITIONS: lambda b, c, m: {
         "results": [{"name": t.name, "error_code": c, "error_message": m} for t in b.topics]

@@ -164,8 +164,7 @@ class Broker:
                 await self.zk.ensure_path(path)
             cluster_id = await self._cluster_id()
             await self.config_manager.load_broker_configs()
-            await self.config_manager.load_users()
-            await self.config_manager.load_quotas()
+            await self.config_manager.load_users_and_clients()
             try:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:

@@ -143,7 +143,6 @@ class KafkaServer:
         self._queued = trio.Semaphore(queued_max_requests)
         self._request_bytes = _ByteBudget(queued_max_request_bytes)
         self.request_stats = RequestStats()  # kafka.network:type=RequestMetrics, for metrics/
-        self.handler_failures = 0  # handlers that raised or answered what cannot be encoded (bugs)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Bind every listener and serve until cancelled. `task_status.started()` gets the
@@ -476,18 +475,17 @@ class KafkaServer:
             )
             return CLOSE
         request.release = release
-        quota = self.request_quota
-        task = trio.lowlevel.current_task() if quota is not None and quota.active else None
-        if task is not None:
-            quota.timer.track(task)  # type: ignore[union-attr]
+        quota = self.request_quota if self.request_quota is not None and self.request_quota.active else None
+        task = trio.lowlevel.current_task() if quota is not None else None
+        if quota is not None and task is not None:
+            quota.timer.track(task)
         try:
             body = await handler(self.context, request)
         except Exception:
             return self._failed(request, session, arrived)
         finally:
-            if task is not None:
-                spent = quota.timer.untrack(task)  # type: ignore[union-attr]
-                request.request_throttle_ms = quota.done(request.api_key, request.user, request.client_id, spent)  # type: ignore[union-attr]
+            if quota is not None and task is not None:
+                quota.done(request, quota.timer.untrack(task))
         return self._encoded(request, session, arrived, body)
 
     def _respond_inline(
@@ -508,8 +506,7 @@ class KafkaServer:
             _answer(slot, queue, self._failed(request, session, arrived))
             return
         if quota is not None and quota.active:
-            spent = time.perf_counter() - started
-            request.request_throttle_ms = quota.done(request.api_key, request.user, request.client_id, spent)
+            quota.done(request, time.perf_counter() - started)
         slot.release()
         if isinstance(body, DelayedResponse):
 
@@ -577,7 +574,6 @@ class KafkaServer:
         the API's error response, every entity UNKNOWN_SERVER_ERROR (`broker.error_responses`);
         CLOSE only when even that cannot be built or encoded."""
         log.exception("API %d v%d from %s failed", request.api_key, request.api_version, session.peer)
-        self.handler_failures += 1
         try:
             body = error_response(
                 request.api_key, request.api_version, request.body, ErrorCode.UNKNOWN_SERVER_ERROR, "internal error"

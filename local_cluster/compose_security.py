@@ -21,8 +21,9 @@ import json
 from pathlib import Path
 
 from local_cluster import secure
-from local_cluster.compose import BROKERS
+from local_cluster.compose import BROKERS, ROOT
 from local_cluster.pki import BROKER_HOSTS
+from local_cluster.zookeeper import SASL_REQUIRED, server_jaas
 
 CONTAINER_DIR = "/etc/minikafka/security"
 LISTENERS = ("INTERNAL", "EXTERNAL")
@@ -77,21 +78,10 @@ def _secured_zookeeper(directory: Path, setup: secure.SecureSetup) -> dict:
     client (DIGEST-MD5, the brokers' login only; enforce.auth.enabled), mounted read-only."""
     conf = directory / "zookeeper"
     conf.mkdir(exist_ok=True)
-    (conf / "zoo.cfg").write_text(
-        "tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=/data\nclientPort=2181\nadmin.enableServer=false\n"
-        "4lw.commands.whitelist=ruok,srvr,stat\nminSessionTimeout=1000\nmaxSessionTimeout=60000\n"
-        "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
-        "enforce.auth.enabled=true\nenforce.auth.schemes=sasl\n"
-    )
-    users = " ".join(f'user_{name}="{password}"' for name, password in setup.zookeeper_users.items())
-    (conf / "jaas.conf").write_text(
-        f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required {users};\n}};\n"
-    )
-    (conf / "log4j.properties").write_text(
-        "log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n"
-        "log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n"
-        "log4j.appender.CONSOLE.layout.ConversionPattern=%d %-5p [zookeeper] %c{1}: %m%n\n"
-    )
+    image_conf = ROOT / "docker" / "zookeeper"  # the image's own configuration, plus SASL
+    (conf / "zoo.cfg").write_text((image_conf / "zoo.cfg").read_text() + SASL_REQUIRED)
+    (conf / "log4j.properties").write_text((image_conf / "log4j.properties").read_text())
+    (conf / "jaas.conf").write_text(server_jaas(setup.zookeeper_users))
     return {
         "volumes": [f"{conf}:{ZOOKEEPER_DIR}:ro"],
         "entrypoint": [

@@ -18,6 +18,24 @@ from pathlib import Path
 CLASSPATH = ["/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"]
 
 
+#: zoo.cfg lines that make every client log in with SASL (ZooKeeper 3.7+'s enforce.auth)
+SASL_REQUIRED = (
+    "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
+    "enforce.auth.enabled=true\nenforce.auth.schemes=sasl\n"
+)
+LOG4J_PROPERTIES = (
+    "log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n"
+    "log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n"
+    "log4j.appender.CONSOLE.layout.ConversionPattern=%d %-5p [zookeeper] %c{1}: %m%n\n"
+)
+
+
+def server_jaas(users: dict[str, str]) -> str:
+    """ZooKeeper's JAAS `Server` section accepting DIGEST-MD5 logins of `users` ({user: password})."""
+    entries = " ".join(f'user_{name}="{password}"' for name, password in users.items())
+    return f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required {entries};\n}};\n"
+
+
 class ZooKeeperError(RuntimeError):
     pass
 
@@ -69,25 +87,15 @@ class ZooKeeperProcess:
             f"tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={directory / 'data'}\n"
             f"clientPortAddress=127.0.0.1\nclientPort={port}\nadmin.enableServer=false\n"
             f"4lw.commands.whitelist=*\nminSessionTimeout=1000\nmaxSessionTimeout=60000\n"
-            + (
-                "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
-                "enforce.auth.enabled=true\nenforce.auth.schemes=sasl\n"
-                if sasl_users
-                else ""
-            )
+            + (SASL_REQUIRED if sasl_users else "")
         )
         jaas = directory / "jaas.conf"
         if sasl_users:
-            users = " ".join(f'user_{name}="{password}"' for name, password in sasl_users.items())
-            jaas.write_text(f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required {users};\n}};\n")
+            jaas.write_text(server_jaas(sasl_users))
             jaas.chmod(0o600)
         else:
             jaas.unlink(missing_ok=True)
-        (directory / "log4j.properties").write_text(
-            "log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n"
-            "log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n"
-            "log4j.appender.CONSOLE.layout.ConversionPattern=%d %-5p [zookeeper] %c{1}: %m%n\n"
-        )
+        (directory / "log4j.properties").write_text(LOG4J_PROPERTIES)
         log_file = open(directory / "zookeeper.log", "ab")
         process = subprocess.Popen(
             [

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from zk import znodes
-from zk.client import NodeExistsError, ZkClient
+from zk.client import NodeExistsError, NoNodeError, ZkClient
 
 
 def entity_path(entity_type: str, name: str) -> str:
@@ -40,3 +40,23 @@ async def change_entity_config(zk: ZkClient, entity_type: str, name: str, config
         sequence=True,
         makepath=True,
     )
+
+
+async def user_and_client_nodes(zk: ZkClient) -> list[tuple[str, str]]:
+    """(entity type, name) of every user, user-and-client and client config znode, as change
+    notifications name them: ("users", "<u>"), ("users", "<u>/clients/<c>"), ("clients", "<c>")."""
+
+    async def children(path: str) -> list[str]:
+        try:
+            return await zk.get_children(path)
+        except NoNodeError:
+            return []
+
+    nodes = []
+    for user in await children(f"{znodes.CONFIG_USERS}"):
+        nodes.append(("users", user))
+        nodes += [
+            ("users", f"{user}/clients/{client}") for client in await children(f"{znodes.CONFIG_USERS}/{user}/clients")
+        ]
+    nodes += [("clients", client) for client in await children("/config/clients")]
+    return nodes

@@ -89,12 +89,23 @@ def _mutation_quota(ctx, request, names_and_counts: list[tuple[str, int]]) -> tu
     return refused, quota.would_throttle(request.user, request.client_id, now_ms)
 
 
-def _throttled(name: str) -> dict:
-    return {
-        "name": name,
-        "error_code": ErrorCode.THROTTLING_QUOTA_EXCEEDED,
-        "error_message": "The throttling quota has been exceeded.",
-    }
+def _throttle_topics(ctx, request, topics: list, partitions_of) -> tuple[list, list[dict], int]:
+    """`_mutation_quota` for CreateTopics / CreatePartitions topic entries, each counting
+    `partitions_of(topic)`: (the topics let through, THROTTLING_QUOTA_EXCEEDED results for the
+    others, the throttle time). Validate-only requests mutate nothing and are not counted."""
+    if not topics or request.body.validate_only:
+        return topics, [], 0
+    throttled, throttle_ms = _mutation_quota(ctx, request, [(t.name, partitions_of(t)) for t in topics])
+    refused = [
+        {
+            "name": t.name,
+            "error_code": ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+            "error_message": "The throttling quota has been exceeded.",
+        }
+        for t in topics
+        if t.name in throttled
+    ]
+    return [t for t in topics if t.name not in throttled], refused, throttle_ms
 
 
 async def create_topics(ctx, request):
@@ -102,18 +113,13 @@ async def create_topics(ctx, request):
     behind the controller's events."""
     body = request.body
     topics, refused = _split(ctx, request, body.topics, Op.CREATE, cluster_too=True)
-    throttle_ms = 0
-    if topics and not body.validate_only:
-        counts = [
-            (
-                t.name,
-                len(t.assignments) or (t.num_partitions if t.num_partitions != -1 else ctx.config["num.partitions"]),
-            )
-            for t in topics
-        ]
-        throttled, throttle_ms = _mutation_quota(ctx, request, counts)
-        refused += [_throttled(t.name) for t in topics if t.name in throttled]
-        topics = [t for t in topics if t.name not in throttled]
+    topics, throttled, throttle_ms = _throttle_topics(
+        ctx,
+        request,
+        topics,
+        lambda t: len(t.assignments) or (t.num_partitions if t.num_partitions != -1 else ctx.config["num.partitions"]),
+    )
+    refused += throttled
     if not topics:
         results = []
     elif _not_controller(ctx):
@@ -158,12 +164,10 @@ async def create_partitions(ctx, request):
     has leaders for the new partitions (Kafka's DelayedCreatePartitions), or at `timeout_ms`."""
     body = request.body
     topics, refused = _split(ctx, request, body.topics, Op.ALTER)
-    throttle_ms = 0
-    if topics and not body.validate_only:
-        counts = [(t.name, t.count - len(ctx.metadata_cache.partitions.get(t.name, {}))) for t in topics]
-        throttled, throttle_ms = _mutation_quota(ctx, request, counts)
-        refused += [_throttled(t.name) for t in topics if t.name in throttled]
-        topics = [t for t in topics if t.name not in throttled]
+    topics, throttled, throttle_ms = _throttle_topics(
+        ctx, request, topics, lambda t: t.count - len(ctx.metadata_cache.partitions.get(t.name, {}))
+    )
+    refused += throttled
     if not topics:
         results = []
     elif _not_controller(ctx):

@@ -21,7 +21,6 @@ from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from zk import admin
-from zk.client import NoNodeError
 
 EXACT, MATCH_DEFAULT, SPECIFIED = 0, 1, 2
 WHOLE = {PRODUCE, FETCH}  # Kafka's LONG-typed quota keys
@@ -92,26 +91,12 @@ async def alter(ctx, request):
 async def _all_entities(zk) -> dict[Entity, dict[str, str]]:
     """Every user, user+client and client entity's stored quotas (those with any)."""
     out: dict[Entity, dict[str, str]] = {}
-
-    async def read(entity_type: str, name: str) -> None:
+    for entity_type, name in await admin.user_and_client_nodes(zk):
         entity = entities.from_change(entity_type, name)
         config = await admin.fetch_entity_config(zk, entity_type, name)
         quotas = {k: v for k, v in config.items() if k in QUOTA_KEYS}
         if entity is not None and quotas:
             out[entity] = quotas
-
-    async def children(path: str) -> list[str]:
-        try:
-            return await zk.get_children(path)
-        except NoNodeError:
-            return []
-
-    for user in await children("/config/users"):
-        await read("users", user)
-        for client in await children(f"/config/users/{user}/clients"):
-            await read("users", f"{user}/clients/{client}")
-    for client in await children("/config/clients"):
-        await read("clients", client)
     return out
 
 

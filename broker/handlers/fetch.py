@@ -30,13 +30,14 @@ async def handle(ctx, request):
             def may_read(topic: str) -> bool:
                 return allowed(ctx, request, Op.READ, Resource.TOPIC, topic)
 
-    if request.body.replica_id < 0:  # a consumer's response fits its fetch quota's window
+    consumer = request.body.replica_id < 0
+    if consumer:  # a consumer's response fits its fetch quota's window
         window_bytes = ctx.quotas.fetch.max_value_in_window(request.user, request.client_id)
         if window_bytes is not None:
             request.body["max_bytes"] = max(1, min(request.body.max_bytes, int(window_bytes)))
     response = await ctx.replica_manager.fetch(request.body, may_read, request.api_version)
     response["throttle_time_ms"] = 0
-    if request.body.replica_id < 0:
+    if consumer:
         _apply_fetch_quota(ctx, request, response)
     return response
 

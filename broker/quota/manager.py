@@ -54,7 +54,6 @@ class Sensor:
     rate: WindowedRate
     bound: float
     throttled: int = 0  # responses throttled
-    throttle_ms_total: float = 0.0
     last_throttle_ms: float = 0.0
 
 
@@ -109,12 +108,14 @@ class ClientQuotaManager:
         if sensor is None:
             return 0
         sensor.rate.record(value, now_ms)
-        throttle = min(sensor.rate.throttle_ms(sensor.bound, now_ms), self.max_throttle_ms)
+        throttle = self._throttle_ms(sensor, now_ms)
         sensor.last_throttle_ms = throttle
         if throttle > 0:
             sensor.throttled += 1
-            sensor.throttle_ms_total += throttle
-        return int(throttle)
+        return throttle
+
+    def _throttle_ms(self, sensor: Sensor, now_ms: float) -> int:
+        return int(min(sensor.rate.throttle_ms(sensor.bound, now_ms), self.max_throttle_ms))
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: float) -> None:
         """Take back a recorded value (a throttled fetch sends no records)."""
@@ -134,9 +135,7 @@ class ClientQuotaManager:
     def would_throttle(self, user: str, client_id: str, now_ms: float) -> int:
         """The throttle time the client is already at, recording nothing (strict quotas, KIP-599)."""
         sensor = self._sensor(user, client_id)
-        if sensor is None:
-            return 0
-        return int(min(sensor.rate.throttle_ms(sensor.bound, now_ms), self.max_throttle_ms))
+        return 0 if sensor is None else self._throttle_ms(sensor, now_ms)
 
 
 @dataclass

@@ -8,8 +8,8 @@ only while some client has a request quota: it costs every task step a little). 
 (Produce) run within the reader's step and are timed directly.
 
 `RequestQuota.done(request, seconds)` records `seconds * 100` (percent of a thread over one
-second, Kafka's `nanosToPercentage`) against the client's quota and returns the throttle time
-(ms). Exempt, as in Kafka: the APIs a client needs to get started or a broker sends
+second, Kafka's `nanosToPercentage`) against the client's quota and sets the request's throttle
+time (ms). Exempt, as in Kafka: the APIs a client needs to get started or a broker sends
 (ApiVersions, SASL, controller and replication requests).
 """
 
@@ -82,7 +82,10 @@ class RequestQuota:
                 return False
         return wanted
 
-    def done(self, api_key: int, user: str, client_id: str, seconds: float) -> int:
-        if api_key in EXEMPT:
-            return 0
-        return self.manager.record(user, client_id, seconds * 100, trio.current_time() * 1000)
+    def done(self, request, seconds: float) -> None:
+        """Record `seconds` of handler time for `request`'s client and set the request's
+        `request_throttle_ms` (0 for the exempt APIs)."""
+        if request.api_key not in EXEMPT:
+            request.request_throttle_ms = self.manager.record(
+                request.user, request.client_id, seconds * 100, trio.current_time() * 1000
+            )
