@@ -49,7 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--entity-type clients --entity-name c",
     )
     parser.add_argument(
-        "--entity-name", action=_Named, dest="entity_names", help="the topic, broker id, user or client id"
+        "--entity-name",
+        action=_Named,
+        dest="entity_names",
+        metavar="NAME",
+        help="the topic, broker id, user or client id",
     )
     parser.add_argument(
         "--entity-default",
