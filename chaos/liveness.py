@@ -4,9 +4,12 @@ itself, within bounds, beside the safety the history checkers judge.
 After the heal (every broker process running again, ZooKeeper up), measured from that moment:
 - every partition of every topic has a leader within `LEADERS_BOUND_S`;
 - no partition is under-replicated (ISR = replicas) within `REPLICATED_BOUND_S`;
-- CreateTopics and DeleteTopics, sent to the controller the metadata names, are answered within
-  their timeout_ms (plus `SLACK_S`), and InitProducerId for a transactional id within its
-  coordinator lookup plus the request timeout;
+- CreateTopics and DeleteTopics, sent to the controller the metadata names, are each answered
+  within their timeout_ms (plus `SLACK_S`), and succeed within `ADMIN_BOUND_S` of the heal: an
+  answer that names a cluster still healing (a broker re-registering after its ZooKeeper session
+  expired: INVALID_REPLICATION_FACTOR; a controller moving: NOT_CONTROLLER) is asked again, as an
+  application would, and any other error is a violation at once; InitProducerId for a
+  transactional id within its coordinator lookup plus the request timeout;
 - no broker process exited that the nemesis did not kill (a SIGKILL exits -9; anything else a
   broker did by itself);
 - when a nemesis killed a group member (also with its coordinator in the same fault), the group is
@@ -18,6 +21,7 @@ After the heal (every broker process running again, ZooKeeper up), measured from
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import trio
@@ -31,7 +35,12 @@ LEADERS_BOUND_S = 30.0
 REPLICATED_BOUND_S = 60.0
 ADMIN_TIMEOUT_MS = 10_000
 SLACK_S = 2.0
+ADMIN_BOUND_S = 30.0
+#: answers that describe a cluster still healing, asked again until `ADMIN_BOUND_S`
+ADMIN_TRANSIENT = {"INVALID_REPLICATION_FACTOR", "NOT_CONTROLLER", "REQUEST_TIMED_OUT"}
 INIT_PRODUCER_ID_BOUND_S = 30.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -103,8 +112,8 @@ async def measure(env, healed_at: float) -> Liveness:
         result.leaders_s = await _until(healed_at, LEADERS_BOUND_S, lambda: metadata_shows(_all_led))
         result.replicated_s = await _until(healed_at, REPLICATED_BOUND_S, lambda: metadata_shows(_fully_replicated))
         probe = f"liveness-{env.topic}"  # one per scenario: a cluster may serve several in turn
-        result.admin["CreateTopics"] = await _timed(_create_topic(cluster, probe), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
-        result.admin["DeleteTopics"] = await _timed(_delete_topic(cluster, probe), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
+        result.admin["CreateTopics"] = await _until_done(healed_at, lambda: _create_topic(cluster, probe))
+        result.admin["DeleteTopics"] = await _until_done(healed_at, lambda: _delete_topic(cluster, probe))
         result.admin["InitProducerId"] = await _timed(_init_producer_id(cluster), INIT_PRODUCER_ID_BOUND_S)
     result.exited += [e for e in exited_by_themselves(env.brokers) if e not in result.exited]
     return result
@@ -171,6 +180,31 @@ async def _timed(work, bound_s: float) -> tuple[float, str] | None:
         answer = await work
         return trio.current_time() - started, answer
     return None
+
+
+async def _until_done(healed_at: float, ask) -> tuple[float, str] | None:
+    """Ask `await ask()` (an admin request to the controller) until it answers NONE or an error
+    outside `ADMIN_TRANSIENT`: (seconds since `healed_at`, that answer). An answer slower than
+    the request's timeout plus `SLACK_S` is None (not answered in time), and so is a transient
+    answer (or a broken connection) still met `ADMIN_BOUND_S` after the heal, logged by name.
+    TOPIC_ALREADY_EXISTS after a REQUEST_TIMED_OUT is NONE: the timed-out try wrote the topic."""
+    last = None
+    while True:
+        try:
+            answer = await _timed(ask(), ADMIN_TIMEOUT_MS / 1000 + SLACK_S)
+        except (ConnectionClosed, KafkaError) as e:  # the controller moved or its connection broke
+            answer = (0.0, f"no answer ({type(e).__name__})")
+        if answer is None:
+            return None
+        if answer[1] == "TOPIC_ALREADY_EXISTS" and last == "REQUEST_TIMED_OUT":
+            answer = (answer[0], "NONE")
+        last = answer[1]
+        if last not in ADMIN_TRANSIENT and not last.startswith("no answer"):
+            return trio.current_time() - healed_at, last
+        if trio.current_time() - healed_at > ADMIN_BOUND_S:
+            log.warning("still %s %.0f s after the heal", last, ADMIN_BOUND_S)
+            return None
+        await trio.sleep(0.2)
 
 
 async def _controller(cluster):
