@@ -2,13 +2,16 @@
 soon as each is ready and every one before it was sent.
 
 `ResponseQueue` holds the connection's requests in progress (`Slot`s, at most `MAX_PIPELINED`).
-Whoever finishes a request (its handler task, or the task that completed a delayed produce) calls
-`finished(slot)`, which writes every ready response at the head straight to the socket: one
-`os.writev` of the non-blocking socket, no task switch. Only what the socket does not take at once
-(a full socket buffer, or a TLS stream, which must go through trio) is left to the queue's writer
-task (`run`), which also closes the connection when a request asks for it (`CLOSE`), when the
-reader is done and nothing is left, or when a response stays unread for the idle timeout.
-Waking a writer task for every response was a noticeable share of a small request's cost.
+The connection's own tasks (its reader, serving an inline request, or a request's handler task)
+finish a request with `finished(slot)`, which writes every ready response at the head straight to
+the socket: one `os.writev` of the non-blocking socket, no task switch (waking a writer task for
+every response was a noticeable share of a small request's cost). Any other task (the one that
+completed a delayed produce) calls `finished_elsewhere(slot)`, which only marks the response
+ready and wakes the queue's writer task (`run`): no task writes to another connection's socket.
+The writer also sends what the socket did not take at once (a full socket buffer, or a TLS
+stream, which must go through trio), and closes the connection when a request asks for it
+(`CLOSE`), when the reader is done and nothing is left, or when a response stays unread for the
+idle timeout.
 """
 
 from __future__ import annotations
@@ -108,6 +111,13 @@ class ResponseQueue:
             log.exception("closing %s: sending a response failed", self._peer)
             self._end()
 
+    def finished_elsewhere(self, slot: Slot, response) -> None:
+        """`slot`'s response is final, set by a task other than the connection's (a delayed
+        operation's completion): the writer task sends what is ready, in order."""
+        slot.response = response
+        slot.finished = True
+        self._wake.set()
+
     def input_done(self) -> None:
         """The reader starts no more requests: end once every queued one is answered."""
         self._input_done = True
@@ -153,7 +163,8 @@ class ResponseQueue:
                 await self._wake.wait()
                 self._wake = trio.Event()
                 unsent = self._unsent
-                if unsent is None:
+                if unsent is None:  # responses finished elsewhere: send what is ready
+                    self._flush()
                     continue
                 with trio.move_on_after(self._idle_timeout_s) as sending:
                     await send_parts(self._stream, unsent)

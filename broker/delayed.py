@@ -242,34 +242,24 @@ class OffsetWaiters:
 
 
 class DelayedResponse:
-    """A response body known only later (Kafka's delayed operations, e.g. DelayedProduce): an
-    inline handler returns one instead of a body, and whoever completes the operation calls
-    `complete(value)` once; `map(fn)` turns the value into the body (applied in order), and the
-    server (`on_complete`) or a task (`wait`) receives the body. `expire` forces completion now
-    (as at the operation's timeout) when it has a timeout of its own."""
+    """A one-shot value known only later (the outcome of a delayed operation, e.g. Kafka's
+    DelayedProduce): whoever completes the operation calls `complete(value)` once, and one
+    receiver gets it, by callback (`on_complete`, run in the completing task) or in a task of its
+    own (`wait`). `expire` forces completion now (as at the operation's timeout) when the
+    operation has a timeout of its own."""
 
-    __slots__ = ("_callback", "_value", "_done", "_maps", "expire")
+    __slots__ = ("_callback", "_value", "_done", "expire")
 
     def __init__(self) -> None:
         self._callback: Callable[[Any], None] | None = None
         self._value: Any = None
         self._done = False
-        self._maps: list[Callable[[Any], Any]] = []
         self.expire: Callable[[], None] | None = None
 
-    def map(self, fn: Callable[[Any], Any]) -> DelayedResponse:
-        if self._done:  # completed before the map was added (it did not have to wait)
-            self._value = fn(self._value)
-        else:
-            self._maps.append(fn)
-        return self
-
     def complete(self, value: Any) -> None:
-        """Set the value (later calls are ignored) and hand the mapped body to the receiver."""
+        """Set the value (later calls are ignored) and hand it to the receiver."""
         if self._done:
             return
-        for fn in self._maps:
-            value = fn(value)
         self._done, self._value = True, value
         if self._callback is not None:
             callback, self._callback = self._callback, None
@@ -283,7 +273,7 @@ class DelayedResponse:
             self._callback = callback
 
     async def wait(self) -> Any:
-        """The body, once completed."""
+        """The value, once completed."""
         if not self._done:
             event = trio.Event()
             self.on_complete(lambda _: event.set())

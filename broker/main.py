@@ -29,6 +29,7 @@ from broker.acl_store import ZkAclStore
 from broker.config import BrokerConfig, ConfigError, load_config
 from broker.config_manager import DynamicConfigManager
 from broker.context import BrokerContext
+from broker.coordinator_log import CoordinatorPartitionLog
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import HANDLERS, INLINE_HANDLERS, advertised_api_versions
 from broker.listener_transport import build_transports
@@ -169,15 +170,16 @@ class Broker:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:
                 raise BrokerStartupError(str(e)) from None
+            coordinator_log = CoordinatorPartitionLog(self.replica_manager)
             group_coordinator = GroupCoordinator(
-                self.replica_manager, self.metadata_cache, GroupCoordinatorConfig.from_broker_config(self.config)
+                coordinator_log, self.metadata_cache, GroupCoordinatorConfig.from_broker_config(self.config)
             )
             producer_ids = ProducerIdManager(self.zk, self.config.broker_id)
             marker_channel = TransactionMarkerChannel(
                 self.metadata_cache, f"broker-{self.config.broker_id}-txn-markers", self.client_security
             )
             txn_coordinator = TransactionCoordinator(
-                self.replica_manager,
+                coordinator_log,
                 TransactionConfig.from_broker_config(self.config),
                 marker_channel,
                 producer_ids.generate,

@@ -10,13 +10,12 @@ than the one held is ignored with STALE_CONTROLLER_EPOCH, as Kafka's becomeLeade
 and a topic name that breaks Kafka's rule is INVALID_TOPIC_EXCEPTION (nothing is created or
 deleted for it).
 
-Client side: `append_records` (Produce, acks 0/1/-1 with waiting for the HW), `fetch` (consumers up
-to the HW with min_bytes/max_wait long polling; followers to the LEO), `list_offsets`.
-
-Coordinator side (Kafka's `appendRecords` with origin COORDINATOR, and `onLeadershipChange`):
-`append_internal` appends to a partition this broker leads with acks=-1 and returns once the HW
-covers the records; `become_leader_or_follower` and `stop_replicas` report the partitions that
-changed role to an optional callback, which the request handlers hand to every
+Appends: `append_records(entries, acks, timeout_ms, origin)` is the one append path (Kafka's
+`appendRecords`), for Produce (origin CLIENT), WriteTxnMarkers and both coordinators (origin
+COORDINATOR); typed per-partition results and the acks=-1 wait are in `broker/append.py`.
+Client reads: `fetch` (consumers up to the HW with min_bytes/max_wait long polling; followers to
+the LEO), `list_offsets`. `become_leader_or_follower` and `stop_replicas` report the partitions
+that changed role to an optional callback, which the request handlers hand to every
 `LeadershipListener` (the group and transaction coordinators load and unload state on it).
 
 Delayed operations wait on `Watchers` keyed by partition; every change of a partition's LEO, HW or
@@ -33,12 +32,11 @@ from typing import Any, NamedTuple, Protocol
 
 import trio
 
+from broker.append import AppendOrigin, AppendResults, DelayedProduce, PartitionAppend, appended
 from broker.config import RACK_AWARE_SELECTOR, BrokerConfig
 from broker.delayed import DelayedResponse, DelayedTimer, OffsetWaiters, Watchers
 from broker.errors import (
-    NotEnoughReplicasAfterAppend,
     NotLeaderOrFollower,
-    RequestTimedOut,
     StaleBrokerEpoch,
     StaleControllerEpoch,
     UnknownTopicOrPartition,
@@ -50,11 +48,11 @@ from broker.partition import Partition
 from broker.replica_fetcher import ReplicaFetcher
 from metrics.stats import BrokerTopicStats, ReplicaStats
 from protocol.errors import ErrorCode
+from protocol.record_batch import holds_control_batch
 from protocol.topic_names import is_valid_topic_name
 from protocol.types import ZERO_UUID
 from security.config import ClientSecurity
 from storage.errors import KafkaStorageError
-from storage.log import LogAppendInfo
 from storage.log_manager import LogManager
 from storage.scheduler import run_periodically
 from storage.topic_configs import TopicConfigs
@@ -81,8 +79,6 @@ class LeadershipListener(Protocol):
 
 #: (partitions now led, partitions now followed), after a LeaderAndIsr applied
 OnLeadershipChange = Callable[[list[Partition], list[Partition]], None]
-
-_APPEND_ERRORS = {cls.error_code: cls for cls in (NotLeaderOrFollower, NotEnoughReplicasAfterAppend, RequestTimedOut)}
 
 
 class FetchView(NamedTuple):
@@ -174,7 +170,7 @@ class ReplicaManager:
             raise UnknownTopicOrPartition(f"{topic}-{index} is not hosted on broker {self.broker_id}")
         return partition
 
-    def _changed(self, tp: TopicPartition) -> None:
+    def _complete_delayed_for(self, tp: TopicPartition) -> None:
         self.watchers.notify(tp)
         if self.replication_waiters.waiting(tp):
             partition = self.partitions.get(tp)
@@ -289,7 +285,7 @@ class ReplicaManager:
             log.info("became follower of %s at epoch %d (leader %d)", tp, partition.leader_epoch, partition.leader_id)
             if partition.leader_id in leaders:
                 self._start_fetching(partition, *leaders[partition.leader_id])
-        self._changed(tp)
+        self._complete_delayed_for(tp)
         return ErrorCode.NONE
 
     @staticmethod
@@ -363,77 +359,70 @@ class ReplicaManager:
             return ErrorCode.FENCED_LEADER_EPOCH
         self.partitions.pop(tp, None)
         self._stop_fetching(tp)
-        self._changed(tp)
+        self._complete_delayed_for(tp)
         if delete:
             self.log_manager.delete_log(tp)
             self._checkpointed_hw.pop(tp, None)
         return ErrorCode.NONE
 
-    # ---- produce -------------------------------------------------------------------------------
-    async def append_records(self, acks: int, timeout_ms: int, topic_data) -> list[dict]:
-        """`append_records_now`, waiting for the outcome (Produce `responses`, v3-9 names)."""
-        result = self.append_records_now(acks, timeout_ms, topic_data)
-        if not isinstance(result, DelayedResponse):
-            return result
-        if self.delayed_timer.running:
-            return await result.wait()
-        with trio.move_on_after(timeout_ms / 1000):  # no timer task (unit tests): time out here
-            return await result.wait()
-        assert result.expire is not None
-        result.expire()
-        return await result.wait()
-
-    def append_records_now(self, acks: int, timeout_ms: int, topic_data) -> list[dict] | DelayedResponse:
-        """Produce: append every partition's records now, in order. Returns the `responses` of a
-        Produce response (v3-9 names) when they are known at once (acks 0 or 1, or no acks=-1
-        append succeeded), else a DelayedResponse completed with them once the HW covers every
-        acks=-1 append or after `timeout_ms` (REQUEST_TIMED_OUT for what it does not cover): Kafka's
-        DelayedProduce, completed by the `_changed` that moved the HW or shrank the ISR, or by
-        the delayed timer, without a task of its own."""
-        results: dict[TopicPartition, dict] = {}
+    # ---- appends (Kafka's appendRecords) -------------------------------------------------------
+    def append_records(
+        self, entries: dict[TopicPartition, Any], acks: int, timeout_ms: int, origin: AppendOrigin
+    ) -> AppendResults | DelayedResponse:
+        """Append each partition's records (`entries`: tp -> v2 batches as bytes, None for a
+        request that carried null records) now, in order; see `broker/append.py` for the
+        outcome's shape and the acks=-1 wait. Per-partition errors: INVALID_REQUIRED_ACKS
+        (CLIENT), INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
+        KAFKA_STORAGE_ERROR, NOT_ENOUGH_REPLICAS(_AFTER_APPEND), CORRUPT_MESSAGE,
+        MESSAGE_TOO_LARGE, INVALID_RECORD, INVALID_PRODUCER_EPOCH, ..., REQUEST_TIMED_OUT."""
+        results: AppendResults = {}
         waiting: dict[TopicPartition, int] = {}  # tp -> offset the HW must reach
-        for topic in topic_data:
-            for p in topic.partition_data:
-                tp = (topic.name, p.index)
-                results[tp] = self._append_one(tp, acks, p.records, waiting)
+        for tp, records in entries.items():
+            outcome = results[tp] = self._append_one(tp, acks, records, origin)
+            if acks == -1 and outcome.info is not None:
+                waiting[tp] = outcome.info.last_offset + 1
         if not waiting:
-            return _produce_responses(results)
+            return results
         delayed = DelayedResponse()
-        _DelayedProduce(self, waiting, results, trio.current_time() + timeout_ms / 1000, delayed).try_complete()
+        DelayedProduce(self, waiting, results, trio.current_time() + timeout_ms / 1000, delayed).try_complete()
         return delayed
 
-    def _append_one(self, tp: TopicPartition, acks: int, records, waiting: dict) -> dict:
-        failed = {"base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1}
-        if acks not in (-1, 0, 1):
-            return {**failed, "error_code": ErrorCode.INVALID_REQUIRED_ACKS}
+    async def append_records_and_wait(
+        self, entries: dict[TopicPartition, Any], acks: int, timeout_ms: int, origin: AppendOrigin
+    ) -> AppendResults:
+        """`append_records`, awaiting its outcome (for callers that run in a task of their own)."""
+        result = self.append_records(entries, acks, timeout_ms, origin)
+        return await appended(result, timeout_ms, self.delayed_timer.running)
+
+    def _append_one(self, tp: TopicPartition, acks: int, records, origin: AppendOrigin) -> PartitionAppend:
+        client = origin is AppendOrigin.CLIENT
+        if client and acks not in (-1, 0, 1):
+            return PartitionAppend(ErrorCode.INVALID_REQUIRED_ACKS)
         if tp not in self.partitions and not is_valid_topic_name(tp[0]):  # hosted ones were checked on arrival
-            return {**failed, "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "error_message": "illegal topic name"}
+            return PartitionAppend(ErrorCode.INVALID_TOPIC_EXCEPTION, None, "illegal topic name")
         try:
             partition = self.get_partition(*tp)
             if records is None:
-                return {**failed, "error_code": ErrorCode.CORRUPT_MESSAGE, "error_message": "null records"}
-            info = partition.append_records_as_leader(records, acks, self.min_insync_replicas(tp[0]))
+                return PartitionAppend(ErrorCode.CORRUPT_MESSAGE, None, "null records")
+            info = partition.append_records_as_leader(
+                records,
+                acks,
+                self.min_insync_replicas(tp[0]),
+                validate_records=client,
+                markers=not client and holds_control_batch(records),
+            )
         except Exception as e:  # mapped to Kafka's code; unexpected ones are logged
             code = error_code_for(e)
             if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.exception("append to %s failed", tp)
             if isinstance(e, KafkaStorageError):
                 self.handle_log_dir_failure(e.log_dir)
-            record_errors = [  # KIP-467 (Produce v8+)
-                {"batch_index": index, "batch_index_error_message": message[:200]}
-                for index, message in getattr(e, "record_errors", ())
-            ]
-            return {**failed, "error_code": code, "error_message": str(e)[:200], "record_errors": record_errors}
-        self._changed(tp)
-        self.topic_stats.appended(tp[0], info.size, info.records)
-        if acks == -1:
-            waiting[tp] = info.last_offset + 1
-        return {
-            "error_code": ErrorCode.NONE,
-            "base_offset": info.first_offset,
-            "log_append_time_ms": info.log_append_time,
-            "log_start_offset": info.log_start_offset,
-        }
+            record_errors = tuple((index, message[:200]) for index, message in getattr(e, "record_errors", ()))
+            return PartitionAppend(code, None, str(e)[:200], record_errors)
+        self._complete_delayed_for(tp)
+        if client:
+            self.topic_stats.appended(tp[0], info.size, info.records)
+        return PartitionAppend(ErrorCode.NONE, info)
 
     def replication_outcome(self, tp: TopicPartition, required: int) -> ErrorCode | None:
         """What an acks=-1 append ending before offset `required` gets now: NONE once the HW
@@ -447,56 +436,6 @@ class ReplicaManager:
         if len(partition.isr) < self.min_insync_replicas(tp[0]):
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return None
-
-    async def _await_replication(self, waiting: dict[TopicPartition, int], results: dict, timeout_ms: int) -> None:
-        def done() -> bool:
-            return all(self.replication_outcome(tp, off) is not None for tp, off in waiting.items())
-
-        await self.replication_waiters.wait_for(waiting, done, timeout_ms / 1000)
-        self.settle_replication(waiting, results)
-
-    def settle_replication(self, waiting: dict[TopicPartition, int], results: dict) -> None:
-        """At the end of an acks=-1 wait: each partition's result gets its `replication_outcome`
-        as error code (REQUEST_TIMED_OUT for one still not covered)."""
-        for tp, required in waiting.items():
-            outcome = self.replication_outcome(tp, required)
-            code = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
-            if code != ErrorCode.NONE:
-                results[tp]["error_code"] = code
-
-    async def append_markers(self, tp: TopicPartition, records: bytes, timeout_ms: int) -> ErrorCode:
-        """WriteTxnMarkers for one partition: append the markers with acks=-1 and wait for the HW
-        to cover them; returns Kafka's error code for the partition."""
-        try:
-            partition = self.get_partition(*tp)
-            info = partition.append_records_as_leader(records, -1, self.min_insync_replicas(tp[0]), markers=True)
-        except Exception as e:
-            code = error_code_for(e)
-            if code == ErrorCode.UNKNOWN_SERVER_ERROR:
-                log.exception("markers for %s failed", tp)
-            if isinstance(e, KafkaStorageError):
-                self.handle_log_dir_failure(e.log_dir)
-            return code
-        self._changed(tp)
-        results = {tp: {"error_code": ErrorCode.NONE}}
-        await self._await_replication({tp: info.last_offset + 1}, results, timeout_ms)
-        return ErrorCode(results[tp]["error_code"])
-
-    async def append_internal(self, tp: TopicPartition, records: bytes, timeout_ms: int) -> LogAppendInfo:
-        """Append `records` (whole v2 batches) to a partition this broker leads, as a coordinator
-        does with its internal topic (acks=-1: returns once the HW covers them). Raises
-        UnknownTopicOrPartition, NotLeaderOrFollower, NotEnoughReplicas (ISR below
-        min.insync.replicas before the append), NotEnoughReplicasAfterAppend, RequestTimedOut
-        (`timeout_ms` passed first), and the log's errors (CorruptRecordBatch, RecordTooLarge)."""
-        partition = self.get_partition(*tp)
-        info = partition.append_records_as_leader(records, -1, self.min_insync_replicas(tp[0]), validate_records=False)
-        self._changed(tp)
-        results = {tp: {"error_code": ErrorCode.NONE}}
-        await self._await_replication({tp: info.last_offset + 1}, results, timeout_ms)
-        code = results[tp]["error_code"]
-        if code != ErrorCode.NONE:
-            raise _APPEND_ERRORS[code](f"append to {tp[0]}-{tp[1]}: {ErrorCode(code).name}")
-        return info
 
     # ---- fetch ---------------------------------------------------------------------------------
     async def fetch(self, body, may_read: Callable[[str], bool] | None = None, version: int = 4) -> dict:
@@ -713,7 +652,7 @@ class ReplicaManager:
         (waking what waits on the HW when either moved), and an ISR expansion when it caught up."""
         log_start_moved = partition.update_follower_log_start(replica_id, p.log_start_offset)
         if partition.update_follower_fetch(replica_id, p.fetch_offset) or log_start_moved:
-            self._changed(partition.tp)
+            self._complete_delayed_for(partition.tp)
         if partition.should_expand_isr(replica_id) and partition.tp not in self._expand_pending:
             self._expand_pending.add(partition.tp)
             self._expand_send.send_nowait(partition.tp)
@@ -752,7 +691,7 @@ class ReplicaManager:
             self.partitions.pop(tp, None)
             self._stop_fetching(tp)
             self.offline_partitions.add(tp)
-            self._changed(tp)
+            self._complete_delayed_for(tp)
         self._log_dir_events_send.send_nowait(log_dir)
 
     async def _notify_log_dir_events(self) -> None:
@@ -857,7 +796,7 @@ class ReplicaManager:
                 host,
                 port,
                 self.config,
-                self._changed,
+                self._complete_delayed_for,
                 self.handle_log_dir_failure,
                 self.client_security,
             )
@@ -930,7 +869,7 @@ class ReplicaManager:
                 self.replica_stats.isr_shrinks += 1
             elif len(new_isr) > before:
                 self.replica_stats.isr_expands += 1
-            self._changed(partition.tp)
+            self._complete_delayed_for(partition.tp)
             try:
                 await self.zk.create(
                     f"{znodes.ISR_CHANGE_NOTIFICATION}/isr_change_",
@@ -941,53 +880,3 @@ class ReplicaManager:
             except Exception as e:
                 log.warning("ISR change notification for %s failed: %s", partition.tp, e)
             return True
-
-
-def _produce_responses(results: dict[TopicPartition, dict]) -> list[dict]:
-    """Per-partition results -> the `responses` of a Produce response (v3-9 names)."""
-    responses: dict[str, list] = {}
-    for (topic, index), r in results.items():
-        responses.setdefault(topic, []).append({"index": index, **r})
-    return [{"name": t, "partition_responses": ps} for t, ps in responses.items()]
-
-
-class _DelayedProduce:
-    """Kafka's DelayedProduce: acks=-1 appends waiting for the HW, held as registrations in the
-    replica manager's OffsetWaiters and DelayedTimer instead of a task. Each wake-up (a notify
-    that reached one of its offsets, or the deadline) re-checks every partition and completes
-    `delayed` once all are settled or the deadline passed, else watches what is still pending."""
-
-    __slots__ = ("_rm", "_waiting", "_results", "_deadline", "_delayed", "_entries", "_timeout", "_finished")
-
-    def __init__(
-        self, rm: ReplicaManager, waiting: dict, results: dict, deadline: float, delayed: DelayedResponse
-    ) -> None:
-        self._rm, self._waiting, self._results = rm, waiting, results
-        self._deadline, self._delayed = deadline, delayed
-        self._entries: list = []
-        self._timeout: list | None = None
-        self._finished = False
-        delayed.expire = self._finish
-
-    def try_complete(self) -> None:
-        if self._finished:
-            return
-        outcome = self._rm.replication_outcome
-        pending = {tp: offset for tp, offset in self._waiting.items() if outcome(tp, offset) is None}
-        if not pending or trio.current_time() >= self._deadline:
-            self._finish()
-            return
-        self._rm.replication_waiters.unwatch(self._entries)
-        self._entries = self._rm.replication_waiters.watch(pending, self.try_complete)
-        if self._timeout is None:
-            self._timeout = self._rm.delayed_timer.add(self._deadline, self.try_complete)
-
-    def _finish(self) -> None:
-        if self._finished:
-            return
-        self._finished = True
-        self._rm.replication_waiters.unwatch(self._entries)
-        if self._timeout is not None:
-            self._rm.delayed_timer.discard(self._timeout)
-        self._rm.settle_replication(self._waiting, self._results)
-        self._delayed.complete(_produce_responses(self._results))

@@ -15,11 +15,13 @@ Rules (Kafka's `SocketServer` semantics, with one relaxation):
   served versions (KIP-511) so newer clients downgrade;
 - a handler that fails unexpectedly closes that connection only; other clients are unaffected.
 - inline handlers (`inline_handlers`, Produce) run in the connection's reader task, without a task
-  of their own: their ordered work is done when they return, and a handler that must wait
-  returns a DelayedResponse that completes the response later (from the task that changed the
-  state it waited for, or the delayed timer). Spawning and scheduling a task per request was a
-  large share of a small Produce's cost. They do not hold a `queued.max.requests` place (their
-  ordered work never waits).
+  of their own: `handler(ctx, request, respond)` does its ordered work before it returns and
+  calls `respond(body)` once, now or later (a Produce with acks=-1, from the task that moved
+  the high watermark, or the delayed timer). A later `respond` only hands the encoded response
+  to the connection's queue, whose writer task writes it: the completing task never writes to
+  another connection's socket. Spawning and scheduling a task per request was a large share of
+  a small Produce's cost. They do not hold a `queued.max.requests` place (their ordered work
+  never waits).
 - bounds (Kafka's): a connection whose computed responses are not being read (more than
   `MAX_UNSENT_RESPONSE_BYTES` unsent) is not read from, and one whose response stays unread for
   `connections.max.idle.ms` is closed; at most `queued.max.requests` requests do their ordered
@@ -58,7 +60,6 @@ from broker.connection_output import (
     response_size,
     send_parts,
 )
-from broker.delayed import DelayedResponse
 from broker.error_responses import clipped, error_response
 from broker.listener_transport import PLAINTEXT_TRANSPORT, ListenerTransport
 from broker.quota.request_time import RequestQuota
@@ -80,7 +81,8 @@ MAX_UNSENT_RESPONSE_BYTES = 1 << 20
 HANDSHAKE_TIMEOUT_S = 10.0
 
 Handler = Callable[[Any, Request], Awaitable[dict | None]]
-InlineHandler = Callable[[Any, Request], "dict | DelayedResponse | None"]
+#: (context, request, respond): respond(body) exactly once, body None for no response
+InlineHandler = Callable[[Any, Request, Callable[[dict | None], None]], None]
 
 
 class ListenerBindError(Exception):
@@ -491,8 +493,9 @@ class KafkaServer:
     def _respond_inline(
         self, handler: InlineHandler, frame: bytes | bytearray, session: _Session, slot: Slot, queue: ResponseQueue
     ) -> None:
-        """Serve `frame` with an inline handler now; its response goes to `slot` now or when its
-        DelayedResponse completes. Released at once: the handler's ordered work is done."""
+        """Serve `frame` with an inline handler now. Its response goes out now when the handler
+        responds before it returns, else it is handed to `queue` when it comes, for the
+        connection's writer. Released at once: the handler's ordered work is done."""
         arrived = time.perf_counter()
         request = self._decoded(frame, session)
         if not isinstance(request, Request):
@@ -500,26 +503,29 @@ class KafkaServer:
             return
         quota = self.request_quota
         started = time.perf_counter()
+        inline = True
+
+        def respond(body) -> None:
+            try:
+                response = self._encoded(request, session, arrived, body)
+            except Exception:
+                response = self._failed(request, session, arrived)
+            if inline:
+                _answer(slot, queue, response)
+            else:  # from another task: the connection's writer sends it
+                _hand_over(slot, queue, response)
+
         try:
-            body = handler(self.context, request)
+            handler(self.context, request, respond)
         except Exception:
-            _answer(slot, queue, self._failed(request, session, arrived))
+            if not slot.finished:
+                _answer(slot, queue, self._failed(request, session, arrived))
             return
+        finally:
+            inline = False
         if quota is not None and quota.active:
             quota.done(request, time.perf_counter() - started)
         slot.release()
-        if isinstance(body, DelayedResponse):
-
-            def complete(done) -> None:  # runs in the task that completed the operation
-                try:
-                    response = self._encoded(request, session, arrived, done)
-                except Exception:
-                    response = self._failed(request, session, arrived)
-                _answer(slot, queue, response)
-
-            body.on_complete(complete)
-        else:
-            _answer(slot, queue, self._encoded(request, session, arrived, body))
 
     def _decoded(self, frame: bytes | bytearray, session: _Session):
         """The request with its connection's facts, or what to answer instead: ApiVersions'
@@ -597,6 +603,16 @@ def _answer(slot: Slot, queue: ResponseQueue, response) -> None:
     slot.response = response  # before the release: the reader checks it for CLOSE then
     slot.release()
     queue.finished(slot, response)
+
+
+def _hand_over(slot: Slot, queue: ResponseQueue, response) -> None:
+    """Give a request its response from a task other than its connection's: queued for the
+    connection's writer, never written here."""
+    if response is not None and response is not CLOSE:
+        queue.backlog.add(response_size(response))
+    slot.response = response
+    slot.release()
+    queue.finished_elsewhere(slot, response)
 
 
 def _api_key(frame) -> int:

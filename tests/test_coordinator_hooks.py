@@ -1,6 +1,7 @@
 """The hooks coordinators build on (Kafka's onLeadershipChange and coordinator appends): listeners
 hear about every partition that changes role through LeaderAndIsr and StopReplica, and
-`append_internal` appends with acks=-1, returning once the HW covers the records. Pure: a replica
+a coordinator's append (`CoordinatorPartitionLog`, origin COORDINATOR) returns once the HW covers
+the records. Pure: a replica
 manager over real logs in a temp dir, requests decoded as the broker receives them."""
 
 import pytest
@@ -8,11 +9,12 @@ import trio
 from broker_helpers import decoded, follower_fetch, leader_and_isr, replica_manager
 
 from broker.context import BrokerContext
-from broker.errors import NotEnoughReplicas, NotEnoughReplicasAfterAppend, NotLeaderOrFollower, RequestTimedOut
+from broker.coordinator_log import CoordinatorPartitionLog
 from broker.handlers import HANDLERS
 from protocol import record_batch as rb
 from protocol.api import Request
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from protocol.types import FieldDict
 
 
@@ -87,28 +89,33 @@ async def test_listeners_hear_elections_and_resignations(ctx):
     assert ctx.leadership_listeners[0].events == [("resigned", ("__consumer_offsets", 1), None)]  # 9 was never here
 
 
-async def test_append_internal_returns_once_replicated(ctx, autojump_clock):
+async def test_a_coordinator_append_returns_once_replicated(ctx, autojump_clock):
+    """The coordinators' append (origin COORDINATOR, acks=-1) through `CoordinatorPartitionLog`:
+    it returns once the follower covers the records, and the append path's errors come back as
+    codes (a partition led elsewhere, a follower that never fetches, an ISR below
+    min.insync.replicas)."""
     rm = ctx.replica_manager
+    writer = CoordinatorPartitionLog(rm)
     rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 0): (1, [1, 2], [1, 2])}), 7)
     rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 1): (2, [2, 1], [2, 1])}), 7)
     fetch_request = follower_fetch("__consumer_offsets", 0, 2)
     result = {}
 
     async def append():
-        result["info"] = await rm.append_internal(("__consumer_offsets", 0), rb.build_batch([(b"k", b"v")] * 2), 5000)
+        result["outcome"] = await writer.append(("__consumer_offsets", 0), rb.build_batch([(b"k", b"v")] * 2), 5000)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(append)
         await trio.sleep(1)
-        assert "info" not in result  # waits for the follower
+        assert "outcome" not in result  # waits for the follower
         await rm.fetch(fetch_request)
-    assert (result["info"].first_offset, result["info"].last_offset) == (0, 1)
-    with pytest.raises(NotLeaderOrFollower):
-        await rm.append_internal(("__consumer_offsets", 1), rb.build_batch([(b"k", b"v")]), 5000)
-    with pytest.raises(RequestTimedOut):  # the follower never fetches again
-        await rm.append_internal(("__consumer_offsets", 0), rb.build_batch([(b"k", b"v")]), 2000)
+    assert result["outcome"] == (ErrorCode.NONE, 0, None)
+    led_elsewhere = await writer.append(("__consumer_offsets", 1), rb.build_batch([(b"k", b"v")]), 5000)
+    assert led_elsewhere.error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    started = trio.current_time()  # the follower never fetches again
+    timed_out = await writer.append(("__consumer_offsets", 0), rb.build_batch([(b"k", b"v")]), 2000)
+    assert timed_out.error == ErrorCode.REQUEST_TIMED_OUT and trio.current_time() - started == pytest.approx(2.0)
     rm.partitions[("__consumer_offsets", 0)].prepare_isr_shrink([2])
     rm.partitions[("__consumer_offsets", 0)].commit_isr_update([1], 5)
-    with pytest.raises(NotEnoughReplicas):  # min.insync.replicas=2
-        await rm.append_internal(("__consumer_offsets", 0), rb.build_batch([(b"k", b"v")]), 2000)
-    assert NotEnoughReplicasAfterAppend.error_code == 20
+    below_min_isr = await writer.append(("__consumer_offsets", 0), rb.build_batch([(b"k", b"v")]), 2000)
+    assert below_min_isr.error == ErrorCode.NOT_ENOUGH_REPLICAS  # min.insync.replicas=2

@@ -8,6 +8,7 @@ import pytest
 import trio
 from broker_helpers import leader_and_isr, replica_manager
 
+from broker.coordinator_log import CoordinatorPartitionLog
 from broker.metadata_cache import PartitionState
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.coordinator import GroupCoordinator, JoinRequest
@@ -27,7 +28,7 @@ async def coordinator(tmp_path, **config):
     with replica_manager(tmp_path, min_insync_replicas=1) as rm:
         for p in range(4):
             rm.metadata_cache.partitions.setdefault("t", {})[p] = PartitionState("t", p, 1, 0, (1,), (1,))
-        coord = GroupCoordinator(rm, rm.metadata_cache, GroupCoordinatorConfig(**settings))
+        coord = GroupCoordinator(CoordinatorPartitionLog(rm), rm.metadata_cache, GroupCoordinatorConfig(**settings))
         async with trio.open_nursery() as nursery:
             await nursery.start(coord.run)
             elect(rm, coord, epoch=0)
@@ -329,7 +330,7 @@ async def test_not_coordinator_after_resignation_and_load_in_progress(tmp_path, 
         assert waiting["r"]["error_code"] == E.NOT_COORDINATOR
         assert coord.heartbeat("g", 1, a["member_id"], None) == E.NOT_COORDINATOR
         assert coord.fetch_offsets("g", None)[0] == E.NOT_COORDINATOR
-        coord.manager.begin_loading(partition, 5)
+        coord.runtime.begin_loading(partition, 5)
         assert coord.heartbeat("g", 1, a["member_id"], None) == E.COORDINATOR_LOAD_IN_PROGRESS
 
 
@@ -384,7 +385,7 @@ async def test_a_new_leader_epoch_keeps_the_groups_and_a_resignation_then_electi
         me = a["member_id"]
         await coord.sync_group("g", 1, me, None, None, None, {me: b"A"})
         await coord.commit_offsets("g", 1, me, None, {("t", 0): OffsetAndMetadata(3)})
-        rm = coord.manager.replica_manager
+        rm = coord.runtime.partition_log.replica_manager
         group = coord.manager.groups["g"]
         elect(rm, coord, epoch=1)  # e.g. the controller shrank the ISR: still the leader here
         assert coord.manager.groups["g"] is group and not coord.manager.loading

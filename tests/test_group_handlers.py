@@ -46,7 +46,7 @@ async def call(ctx, key, version, body):
 
 
 def context(coord):
-    rm = coord.manager.replica_manager
+    rm = coord.runtime.partition_log.replica_manager
     return BrokerContext(rm.config, "c", rm.metadata_cache, rm, rm.topic_configs, group_coordinator=coord)
 
 

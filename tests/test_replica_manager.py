@@ -6,6 +6,7 @@ import trio
 import trio.testing
 from broker_helpers import decoded, follower_fetch, leader_and_isr, replica_manager, session_fetch
 
+from broker.append import AppendOrigin
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
@@ -16,21 +17,13 @@ def rm(tmp_path):
         yield manager
 
 
-def produce(topic, index, values, acks):
-    return decoded(
-        0,
-        9,
-        {
-            "acks": acks,
-            "timeout_ms": 1000,
-            "topic_data": [
-                {
-                    "name": topic,
-                    "partition_data": [{"index": index, "records": rb.build_batch([(None, v) for v in values])}],
-                }
-            ],
-        },
-    ).topic_data
+def produce(topic, index, values):
+    """A client append's entries: one batch of `values` for `topic`-`index`."""
+    return {(topic, index): rb.build_batch([(None, v) for v in values])}
+
+
+async def append(rm, entries, acks, timeout_ms=1000):
+    return await rm.append_records_and_wait(entries, acks, timeout_ms, AppendOrigin.CLIENT)
 
 
 def errors(response):
@@ -71,8 +64,8 @@ async def test_acks_all_waits_for_the_isr_then_times_out_or_succeeds(rm, autojum
     partition = rm.partitions[("t", 0)]
     # nobody fetches: REQUEST_TIMED_OUT after timeout_ms, though the leader appended
     start = trio.current_time()
-    r = await rm.append_records(-1, 1000, produce("t", 0, [b"a", b"b"], -1))
-    assert r[0]["partition_responses"][0]["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+    r = await append(rm, produce("t", 0, [b"a", b"b"]), -1, 1000)
+    assert r[("t", 0)].error == ErrorCode.REQUEST_TIMED_OUT
     assert trio.current_time() - start == pytest.approx(1.0)
     assert partition.log_end_offset == 2 and partition.high_watermark == 0
     # the follower fetches at its LEO: the HW moves and the waiting produce completes
@@ -80,21 +73,19 @@ async def test_acks_all_waits_for_the_isr_then_times_out_or_succeeds(rm, autojum
         result = []
 
         async def produce_all():
-            result.append(await rm.append_records(-1, 5000, produce("t", 0, [b"c"], -1)))
+            result.append(await append(rm, produce("t", 0, [b"c"]), -1, 5000))
 
         nursery.start_soon(produce_all)
         await trio.sleep(0.5)
         fetch_request = follower_fetch("t", 0, 3)
         await rm.fetch(fetch_request)
-    assert result[0][0]["partition_responses"][0]["error_code"] == ErrorCode.NONE
+    assert result[0][("t", 0)].error == ErrorCode.NONE
     assert partition.high_watermark == 3
     # acks=1 does not wait; an ISR below min.insync.replicas refuses acks=-1 up front
-    assert (await rm.append_records(1, 1000, produce("t", 0, [b"d"], 1)))[0]["partition_responses"][0][
-        "error_code"
-    ] == 0
+    assert (await append(rm, produce("t", 0, [b"d"]), 1, 1000))[("t", 0)].error == ErrorCode.NONE
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1, 2])}, leader_epoch=1), 7)
-    r = await rm.append_records(-1, 1000, produce("t", 0, [b"e"], -1))
-    assert r[0]["partition_responses"][0]["error_code"] == ErrorCode.NOT_ENOUGH_REPLICAS
+    r = await append(rm, produce("t", 0, [b"e"]), -1, 1000)
+    assert r[("t", 0)].error == ErrorCode.NOT_ENOUGH_REPLICAS
 
 
 async def test_delayed_produce_completes_without_a_task_when_every_partition_is_covered(rm, autojump_clock):
@@ -106,32 +97,31 @@ async def test_delayed_produce_completes_without_a_task_when_every_partition_is_
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (1, [1, 2], [1, 2])}), 7)
     async with trio.open_nursery() as nursery:
         await nursery.start(rm.delayed_timer.run)
-        topic_data = produce("t", 0, [b"a"], -1)
-        topic_data[0].partition_data += produce("t", 1, [b"b", b"c"], -1)[0].partition_data
-        delayed = rm.append_records_now(-1, 1000, topic_data)
+        entries = produce("t", 0, [b"a"]) | produce("t", 1, [b"b", b"c"])
+        delayed = rm.append_records(entries, -1, 1000, AppendOrigin.CLIENT)
         assert isinstance(delayed, DelayedResponse)
         answered: list = []
         delayed.on_complete(answered.append)
         await rm.fetch(follower_fetch("t", 0, 1))
         assert answered == [] and rm.partitions[("t", 0)].high_watermark == 1
         await rm.fetch(follower_fetch("t", 1, 2))
-        assert [(p["index"], p["error_code"], p["base_offset"]) for p in answered[0][0]["partition_responses"]] == [
-            (0, ErrorCode.NONE, 0),
-            (1, ErrorCode.NONE, 0),
+        assert [(tp, r.error, r.info.first_offset) for tp, r in answered[0].items()] == [
+            (("t", 0), ErrorCode.NONE, 0),
+            (("t", 1), ErrorCode.NONE, 0),
         ]
         start = trio.current_time()
-        late = rm.append_records_now(-1, 1000, produce("t", 0, [b"d"], -1))
+        late = rm.append_records(produce("t", 0, [b"d"]), -1, 1000, AppendOrigin.CLIENT)
         assert isinstance(late, DelayedResponse)
         body = await late.wait()
         assert trio.current_time() - start == pytest.approx(1.0)
-        assert body[0]["partition_responses"][0]["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+        assert body[("t", 0)].error == ErrorCode.REQUEST_TIMED_OUT
         assert len(rm.delayed_timer) == 0 and len(rm.replication_waiters) == 0
         nursery.cancel_scope.cancel()
 
 
 async def test_consumer_fetch_reads_to_the_hw_and_long_polls(rm, autojump_clock):
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
-    await rm.append_records(1, 1000, produce("t", 0, [b"a", b"b"], 1))
+    await append(rm, produce("t", 0, [b"a", b"b"]), 1, 1000)
 
     def fetch(offset, max_wait_ms=0, min_bytes=1):
         return rm.fetch(
@@ -166,7 +156,7 @@ async def test_consumer_fetch_reads_to_the_hw_and_long_polls(rm, autojump_clock)
 
         nursery.start_soon(poll)
         await trio.sleep(1)
-        await rm.append_records(1, 1000, produce("t", 0, [b"c"], 1))
+        await append(rm, produce("t", 0, [b"c"]), 1, 1000)
     assert [x.value for x in rb.decode_records(got[0]["records"])] == [b"c"]
     assert trio.current_time() - start == pytest.approx(1.7)
 
@@ -228,7 +218,7 @@ async def test_fetch_byte_limits(rm):
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (1, [1], [1])}), 7)
     for index in (0, 1):
         for _i in range(5):
-            await rm.append_records(1, 1000, produce("t", index, [b"x" * 1000], 1))
+            await append(rm, produce("t", index, [b"x" * 1000]), 1, 1000)
     size = len(rb.build_batch([(None, b"x" * 1000)]))
 
     async def fetch(max_bytes, partition_max_bytes):
@@ -321,7 +311,7 @@ async def test_a_caught_up_follower_keeps_its_isr_place_on_partitions_its_sessio
     monkeypatch.setattr(broker.partition, "now_ms", lambda: clock[0])
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (1, [1, 2], [1, 2])}), 7)
     for index in (0, 1):
-        await rm.append_records(1, 1000, produce("t", index, [b"a", b"b"], 1))
+        await append(rm, produce("t", index, [b"a", b"b"]), 1, 1000)
     full = await rm.fetch(session_fetch(0, 0, [("t", 0, 0), ("t", 1, 0)]))
     session = full["session_id"]
     assert session and set(answered(full)) == {("t", 0), ("t", 1)}
@@ -333,7 +323,7 @@ async def test_a_caught_up_follower_keeps_its_isr_place_on_partitions_its_sessio
     for index in (0, 1):  # yet the leader saw the follower caught up on both, now
         assert rm.partitions[("t", index)].remote[2].last_caught_up_ms == clock[0]
         assert rm.partitions[("t", index)].out_of_sync_replicas(1_000, now=clock[0] + 500) == []
-    await rm.append_records(1, 1000, produce("t", 1, [b"c"], 1))
+    await append(rm, produce("t", 1, [b"c"]), 1, 1000)
     news = answered(await rm.fetch(session_fetch(session, 3)))
     assert list(news) == [("t", 1)] and rb.decode_records(news[("t", 1)]["records"])[0].value == b"c"
     # a fenced epoch is still an error on the quick path's partitions

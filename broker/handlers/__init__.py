@@ -3,8 +3,8 @@
 A handler is `async def handle(ctx: BrokerContext, request: Request) -> dict | None`: it gets a
 decoded request and returns a response body (a dict with Kafka's field names) or None when no
 response is sent (Produce with acks=0). Handlers never touch bytes or sockets. An API may also
-have an inline handler (`INLINE_HANDLERS`): a plain function returning the body, None, or a
-`DelayedResponse`, which the server runs without a task of its own. The same table
+have an inline handler (`INLINE_HANDLERS`): a plain function `(ctx, request, respond)` that
+calls `respond(body)` once, now or later, which the server runs without a task of its own. The same table
 decides what ApiVersions advertises: an API is advertised only if a handler serves it.
 """
 

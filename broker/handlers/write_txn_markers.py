@@ -7,8 +7,7 @@ Once a marker is in an `__consumer_offsets` partition, the group coordinator mak
 pending transactional offsets visible (commit) or drops them (abort), as Kafka's
 `GroupCoordinator.scheduleHandleTxnCompletion`."""
 
-import trio
-
+from broker.append import AppendOrigin, appended
 from broker.authz import Op, cluster_allowed
 from protocol.api_keys import ApiKey
 from protocol.control_records import marker_batch
@@ -39,20 +38,21 @@ async def handle(ctx, request):
                 for m in request.body.markers
             ]
         }
-    results: dict[tuple[int, str, int], ErrorCode] = {}
-
-    async def write_one(i: int, marker, topic: str, index: int) -> None:
+    # one append per marker (two markers may name the same partition: they go in request order),
+    # all appended before any wait, then every marker's wait for the HW at once
+    markers = request.body.markers
+    rm = ctx.replica_manager
+    pending = []
+    for marker in markers:
         batch = marker_batch(
             marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result
         )
-        results[(i, topic, index)] = await ctx.replica_manager.append_markers((topic, index), batch, MARKER_TIMEOUT_MS)
-
-    markers = request.body.markers
-    async with trio.open_nursery() as nursery:
-        for i, marker in enumerate(markers):
-            for t in marker.topics:
-                for index in t.partition_indexes:
-                    nursery.start_soon(write_one, i, marker, t.name, index)
+        entries = {(t.name, index): batch for t in marker.topics for index in t.partition_indexes}
+        pending.append(rm.append_records(entries, -1, MARKER_TIMEOUT_MS, AppendOrigin.COORDINATOR))
+    results: dict[tuple[int, str, int], ErrorCode] = {}
+    for i, result in enumerate(pending):
+        for (topic, index), outcome in (await appended(result, MARKER_TIMEOUT_MS, rm.delayed_timer.running)).items():
+            results[(i, topic, index)] = outcome.error
     answers = []
     for i, marker in enumerate(markers):
         offsets_partitions = [

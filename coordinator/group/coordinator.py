@@ -27,9 +27,10 @@ from coordinator.group import records
 from coordinator.group.admin import GroupAdminOperations
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
-from coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager
+from coordinator.group.manager import GroupMetadataManager
 from coordinator.group.offsets import OffsetOperations
 from coordinator.group.txn_offsets import TxnOffsetOperations
+from coordinator.runtime import PartitionLog
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment
 class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperations):
     def __init__(
         self,
-        replica_manager,
+        partition_log: PartitionLog,
         metadata_cache,
         config: GroupCoordinatorConfig,
         *,
@@ -115,11 +116,11 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         self.config = config
         self.metadata_cache = metadata_cache
         self.wall_clock_ms = wall_clock_ms
-        self.manager = GroupMetadataManager(replica_manager, config, wall_clock_ms, self.now_ms)
+        self.manager = GroupMetadataManager(partition_log, config, wall_clock_ms, self.now_ms, self._groups_unloaded)
+        self.runtime = self.manager.runtime
         self._rebalances: dict[str, _Rebalance] = {}
         self._pending_deadlines: dict[tuple[str, str], float] = {}
         self._nursery: trio.Nursery | None = None
-        self._early: list[tuple[int, object]] = []  # loads asked for before run() started
 
     @staticmethod
     def now_ms() -> float:
@@ -130,38 +131,25 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            for partition, token in self._early:
-                nursery.start_soon(self._load, partition, token)
-            self._early.clear()
+            await self.runtime.run(nursery)
             nursery.start_soon(self._sweep_sessions)
             nursery.start_soon(self._expire_offsets_periodically)
             task_status.started()
 
     def on_election(self, tp: tuple[str, int], leader_epoch: int) -> None:
-        """LeadershipListener: this broker now leads `tp`; load it if it is an offsets partition."""
-        if tp[0] != OFFSETS_TOPIC:
-            return
-        token = self.manager.begin_loading(tp[1], leader_epoch)
-        if token is not None:
-            if self._nursery is None:
-                self._early.append((tp[1], token))
-            else:
-                self._nursery.start_soon(self._load, tp[1], token)
+        """LeadershipListener: this broker now leads `tp`; the runtime loads an offsets partition."""
+        self.runtime.on_election(tp, leader_epoch)
 
     def on_resignation(self, tp: tuple[str, int], leader_epoch: int | None) -> None:
-        """LeadershipListener: this broker no longer leads `tp`; its groups are dropped."""
-        if tp[0] != OFFSETS_TOPIC:
-            return
-        for group in self.manager.unload(tp[1]):
+        """LeadershipListener: this broker no longer leads `tp`; an offsets partition's groups
+        are dropped (`_groups_unloaded`)."""
+        self.runtime.on_resignation(tp, leader_epoch)
+
+    def _groups_unloaded(self, groups: list[GroupMetadata]) -> None:
+        """Groups a resignation removed: their waiting members are answered NOT_COORDINATOR."""
+        for group in groups:
             self._fail_waiters(group, E.NOT_COORDINATOR)
             group.state = S.DEAD
-        log.info("unloaded %s-%d", OFFSETS_TOPIC, tp[1])
-
-    async def _load(self, partition: int, token: object) -> None:
-        try:
-            await self.manager.load(partition, token)
-        except Exception:
-            pass  # logged by the manager; the partition answers NOT_COORDINATOR until re-elected
 
     def _fail_waiters(self, group: GroupMetadata, error: ErrorCode) -> None:
         rebalance = self._rebalances.pop(group.group_id, None)

@@ -9,7 +9,7 @@
   Empty group ("simple" consumers). A load finishes only if the partition is still led in the same
   leader epoch; otherwise its result is dropped.
 - Writes (`append`) are one uncompressed v2 batch per call, appended with acks=-1 (the topic's
-  min.insync.replicas) through `ReplicaManager.append_internal`; the caller changes its in-memory
+  min.insync.replicas) through `ReplicaManager.append_records` (origin COORDINATOR); the caller changes its in-memory
   state only after a successful append. Append errors are mapped as Kafka's coordinator maps them.
 """
 
@@ -18,14 +18,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
-import trio
-
 from coordinator.group import records
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata
+from coordinator.runtime import APPEND_ERROR_MAP, CoordinatorRuntime, PartitionLog
 from protocol.control_records import read_marker
 from protocol.errors import CorruptRecordBatch, ErrorCode
-from protocol.record_batch import build_batch, decode_records, iter_batches
+from protocol.record_batch import build_batch, decode_records
 from protocol.topic_names import GROUP_METADATA_TOPIC
 
 log = logging.getLogger(__name__)
@@ -34,12 +33,7 @@ OFFSETS_TOPIC = GROUP_METADATA_TOPIC
 
 #: Kafka's mapping of append errors to what a group client is told (GroupMetadataManager)
 _APPEND_ERROR_MAP = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    **APPEND_ERROR_MAP,
     ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
@@ -49,22 +43,31 @@ _APPEND_ERROR_MAP = {
 class GroupMetadataManager:
     def __init__(
         self,
-        replica_manager,
+        partition_log: PartitionLog,
         config: GroupCoordinatorConfig,
         clock_ms: Callable[[], int],
         monotonic_ms: Callable[[], float],
+        unloaded: Callable[[list[GroupMetadata]], None] = lambda groups: None,
     ):
         """`clock_ms` is the wall clock (ms since the epoch) for record timestamps; `monotonic_ms`
-        the coordinator's monotonic clock, the one its session deadlines are compared with."""
-        self.replica_manager = replica_manager
+        the coordinator's monotonic clock, the one its session deadlines are compared with;
+        `unloaded(groups)` hears of the groups a resignation removed."""
         self.config = config
         self.clock_ms = clock_ms
         self.monotonic_ms = monotonic_ms
         self.groups: dict[str, GroupMetadata] = {}
-        self.owned: dict[int, int] = {}  # offsets partition -> leader epoch it is (being) loaded in
-        self.loading: set[int] = set()
         self._partition_of: dict[str, int] = {}  # group id -> offsets partition (a cache)
-        self._loads: dict[int, object] = {}  # partition -> the token of its current load
+        self._unloaded_groups = unloaded
+        self.runtime = CoordinatorRuntime(
+            OFFSETS_TOPIC,
+            partition_log,
+            self.load,
+            self._unload_groups,
+            reload_on_new_epoch=False,
+            append_error_map=_APPEND_ERROR_MAP,
+        )
+        self.owned = self.runtime.owned  # offsets partition -> leader epoch it is (being) loaded in
+        self.loading = self.runtime.loading
 
     def partition_for(self, group_id: str) -> int:
         found = self._partition_of.get(group_id)
@@ -79,38 +82,18 @@ class GroupMetadataManager:
     def coordinator_error(self, group_id: str) -> ErrorCode:
         """NONE when this broker serves `group_id` now, else NOT_COORDINATOR or
         COORDINATOR_LOAD_IN_PROGRESS."""
-        p = self.partition_for(group_id)
-        if p in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if p not in self.owned:
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.NONE
+        return self.runtime.error_for(self.partition_for(group_id))
 
     def groups_of(self, partition: int) -> Iterator[GroupMetadata]:
         return (g for g in list(self.groups.values()) if self.partition_for(g.group_id) == partition)
 
-    # ---- leadership ----------------------------------------------------------------------------
-    def begin_loading(self, partition: int, leader_epoch: int) -> object | None:
-        """Mark `partition` as loading in `leader_epoch` and return the token `load` needs; None
-        when it is owned already (loaded or loading): as Kafka's `addLoadingPartition`, a new
-        leader epoch of a partition still led here (e.g. an ISR change) keeps the groups."""
-        if partition in self.owned:
-            self.owned[partition] = leader_epoch
-            return None
-        self.owned[partition] = leader_epoch
-        self.loading.add(partition)
-        token = self._loads[partition] = object()
-        return token
-
-    def unload(self, partition: int) -> list[GroupMetadata]:
-        """Forget `partition` and its groups; returns the groups removed."""
-        self.owned.pop(partition, None)
-        self._loads.pop(partition, None)
-        self.loading.discard(partition)
+    # ---- leadership (the runtime's callbacks) ------------------------------------------------
+    def _unload_groups(self, partition: int) -> None:
         removed = list(self.groups_of(partition))
         for g in removed:
             del self.groups[g.group_id]
-        return removed
+        self._unloaded_groups(removed)
+        log.info("unloaded %s-%d (%d groups)", OFFSETS_TOPIC, partition, len(removed))
 
     async def load(self, partition: int, token: object) -> int:
         """Replay `__consumer_offsets-<partition>` and install its groups; returns how many. A
@@ -118,28 +101,16 @@ class GroupMetadataManager:
         found_groups: dict[str, records.StoredGroup | None] = {}
         found_offsets: dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]] = {}
         pending_txn: dict[int, dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]]] = {}
-        try:
-            replica = self.replica_manager.get_partition(OFFSETS_TOPIC, partition)
-            offset = replica.log.log_start_offset
-            while offset < replica.log.log_end_offset and self._loads.get(partition) is token:
-                read = replica.log.read(offset, self.config.offsets_load_buffer_size)
-                if not read.records:
-                    break
-                for pos, header in iter_batches(read.records):
-                    if header.is_control:
-                        self._replay_marker(read.records, pos, header, pending_txn, found_offsets)
-                        continue
-                    into = pending_txn.setdefault(header.producer_id, {}) if header.is_transactional else None
-                    for record in decode_records(read.records, pos, header):
-                        self._replay(record, found_groups, found_offsets if into is None else into)
-                offset = read.next_offset
-                await trio.sleep(0)
-        except Exception:
-            log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
-            if self._loads.get(partition) is token:
-                self.unload(partition)
-            raise
-        if self._loads.get(partition) is not token:
+
+        def on_batch(buf, pos: int, header) -> None:
+            if header.is_control:
+                self._replay_marker(buf, pos, header, pending_txn, found_offsets)
+                return
+            into = pending_txn.setdefault(header.producer_id, {}) if header.is_transactional else None
+            for record in decode_records(buf, pos, header):
+                self._replay(record, found_groups, found_offsets if into is None else into)
+
+        if not await self.runtime.replay(partition, token, self.config.offsets_load_buffer_size, on_batch):
             return 0
         now = self.monotonic_ms()  # loaded members' sessions restart now, on the deadline clock
         still_pending = {g for by_group in pending_txn.values() for g, offsets in by_group.items() if offsets}
@@ -153,7 +124,7 @@ class GroupMetadataManager:
                 if by_group.get(group_id):
                     group.pending_txn_offsets[pid] = dict(by_group[group_id])
             self.groups[group_id] = group
-        self.loading.discard(partition)
+        self.runtime.finish_loading(partition, token)
         log.info(
             "loaded %d groups from %s-%d (leader epoch %d)",
             len(found_groups),
@@ -225,17 +196,18 @@ class GroupMetadataManager:
             producer_epoch=epoch,
             transactional=producer is not None,
         )
-        try:
-            info = await self.replica_manager.append_internal(
-                (OFFSETS_TOPIC, partition), batch, self.config.offsets_commit_timeout_ms
-            )
-        except Exception as e:
-            code = ErrorCode(getattr(e, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
-            mapped = _APPEND_ERROR_MAP.get(code, code)
+        outcome = await self.runtime.append(partition, batch, self.config.offsets_commit_timeout_ms)
+        if outcome.error != ErrorCode.NONE:
+            mapped = outcome.error
             if group_metadata and mapped == ErrorCode.INVALID_COMMIT_OFFSET_SIZE:
                 mapped = ErrorCode.UNKNOWN_SERVER_ERROR
             log.warning(
-                "append for group %s to %s-%d failed: %s (%s)", group_id, OFFSETS_TOPIC, partition, e, mapped.name
+                "append for group %s to %s-%d failed: %s (%s)",
+                group_id,
+                OFFSETS_TOPIC,
+                partition,
+                outcome.message,
+                mapped.name,
             )
             return mapped, -1
-        return ErrorCode.NONE, info.first_offset
+        return ErrorCode.NONE, outcome.first_offset

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from coordinator.runtime import PartitionLog
 from coordinator.transaction.config import TransactionConfig
 from coordinator.transaction.manager import TransactionStateManager
 from coordinator.transaction.transaction_metadata import (
@@ -38,7 +39,6 @@ from coordinator.transaction.transaction_metadata import (
     TxnTransition,
 )
 from protocol.errors import ErrorCode
-from protocol.topic_names import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
 S = TxnState
@@ -50,7 +50,7 @@ COMPLETION_WAIT_S = 1.0
 class TransactionCoordinator:
     def __init__(
         self,
-        replica_manager,
+        partition_log: PartitionLog,
         config: TransactionConfig,
         markers,
         generate_producer_id: Callable[[], Awaitable[int | None]],
@@ -65,46 +65,31 @@ class TransactionCoordinator:
         self.markers = markers
         self.generate_producer_id = generate_producer_id
         self.clock_ms = wall_clock_ms
-        self.manager = TransactionStateManager(replica_manager, config, wall_clock_ms)
+        self.manager = TransactionStateManager(partition_log, config, wall_clock_ms, self._ids_loaded)
+        self.runtime = self.manager.runtime
         self._nursery: trio.Nursery | None = None
-        self._early: list[tuple[int, object]] = []
         self._completions: dict[str, trio.Event] = {}  # ids whose markers are being written
 
     # ---- lifecycle -----------------------------------------------------------------------------
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            for partition, token in self._early:
-                nursery.start_soon(self._load, partition, token)
-            self._early.clear()
+            await self.runtime.run(nursery)
             nursery.start_soon(self._abort_timed_out_periodically)
             nursery.start_soon(self._expire_ids_periodically)
             task_status.started()
 
     def on_election(self, tp: TopicPartition, leader_epoch: int) -> None:
-        """LeadershipListener: this broker leads `tp`; load it if it is a transaction log partition."""
-        if tp[0] != TRANSACTION_STATE_TOPIC:
-            return
-        token = self.manager.begin_loading(tp[1], leader_epoch)
-        if token is None:
-            return
-        if self._nursery is None:
-            self._early.append((tp[1], token))
-        else:
-            self._nursery.start_soon(self._load, tp[1], token)
+        """LeadershipListener: this broker leads `tp`; the runtime loads a transaction log partition."""
+        self.runtime.on_election(tp, leader_epoch)
 
     def on_resignation(self, tp: TopicPartition, leader_epoch: int | None) -> None:
-        if tp[0] != TRANSACTION_STATE_TOPIC:
-            return
-        removed = self.manager.unload(tp[1])
-        log.info("unloaded %s-%d (%d transactional ids)", TRANSACTION_STATE_TOPIC, tp[1], len(removed))
+        """LeadershipListener: a transaction log partition's ids are dropped."""
+        self.runtime.on_resignation(tp, leader_epoch)
 
-    async def _load(self, partition: int, token: object) -> None:
-        try:
-            installed = await self.manager.load(partition, token)
-        except Exception:
-            return  # logged by the manager
-        assert self._nursery is not None
+    def _ids_loaded(self, installed: list[TransactionMetadata]) -> None:
+        """Ids a load left in PREPARE_COMMIT / PREPARE_ABORT get their markers sent."""
+        assert self._nursery is not None, "loads run in the coordinator's nursery"
         for metadata in installed:
             if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 epoch = self.manager.coordinator_epoch(metadata.transactional_id)

@@ -1,0 +1,227 @@
+"""What both coordinators share (Kafka's `CoordinatorRuntime`): the partitions of one internal
+topic (`__consumer_offsets`, `__transaction_state`) this broker leads, their load on election
+and unload on resignation, the replay of a partition's log, and appends through the broker's one
+append path (acks=-1, origin COORDINATOR).
+
+A coordinator owns a `CoordinatorRuntime` and gives it two callbacks: `load(partition, token)`
+(replay the partition with `replay`, then install what it found if `is_current(partition,
+token)`) and `unloaded(partition)` (drop the partition's state). The broker gives the runtime a
+`PartitionLog` (the replica manager seen through `broker.coordinator_log`): the coordinator
+packages import no broker code.
+
+Ownership: `owned` maps a partition to the leader epoch it is (being) loaded in, which the
+transaction coordinator uses as its coordinator epoch; `loading` holds those still replaying
+(their keys answer COORDINATOR_LOAD_IN_PROGRESS); a partition not owned answers
+NOT_COORDINATOR. A load is identified by a token: a resignation (or a reload) makes the token
+stale, and a stale load installs nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import NamedTuple, Protocol
+
+import trio
+
+from protocol.errors import ErrorCode
+from protocol.record_batch import iter_batches
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class AppendOutcome(NamedTuple):
+    """One coordinator append's outcome: NONE and the first offset written, or the append
+    path's error code (-1) with its message."""
+
+    error: ErrorCode
+    first_offset: int
+    message: str | None
+
+
+class LogRead(Protocol):
+    """Whole batches read from a log, and the offset after the last of them."""
+
+    @property
+    def records(self) -> bytes: ...
+
+    @property
+    def next_offset(self) -> int: ...
+
+
+class ReplicaLog(Protocol):
+    """The part of a partition's log a replay reads (storage.log.Log)."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    def read(self, offset: int, max_bytes: int) -> LogRead: ...
+
+
+class PartitionLog(Protocol):
+    """What a coordinator needs of the broker (Kafka's `PartitionWriter`, plus the log a load
+    replays): `append` writes whole v2 batches with acks=-1 and returns once the HW covers them
+    or the append failed; `log` is the local log of a partition this broker hosts (raises the
+    broker's error for one it does not)."""
+
+    async def append(self, tp: TopicPartition, records: bytes, timeout_ms: int) -> AppendOutcome: ...
+
+    def log(self, tp: TopicPartition) -> ReplicaLog: ...
+
+
+#: Kafka's mapping of the append path's errors to what a coordinator's client is told
+#: (GroupMetadataManager / TransactionStateManager); a coordinator may refine the size errors
+APPEND_ERROR_MAP = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+class CoordinatorRuntime:
+    """The partitions of `topic` one coordinator serves (see the module doc).
+
+    `reload_on_new_epoch`: a new leader epoch of a partition still owned reloads it (the
+    transaction coordinator: its markers must carry the new coordinator epoch) instead of keeping
+    its state (the group coordinator, as Kafka's `addLoadingPartition`)."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition_log: PartitionLog,
+        load: Callable[[int, object], Awaitable[object]],
+        unloaded: Callable[[int], object],
+        *,
+        reload_on_new_epoch: bool,
+        append_error_map: dict[ErrorCode, ErrorCode] = APPEND_ERROR_MAP,
+    ) -> None:
+        self.topic = topic
+        self.partition_log = partition_log
+        self._load = load
+        self._unloaded = unloaded
+        self._reload_on_new_epoch = reload_on_new_epoch
+        self._append_error_map = append_error_map
+        self.owned: dict[int, int] = {}  # partition -> leader epoch it is (being) loaded in
+        self.loading: set[int] = set()
+        self._loads: dict[int, object] = {}  # partition -> the token of its current load
+        self._nursery: trio.Nursery | None = None
+        self._loads_before_run: list[tuple[int, object]] = []
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    async def run(self, nursery: trio.Nursery) -> None:
+        """Start the loads asked for before the coordinator ran, in `nursery` (the coordinator's),
+        where every later load runs too."""
+        self._nursery = nursery
+        for partition, token in self._loads_before_run:
+            nursery.start_soon(self._run_load, partition, token)
+        self._loads_before_run.clear()
+
+    def on_election(self, tp: TopicPartition, leader_epoch: int) -> bool:
+        """LeadershipListener: this broker leads `tp`; a partition of `topic` is loaded (in its
+        own task). Returns whether a load started."""
+        if tp[0] != self.topic:
+            return False
+        token = self.begin_loading(tp[1], leader_epoch)
+        if token is None:
+            return False
+        if self._nursery is None:
+            self._loads_before_run.append((tp[1], token))
+        else:
+            self._nursery.start_soon(self._run_load, tp[1], token)
+        return True
+
+    def on_resignation(self, tp: TopicPartition, leader_epoch: int | None) -> bool:
+        """LeadershipListener: this broker no longer leads `tp`; returns whether it was a
+        partition of `topic` (then unloaded)."""
+        if tp[0] != self.topic:
+            return False
+        self.unload(tp[1])
+        return True
+
+    async def _run_load(self, partition: int, token: object) -> None:
+        try:
+            await self._load(partition, token)
+        except Exception:
+            log.exception("loading %s-%d failed", self.topic, partition)
+            if self.is_current(partition, token):
+                self.unload(partition)  # NOT_COORDINATOR until the next election
+
+    # ---- ownership ---------------------------------------------------------------------------
+    def begin_loading(self, partition: int, leader_epoch: int) -> object | None:
+        """Mark `partition` as loading in `leader_epoch`; the token its load carries, or None
+        when it is owned already (see `reload_on_new_epoch`)."""
+        if partition in self.owned:
+            if self.owned[partition] == leader_epoch or not self._reload_on_new_epoch:
+                self.owned[partition] = leader_epoch
+                return None
+            self.unload(partition)
+        self.owned[partition] = leader_epoch
+        self.loading.add(partition)
+        token = self._loads[partition] = object()
+        return token
+
+    def unload(self, partition: int) -> None:
+        """Forget `partition` (a load in progress becomes stale) and tell the coordinator."""
+        self.owned.pop(partition, None)
+        self._loads.pop(partition, None)
+        self.loading.discard(partition)
+        self._unloaded(partition)
+
+    def is_current(self, partition: int, token: object) -> bool:
+        return self._loads.get(partition) is token
+
+    def finish_loading(self, partition: int, token: object) -> bool:
+        """The load of `token` is done: the partition is served now. False (nothing changes)
+        when the load was overtaken."""
+        if not self.is_current(partition, token):
+            return False
+        self.loading.discard(partition)
+        return True
+
+    def error_for(self, partition: int) -> ErrorCode:
+        """NONE when the partition is served here now, else COORDINATOR_LOAD_IN_PROGRESS or
+        NOT_COORDINATOR."""
+        if partition in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if partition not in self.owned:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE
+
+    def epoch_of(self, partition: int) -> int | None:
+        """The leader epoch the partition is served in (None while loading or not owned)."""
+        return None if partition in self.loading else self.owned.get(partition)
+
+    # ---- the log -----------------------------------------------------------------------------
+    async def replay(self, partition: int, token: object, buffer_size: int, on_batch) -> bool:
+        """Replay the partition's log from its start to its end, `buffer_size` bytes per read,
+        calling `on_batch(records, position, header)` for each batch and yielding to other tasks
+        between reads. Returns False when the load was overtaken (stop: install nothing).
+        Raises the broker's error for a partition not hosted here."""
+        replica = self.partition_log.log((self.topic, partition))
+        offset = replica.log_start_offset
+        while offset < replica.log_end_offset and self.is_current(partition, token):
+            read = replica.read(offset, buffer_size)
+            if not read.records:
+                break
+            for position, header in iter_batches(read.records):
+                on_batch(read.records, position, header)
+            offset = read.next_offset
+            await trio.sleep(0)
+        return self.is_current(partition, token)
+
+    async def append(self, partition: int, records: bytes, timeout_ms: int) -> AppendOutcome:
+        """Append to the partition (acks=-1); the error mapped for the coordinator's client."""
+        outcome = await self.partition_log.append((self.topic, partition), records, timeout_ms)
+        if outcome.error == ErrorCode.NONE:
+            return outcome
+        return outcome._replace(error=self._append_error_map.get(outcome.error, outcome.error))
