@@ -55,7 +55,7 @@ run: setup
 
 # Chaos scenarios against a local 3-broker cluster (part of `make test` too); prints a table.
 chaos: setup
-	$(PY) -m chaos.runner
+	$(PY) -m chaos
 
 # Requests generated from the message specs against a real broker; findings are saved to the
 # corpus that tests/test_spec_fuzz.py replays (FUZZ_SECONDS, FUZZ_SEED to vary the run).

@@ -89,7 +89,7 @@ async def create_topics(ctx, topics: list, validate_only: bool, timeout_ms: int)
                 continue
             log.info("topic %s written: %d partitions, RF %d", t.name, len(assignment), len(assignment[0]))
         except TopicError as e:
-            result.update(error_code=e.code, error_message=str(e))
+            result.update(error_code=e.error_code, error_message=str(e))
         except SESSION_ERRORS as e:
             result.update(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=f"ZooKeeper: {type(e).__name__}")
     if written and timeout_ms > 0:
@@ -138,9 +138,9 @@ async def auto_create_topic(ctx, name: str, partitions: int, replication: int, c
         assignment = plan_topic(name, partitions, replication, live, configs)
         await write_topic(ctx.zk, name, assignment, configs)
     except TopicError as e:
-        if e.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+        if e.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
             return ErrorCode.NONE
         log.warning("could not create %s: %s", name, e)
-        return e.code
+        return e.error_code
     log.info("auto-created %s with %d partitions", name, len(assignment))
     return ErrorCode.NONE

@@ -14,17 +14,18 @@ from collections import Counter
 
 from broker.config_docs import BROKER_CONFIG_DOCS
 from broker.config_helper import broker_default
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from storage.config import TOPIC_CONFIGS, parse_list
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
 
-class ConfigOpError(Exception):
+class ConfigOpError(KafkaError):
+    """A config change Kafka refuses (INVALID_CONFIG, INVALID_REQUEST, ...), with its code."""
+
     def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code)
 
 
 def _type_and_default(resource_type: int, key: str) -> tuple[str | None, str | None]:

@@ -1,72 +1,83 @@
 """Broker-side failures, each carrying the Kafka error code it is answered with.
 
-`error_code_for(exc)` is the one place that maps any exception raised while serving a request to
-an error code: protocol, storage and broker errors carry `error_code`; anything else is
-UNKNOWN_SERVER_ERROR (and is logged by the caller).
+All of them are `protocol.errors.KafkaError`s; `error_code_for(exc)` (from `protocol.errors`, the
+one mapper) answers any exception raised while serving a request with its code: protocol,
+storage and broker errors carry `error_code`; anything else is UNKNOWN_SERVER_ERROR (and is
+logged by the caller).
 """
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError, error_code_for
+
+__all__ = ["BrokerError", "error_code_for"]
 
 
-class BrokerError(Exception):
-    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+class BrokerError(KafkaError):
+    """A failure of the broker's own rules (not of a request's bytes or of storage)."""
 
 
-def _error(name: str, code: ErrorCode, doc: str) -> type[BrokerError]:
-    return type(name, (BrokerError,), {"error_code": code, "__doc__": doc})
+class UnknownTopicOrPartition(BrokerError):
+    """This broker hosts no replica of the partition."""
+
+    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-UnknownTopicOrPartition = _error(
-    "UnknownTopicOrPartition", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This broker hosts no replica of the partition."
-)
-NotLeaderOrFollower = _error(
-    "NotLeaderOrFollower",
-    ErrorCode.NOT_LEADER_OR_FOLLOWER,
-    "The request needs the leader (or a replica) and this broker is not it.",
-)
-FencedLeaderEpoch = _error(
-    "FencedLeaderEpoch",
-    ErrorCode.FENCED_LEADER_EPOCH,
-    "The request's leader epoch is older than the partition's (KIP-320).",
-)
-UnknownLeaderEpoch = _error(
-    "UnknownLeaderEpoch",
-    ErrorCode.UNKNOWN_LEADER_EPOCH,
-    "The request's leader epoch is newer than the partition's (KIP-320).",
-)
-NotEnoughReplicas = _error(
-    "NotEnoughReplicas", ErrorCode.NOT_ENOUGH_REPLICAS, "acks=-1 and the ISR is smaller than min.insync.replicas."
-)
-NotEnoughReplicasAfterAppend = _error(
-    "NotEnoughReplicasAfterAppend",
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    "The ISR shrank below min.insync.replicas while acks=-1 waited.",
-)
-StaleControllerEpoch = _error(
-    "StaleControllerEpoch",
-    ErrorCode.STALE_CONTROLLER_EPOCH,
-    "A controller request with an older controller epoch than already seen.",
-)
-StaleBrokerEpoch = _error(
-    "StaleBrokerEpoch",
-    ErrorCode.STALE_BROKER_EPOCH,
-    "A controller request addressed to an earlier registration of this broker.",
-)
-OffsetNotAvailable = _error(
-    "OffsetNotAvailable",
-    ErrorCode.OFFSET_NOT_AVAILABLE,
-    "A new leader whose HW has not yet reached its epoch's start offset (KIP-207).",
-)
-PolicyViolation = _error(
-    "PolicyViolation",
-    ErrorCode.POLICY_VIOLATION,
-    "The topic's configuration forbids the request (DeleteRecords on a compact-only topic).",
-)
-RequestTimedOut = _error("RequestTimedOut", ErrorCode.REQUEST_TIMED_OUT, "A delayed operation timed out.")
+class NotLeaderOrFollower(BrokerError):
+    """The request needs the leader (or a replica) and this broker is not it."""
+
+    error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-def error_code_for(exc: BaseException) -> ErrorCode:
-    code = getattr(exc, "error_code", None)
-    return ErrorCode(code) if code is not None else ErrorCode.UNKNOWN_SERVER_ERROR
+class FencedLeaderEpoch(BrokerError):
+    """The request's leader epoch is older than the partition's (KIP-320)."""
+
+    error_code = ErrorCode.FENCED_LEADER_EPOCH
+
+
+class UnknownLeaderEpoch(BrokerError):
+    """The request's leader epoch is newer than the partition's (KIP-320)."""
+
+    error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+class NotEnoughReplicas(BrokerError):
+    """acks=-1 and the ISR is smaller than min.insync.replicas."""
+
+    error_code = ErrorCode.NOT_ENOUGH_REPLICAS
+
+
+class NotEnoughReplicasAfterAppend(BrokerError):
+    """The ISR shrank below min.insync.replicas while acks=-1 waited."""
+
+    error_code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+class StaleControllerEpoch(BrokerError):
+    """A controller request with an older controller epoch than already seen."""
+
+    error_code = ErrorCode.STALE_CONTROLLER_EPOCH
+
+
+class StaleBrokerEpoch(BrokerError):
+    """A controller request addressed to an earlier registration of this broker."""
+
+    error_code = ErrorCode.STALE_BROKER_EPOCH
+
+
+class OffsetNotAvailable(BrokerError):
+    """A new leader whose HW has not yet reached its epoch's start offset (KIP-207)."""
+
+    error_code = ErrorCode.OFFSET_NOT_AVAILABLE
+
+
+class PolicyViolation(BrokerError):
+    """The topic's configuration forbids the request (DeleteRecords on a compact-only topic)."""
+
+    error_code = ErrorCode.POLICY_VIOLATION
+
+
+class RequestTimedOut(BrokerError):
+    """A delayed operation timed out."""
+
+    error_code = ErrorCode.REQUEST_TIMED_OUT

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 INITIAL_EPOCH, FINAL_EPOCH, NO_SESSION = 0, -1, 0
 
@@ -58,10 +58,12 @@ class FetchSession:
     partitions: dict[TopicPartition, _Cached] = field(default_factory=dict)
 
 
-class SessionError(Exception):
+class SessionError(KafkaError):
+    """A fetch session a Fetch cannot use (KIP-227): FETCH_SESSION_ID_NOT_FOUND,
+    INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR."""
+
     def __init__(self, code: ErrorCode):
-        super().__init__(code.name)
-        self.code = code
+        super().__init__(code.name, code)
 
 
 class FetchContext:

@@ -448,7 +448,7 @@ class ReplicaManager:
         try:
             context = self.fetch_sessions.context(body)
         except SessionError as e:
-            return {"error_code": e.code, "session_id": 0, "responses": []}
+            return {"error_code": e.error_code, "session_id": 0, "responses": []}
         any_replica = body.replica_id < 0 and version >= 11
         client_rack = (getattr(body, "rack_id", "") or "") if any_replica else ""
         if self.config["replica.selector.class"] != RACK_AWARE_SELECTOR or client_rack == self.config["broker.rack"]:

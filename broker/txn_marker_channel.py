@@ -28,9 +28,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger(__name__)
-E = ErrorCode
 TopicPartition = tuple[str, int]
-_STOP = {E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED}
+_STOP = {ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED}
 RETRY_BACKOFF_S = 0.1
 
 
@@ -100,7 +99,7 @@ class TransactionMarkerChannel:
             for item in items:
                 await item.done.wait()
                 for tp, code in item.results.items():
-                    if code == E.NONE:
+                    if code == ErrorCode.NONE:
                         remaining.discard(tp)
                     elif code in _STOP:
                         log.warning(

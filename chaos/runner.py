@@ -15,14 +15,11 @@ scenarios (`GROUP_SCENARIOS`) also run a consumer group of two members that comm
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -691,85 +688,3 @@ def special_row(name: str, counts: str, violations, not_live: list[str], what: s
     verdict += ", live" if not not_live else f", NOT LIVE {not_live}"
     print(f"{name:20} {counts}  {verdict}  [{what}]", flush=True)
     return (1 if violations else 0) + (1 if not_live else 0)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="chaos scenarios against a local 3-broker cluster")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument(
-        "--only",
-        action="append",
-        choices=sorted(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO],
-        help="run only these scenarios",
-    )
-    parser.add_argument("--dir", type=Path, default=None, help="keep histories and logs here")
-    args = parser.parse_args(argv)
-    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
-    print(f"chaos seed {seed} (--seed {seed} reproduces this run)")
-    root = args.dir or Path(tempfile.mkdtemp(prefix="minikafka-chaos-"))
-    print(
-        f"{'scenario':20} {'sent':>7} {'acked':>6} {'failed':>6} {'lost':>5} {'dups':>5} {'no leader s':>10} "
-        f"{'heal s':>6}  verdict (safety, liveness)"
-    )
-    failures = 0
-    for name in args.only or list(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO]:
-        if name == "partition-broker" and not iptables_works():
-            print(f"{name:20} skipped: iptables does not work on this machine (needs root and CAP_NET_ADMIN)")
-            continue
-        if name == "disk-full" and not tmpfs_works(root):
-            print(f"{name:20} skipped: a tmpfs cannot be mounted on this machine (needs root)")
-            continue
-        if name == ANALYSIS_SCENARIO:
-            from chaos.analysis import run_analysis_scenario
-
-            analysis, what = trio.run(run_analysis_scenario, seed, root)
-            failures += special_row(
-                name,
-                f"transactions {analysis.transactions}, acknowledged {analysis.acknowledged}, final read "
-                f"{analysis.final_records}: {analysis.line()}",
-                {c: n for c, n in analysis.counts.items() if n},
-                analysis.liveness.violations(),
-                f"{what}; {analysis.liveness.summary()}",
-            )
-            continue
-        if name == EOS_SCENARIO:
-            from chaos.eos import run_eos_scenario
-
-            eos_report, what = run_eos_scenario(seed, root)
-            failures += special_row(
-                name,
-                f"counted in {eos_report.took_s:.1f} s, restarts {len(eos_report.restarts)}",
-                eos_report.problems,
-                [] if eos_report.live else ["the job did not finish in time"],
-                what,
-            )
-            continue
-        if name == TXN_SCENARIO:
-            from chaos.transactions import run_txn_scenario
-
-            txn_report, what = trio.run(run_txn_scenario, seed, root)
-            live = txn_report.liveness
-            decided = "-" if live.txn_s is None else f"{live.txn_s:.1f}"
-            failures += special_row(
-                name,
-                f"committed {txn_report.committed}, aborted {txn_report.aborted}, unknown {txn_report.unknown}, "
-                f"visible {txn_report.records_visible}",
-                txn_report.violations(),
-                live.violations(),
-                f"{what}; {live.summary()}; open transactions decided {decided} s after the producers stopped",
-            )
-            continue
-        report, what = trio.run(run_scenario, name, seed, root)
-        print(format_row(name, report, what), flush=True)
-        expected_loss = name == "unclean-election"
-        if not report.ok and not expected_loss:
-            failures += 1
-        if report.liveness is not None and not report.liveness.ok:
-            failures += 1
-    if args.dir is None:
-        shutil.rmtree(root, ignore_errors=True)
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

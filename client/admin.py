@@ -111,7 +111,7 @@ async def delete_records(cluster: Cluster, offsets: dict[TopicPartition, int]) -
         try:
             results[tp] = await cluster.retry(attempt, "DeleteRecords")
         except KafkaError as e:
-            results[tp] = (-1, e.code)
+            results[tp] = (-1, e.error_code)
     return results
 
 

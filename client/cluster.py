@@ -22,22 +22,23 @@ import trio
 from client.connection import Connection, ConnectionClosed, unwrap_single
 from protocol.api_keys import ApiKey
 from protocol.errors import RETRIABLE, ErrorCode
+from protocol.errors import KafkaError as BaseKafkaError
 from security.config import ClientSecurity
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class KafkaError(Exception):
-    """A Kafka error code answered by a broker (`code`), with where it happened."""
+class KafkaError(BaseKafkaError):
+    """A Kafka error code answered by a broker (`error_code`), with where it happened."""
 
     def __init__(self, code: int, where: str = ""):
-        self.code = ErrorCode(code)
-        super().__init__(f"{self.code.name}{f' ({where})' if where else ''}")
+        name = ErrorCode(code).name
+        super().__init__(f"{name}{f' ({where})' if where else ''}", code)
 
     @property
     def retriable(self) -> bool:
-        return self.code in RETRIABLE
+        return self.error_code in RETRIABLE
 
 
 def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:

@@ -422,7 +422,7 @@ class Producer:
             delivery._complete(None, error, now)
         self._release(batch)
         if self.txn is not None:  # the transaction can only be aborted now (Kafka: abortable error)
-            if error.code in FATAL:
+            if error.error_code in FATAL:
                 self.txn.fatal = self.txn.fatal or error
             self.txn.abortable = self.txn.abortable or error
         elif self.idempotent:

@@ -71,7 +71,7 @@ class TransactionManager:
         try:
             return await self.cluster.retry(attempt, ApiKey(api_key).name)
         except KafkaError as e:
-            if e.code in FATAL:
+            if e.error_code in FATAL:
                 self.fatal = e
             raise
 

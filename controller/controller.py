@@ -531,7 +531,7 @@ class KafkaController:
                 if not body.validate_only:
                     await self._add_partitions(t.name, added)
             except TopicError as e:
-                result.update(error_code=e.code, error_message=str(e))
+                result.update(error_code=e.error_code, error_message=str(e))
             results.append(result)
         return results
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 
 from controller.assignment import InvalidReplicationFactor, assign_replicas
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_names import InvalidTopic, validate_topic_name
 from storage.config import validate_topic_config
 from zk import znodes
@@ -21,10 +21,12 @@ from zk.client import NodeExistsError, ZkClient
 MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
-class TopicError(Exception):
+class TopicError(KafkaError):
+    """A topic a CreateTopics / CreatePartitions / DeleteTopics cannot take, with its code
+    (TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, POLICY_VIOLATION, ...)."""
+
     def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = ErrorCode(code)
+        super().__init__(message, code)
 
 
 def validate_name(name: str) -> None:

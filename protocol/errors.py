@@ -173,7 +173,27 @@ RETRIABLE = frozenset(
 )
 
 
-class ProtocolError(Exception):
+class KafkaError(Exception):
+    """Base of every failure answered with a Kafka error code, on either side of the wire:
+    `error_code` is the code (a class attribute of each subclass, or given per instance when
+    one class stands for several codes, as a topic or resource validation does). The broker's
+    one mapper from an exception to a code is `error_code_for`."""
+
+    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str = "", error_code: ErrorCode | int | None = None):
+        super().__init__(message)
+        if error_code is not None:
+            self.error_code = ErrorCode(error_code)
+
+
+def error_code_for(exc: BaseException) -> ErrorCode:
+    """The Kafka error code an exception is answered with: a KafkaError's own, anything else
+    UNKNOWN_SERVER_ERROR (the caller logs those: they are bugs)."""
+    return exc.error_code if isinstance(exc, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class ProtocolError(KafkaError):
     """Base of every decode/encode failure in `protocol/`.
 
     `error_code` is the Kafka error a broker answers with when the failure concerns one request

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 MAX_NAME_LENGTH = 249
 #: Kafka's internal topics (`Topic.INTERNAL_TOPICS`): marked internal in Metadata; their
@@ -19,7 +19,7 @@ INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC})
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 
-class InvalidTopic(ValueError):
+class InvalidTopic(KafkaError, ValueError):
     """A topic name that breaks Kafka's rule; answered with INVALID_TOPIC_EXCEPTION (17)."""
 
     error_code = ErrorCode.INVALID_TOPIC_EXCEPTION

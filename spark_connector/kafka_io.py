@@ -133,7 +133,7 @@ def fetch_range(
                             isolation_level=isolation_level,
                         )
                     except KafkaError as e:
-                        if e.code != ErrorCode.OFFSET_OUT_OF_RANGE:
+                        if e.error_code != ErrorCode.OFFSET_OUT_OF_RANGE:
                             raise
                         log_start = await list_offset(cluster, topic, partition, EARLIEST)
                         if log_start <= position:

@@ -1,9 +1,9 @@
 """Storage errors, each mapped to the Kafka error code a broker answers with."""
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 
-class StorageError(Exception):
+class StorageError(KafkaError):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 

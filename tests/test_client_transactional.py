@@ -55,6 +55,6 @@ async def test_a_newer_producer_fences_the_older_and_aborts_its_open_transaction
                 await new.commit_transaction()
                 with pytest.raises(KafkaError) as fenced:
                     await old.commit_transaction()
-                assert fenced.value.code in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH)
+                assert fenced.value.error_code in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH)
     committed = await trio.to_thread.run_sync(lambda: consume_all(broker.bootstrap, "fz", "read_committed", 1))
     assert [v for _, v in committed] == [b"fresh"]

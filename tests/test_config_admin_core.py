@@ -130,13 +130,13 @@ def test_incremental_operations():
     }
     with pytest.raises(ConfigOpError, match="append is not allowed for config key: retention.ms") as e:
         apply_incremental(TOPIC, {}, [("retention.ms", APPEND, "1")])
-    assert e.value.code == ErrorCode.INVALID_CONFIG
+    assert e.value.error_code == ErrorCode.INVALID_CONFIG
     with pytest.raises(ConfigOpError, match="duplicate") as e:
         apply_incremental(TOPIC, {}, [("retention.ms", SET, "1"), ("retention.ms", DELETE, None)])
-    assert e.value.code == ErrorCode.INVALID_REQUEST
+    assert e.value.error_code == ErrorCode.INVALID_REQUEST
     with pytest.raises(ConfigOpError, match="Null value") as e:
         apply_incremental(TOPIC, {}, [("retention.ms", SET, None)])
-    assert e.value.code == ErrorCode.INVALID_REQUEST
+    assert e.value.error_code == ErrorCode.INVALID_REQUEST
     with pytest.raises(ConfigOpError, match="Unknown alter config operation"):
         apply_incremental(TOPIC, {}, [("retention.ms", 7, "1")])
 

@@ -64,7 +64,7 @@ def test_session_errors_and_closing():
     ]:
         with pytest.raises(SessionError) as err:
             cache.context(body)
-        assert err.value.code == code
+        assert err.value.error_code == code
     assert cache.context(fetch_body(sid, 1)).session_id == sid  # the failed ones did not advance it
     closing = cache.context(fetch_body(sid, -1, [("a", 0, 3)]))  # FINAL_EPOCH: closed, served without a session
     assert closing.session_id == 0 and read_set(closing) == {("a", 0): 3}

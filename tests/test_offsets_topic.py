@@ -26,7 +26,7 @@ async def test_too_few_brokers_for_the_replication_factor(start_broker, zk):
     for _ in range(3):
         with pytest.raises(KafkaError) as e:
             await find(broker.bootstrap)
-        assert e.value.code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert e.value.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
         await trio.sleep(0.3)
     assert zk.exists("/brokers/topics/__consumer_offsets") is None
 
@@ -40,7 +40,7 @@ async def test_created_on_first_need_internal_and_compacted(start_broker, zk):
                     conn = await coordinator_connection(cluster, "g")
                     break
                 except KafkaError as e:
-                    assert e.code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    assert e.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
                     await trio.sleep(0.2)
         assert conn.port == broker.port
         r = await conn.request(ApiKey.METADATA, {"topics": None}, version=12)
@@ -90,6 +90,6 @@ async def test_consumer_offsets_is_compacted_and_reloads_the_latest_commits(star
                     got = await committed_offsets(cluster, "g")
                     break
                 except KafkaError as e:
-                    assert e.code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                    assert e.error_code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                     await trio.sleep(0.2)
     assert got == {("t", p): 99_990 + p for p in range(10)}

@@ -35,7 +35,7 @@ def test_new_partitions_continue_the_placement():
 def test_new_partitions_refused(count, manual, live, code):
     with pytest.raises(TopicError) as e:
         plan_new_partitions("t", {0: [1, 2], 1: [2, 3], 2: [3, 1]}, count, manual, live)
-    assert e.value.code == code
+    assert e.value.error_code == code
 
 
 def test_reassignment_plan():

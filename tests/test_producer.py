@@ -69,7 +69,7 @@ async def test_a_batch_failing_for_good_does_not_block_the_ones_after_it(start_b
             big = await producer.send("f", b"x" * 5000, partition=0)
             small2 = await producer.send("f", b"b", partition=0)
             await producer.flush()
-    assert big.error is not None and big.error.code == ErrorCode.MESSAGE_TOO_LARGE
+    assert big.error is not None and big.error.error_code == ErrorCode.MESSAGE_TOO_LARGE
     assert (small1.metadata.offset, small2.metadata.offset) == (0, 1)  # accepted after the epoch bump
     assert [v for _, v in records_in(broker, "f", 0)] == [b"a", b"b"]
 

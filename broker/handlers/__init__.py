@@ -39,7 +39,7 @@ from broker.server import Handler, InlineHandler
 from protocol.api import SCHEMAS
 
 HANDLERS: dict[int, Handler] = {
-    api_versions.API_KEY: api_versions.handle,
+    api_versions.API_KEY: api_versions.handler_for(lambda: advertised_api_versions()),
     metadata.API_KEY: metadata.handle,
     produce.API_KEY: produce.handle,
     fetch.API_KEY: fetch.handle,

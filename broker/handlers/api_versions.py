@@ -4,13 +4,19 @@ A request at a version above 3 never reaches this handler: the server answers it
 response carrying UNSUPPORTED_VERSION and the same list, so newer clients downgrade.
 """
 
+from collections.abc import Callable
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.API_VERSIONS
 
 
-async def handle(ctx, request):
-    from broker.handlers import advertised_api_versions
+def handler_for(advertised: Callable[[], list[dict]]):
+    """The ApiVersions handler answering `advertised()` (the handler table's served APIs and
+    versions: `broker.handlers.advertised_api_versions`, which this module does not import)."""
 
-    return {"error_code": ErrorCode.NONE, "api_keys": advertised_api_versions(), "throttle_time_ms": 0}
+    async def handle(ctx, request) -> dict:
+        return {"error_code": ErrorCode.NONE, "api_keys": advertised(), "throttle_time_ms": 0}
+
+    return handle

@@ -21,7 +21,7 @@ from broker.config_ops import BROKER, TOPIC, ConfigOpError, apply_incremental, r
 from broker.dynamic_config import DEFAULT_ENTITY
 from broker.server import Handler
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_names import INTERNAL_TOPICS, is_valid_topic_name
 from storage.config import parse_topic_config
 from storage.topic_configs import TopicConfigs
@@ -30,10 +30,11 @@ from zk import admin, znodes
 _TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER"}
 
 
-class ResourceError(Exception):
+class ResourceError(KafkaError):
+    """A config resource a DescribeConfigs / AlterConfigs cannot serve, with its code."""
+
     def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code)
 
 
 def _authorize(ctx, request, resource, operation: Op) -> None:
@@ -130,7 +131,7 @@ async def describe_configs(ctx, request):
             _authorize(ctx, request, resource, Op.DESCRIBE_CONFIGS)
             entries = await _describe_one(ctx, resource)
         except ResourceError as e:
-            result.update(error_code=e.code, error_message=str(e))
+            result.update(error_code=e.error_code, error_message=str(e))
         else:
             result["configs"] = [_for_version(e, version, include_synonyms, include_docs) for e in entries]
         results.append(result)
@@ -155,7 +156,7 @@ async def _alter_one(ctx, resource, validate_only: bool, incremental: bool) -> N
         else:
             new = replace_all([(c.name, c.value) for c in resource.configs])
     except ConfigOpError as e:
-        raise ResourceError(e.code, str(e)) from None
+        raise ResourceError(e.error_code, str(e)) from None
     try:
         if rtype == TOPIC:
             parse_topic_config(new, internal=name in INTERNAL_TOPICS)
@@ -180,7 +181,7 @@ async def _alter(ctx, request, incremental: bool):
             _authorize(ctx, request, resource, Op.ALTER_CONFIGS)
             await _alter_one(ctx, resource, body.validate_only, incremental)
         except ResourceError as e:
-            code, message = e.code, str(e)
+            code, message = e.error_code, str(e)
         responses.append(
             {
                 "error_code": code,

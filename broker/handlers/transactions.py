@@ -20,11 +20,9 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.topic_names import GROUP_METADATA_TOPIC
 
-E = ErrorCode
-
 
 def _compat(error: ErrorCode, version: int) -> ErrorCode:
-    return E.INVALID_PRODUCER_EPOCH if error == E.PRODUCER_FENCED and version < 2 else error
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED and version < 2 else error
 
 
 async def add_partitions(ctx, request):
@@ -33,13 +31,19 @@ async def add_partitions(ctx, request):
     unknown = {tp for tp in wanted if ctx.metadata_cache.get_partition(*tp) is None}
     refused = {tp for tp in wanted if not allowed(ctx, request, Op.WRITE, Resource.TOPIC, tp[0])}
     if not allowed(ctx, request, Op.WRITE, Resource.TRANSACTIONAL_ID, body.v3_and_below_transactional_id):
-        errors = dict.fromkeys(wanted, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        errors = dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif refused:
-        errors = {tp: E.TOPIC_AUTHORIZATION_FAILED if tp in refused else E.OPERATION_NOT_ATTEMPTED for tp in wanted}
+        errors = {
+            tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp in refused else ErrorCode.OPERATION_NOT_ATTEMPTED
+            for tp in wanted
+        }
     elif ctx.txn_coordinator is None:
-        errors = dict.fromkeys(wanted, E.COORDINATOR_NOT_AVAILABLE)
+        errors = dict.fromkeys(wanted, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     elif unknown:
-        errors = {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED for tp in wanted}
+        errors = {
+            tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+            for tp in wanted
+        }
     else:
         error = await ctx.txn_coordinator.add_partitions(
             body.v3_and_below_transactional_id,
@@ -60,11 +64,11 @@ async def add_partitions(ctx, request):
 async def add_offsets(ctx, request):
     body = request.body
     if not allowed(ctx, request, Op.WRITE, Resource.TRANSACTIONAL_ID, body.transactional_id):
-        return {"throttle_time_ms": 0, "error_code": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     if not allowed(ctx, request, Op.READ, Resource.GROUP, body.group_id):
-        return {"throttle_time_ms": 0, "error_code": E.GROUP_AUTHORIZATION_FAILED}
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     if ctx.txn_coordinator is None or ctx.group_coordinator is None:
-        return {"throttle_time_ms": 0, "error_code": E.COORDINATOR_NOT_AVAILABLE}
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
     partition = ctx.group_coordinator.manager.partition_for(body.group_id)
     error = await ctx.txn_coordinator.add_partitions(
         body.transactional_id, body.producer_id, body.producer_epoch, {(GROUP_METADATA_TOPIC, partition)}
@@ -75,9 +79,9 @@ async def add_offsets(ctx, request):
 async def end_txn(ctx, request):
     body = request.body
     if not allowed(ctx, request, Op.WRITE, Resource.TRANSACTIONAL_ID, body.transactional_id):
-        return {"throttle_time_ms": 0, "error_code": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     if ctx.txn_coordinator is None:
-        return {"throttle_time_ms": 0, "error_code": E.COORDINATOR_NOT_AVAILABLE}
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
     error = await ctx.txn_coordinator.end_txn(
         body.transactional_id, body.producer_id, body.producer_epoch, body.committed
     )

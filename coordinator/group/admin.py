@@ -11,8 +11,6 @@ from coordinator.group.manager import GroupMetadataManager
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-S = GroupState
-E = ErrorCode
 
 
 class GroupAdminOperations:
@@ -29,13 +27,13 @@ class GroupAdminOperations:
     def list_groups(self, states: list[str], types: list[str]) -> tuple[ErrorCode, list[dict]]:
         """ListGroups (key 16): this coordinator's groups, filtered by state (v4) and type (v5:
         all groups here are "classic"); COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
-        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.manager.loading else E.NONE
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.manager.loading else ErrorCode.NONE
         wanted_states = {s.lower() for s in states}
         if types and "classic" not in {t.lower() for t in types}:
             return error, []
         out = []
         for g in sorted(self.manager.groups.values(), key=lambda g: g.group_id):
-            if g.is_in(S.DEAD) or (wanted_states and g.state.value.lower() not in wanted_states):
+            if g.is_in(GroupState.DEAD) or (wanted_states and g.state.value.lower() not in wanted_states):
                 continue
             out.append(
                 {
@@ -50,20 +48,20 @@ class GroupAdminOperations:
     def describe_group(self, group_id: str) -> dict:
         """One group of a DescribeGroups (key 15) response; an unknown group is Dead, as Kafka."""
         error = self.group_error(group_id, allow_empty=True)
-        group = self._live_group(group_id) if error == E.NONE else None
+        group = self._live_group(group_id) if error == ErrorCode.NONE else None
         if group is None:
             return {
                 "error_code": error,
                 "group_id": group_id,
-                "group_state": S.DEAD.value,
+                "group_state": GroupState.DEAD.value,
                 "protocol_type": "",
                 "protocol_data": "",
                 "members": [],
                 "authorized_operations": -2147483648,
             }
-        stable = group.is_in(S.STABLE)
+        stable = group.is_in(GroupState.STABLE)
         return {
-            "error_code": E.NONE,
+            "error_code": ErrorCode.NONE,
             "group_id": group_id,
             "group_state": group.state.value,
             "protocol_type": group.protocol_type or "",
@@ -86,20 +84,20 @@ class GroupAdminOperations:
         """DeleteGroups (key 42) for one group: only an Empty group is deleted (its metadata and
         offsets tombstoned); NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND when unknown."""
         error = self.group_error(group_id, allow_empty=True)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error
         group = self._live_group(group_id)
-        if group is None or group.is_in(S.DEAD):
-            return E.GROUP_ID_NOT_FOUND
-        if not group.is_in(S.EMPTY):
-            return E.NON_EMPTY_GROUP
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if not group.is_in(GroupState.EMPTY):
+            return ErrorCode.NON_EMPTY_GROUP
         entries = [(records.offset_key(group_id, t, p), None) for t, p in group.offsets]
         entries.append((records.group_key(group_id), None))
         error, _ = await self.manager.append(group_id, entries)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error
-        if self._live_group(group_id) is group and group.is_in(S.EMPTY):
-            group.transition_to(S.DEAD)
+        if self._live_group(group_id) is group and group.is_in(GroupState.EMPTY):
+            group.transition_to(GroupState.DEAD)
             del self.manager.groups[group_id]
         log.info("group %s deleted", group_id)
-        return E.NONE
+        return ErrorCode.NONE

@@ -34,8 +34,6 @@ from coordinator.runtime import PartitionLog
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-S = GroupState
-E = ErrorCode
 SWEEP_INTERVAL_S = 0.1
 
 
@@ -61,7 +59,7 @@ class _Rebalance:
     """The task that ends a group's PreparingRebalance."""
 
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    poked: trio.Event = field(default_factory=trio.Event)
+    member_joined: trio.Event = field(default_factory=trio.Event)  # set when a member joins or leaves
 
 
 @dataclass(frozen=True)
@@ -85,10 +83,10 @@ def join_result(member_id: str, error: ErrorCode, group: GroupMetadata | None = 
     """A JoinGroup response body (v0-9 field names)."""
     return {
         "error_code": error,
-        "generation_id": group.generation_id if group and error == E.NONE else -1,
-        "protocol_type": group.protocol_type if group and error == E.NONE else None,
-        "protocol_name": (group.protocol_name or "") if group and error == E.NONE else "",
-        "leader": (group.leader_id or "") if group and error == E.NONE else "",
+        "generation_id": group.generation_id if group and error == ErrorCode.NONE else -1,
+        "protocol_type": group.protocol_type if group and error == ErrorCode.NONE else None,
+        "protocol_name": (group.protocol_name or "") if group and error == ErrorCode.NONE else "",
+        "leader": (group.leader_id or "") if group and error == ErrorCode.NONE else "",
         "skip_assignment": False,
         "member_id": member_id,
         "members": list(members),
@@ -98,8 +96,8 @@ def join_result(member_id: str, error: ErrorCode, group: GroupMetadata | None = 
 def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment: bytes = b"") -> dict:
     return {
         "error_code": error,
-        "protocol_type": group.protocol_type if group and error == E.NONE else None,
-        "protocol_name": group.protocol_name if group and error == E.NONE else None,
+        "protocol_type": group.protocol_type if group and error == ErrorCode.NONE else None,
+        "protocol_name": group.protocol_name if group and error == ErrorCode.NONE else None,
         "assignment": assignment,
     }
 
@@ -148,8 +146,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
     def _groups_unloaded(self, groups: list[GroupMetadata]) -> None:
         """Groups a resignation removed: their waiting members are answered NOT_COORDINATOR."""
         for group in groups:
-            self._fail_waiters(group, E.NOT_COORDINATOR)
-            group.state = S.DEAD
+            self._fail_waiters(group, ErrorCode.NOT_COORDINATOR)
+            group.state = GroupState.DEAD
 
     def _fail_waiters(self, group: GroupMetadata, error: ErrorCode) -> None:
         rebalance = self._rebalances.pop(group.group_id, None)
@@ -178,7 +176,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         """Kafka's `validateGroupStatus`: INVALID_GROUP_ID (null, or empty for the membership
         APIs), then NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS."""
         if group_id is None or (group_id == "" and not allow_empty):
-            return E.INVALID_GROUP_ID
+            return ErrorCode.INVALID_GROUP_ID
         return self.manager.coordinator_error(group_id)
 
     def _live_group(self, group_id: str) -> GroupMetadata | None:
@@ -190,21 +188,21 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
     # ---- JoinGroup -----------------------------------------------------------------------------
     async def join_group(self, req: JoinRequest) -> dict:
         error = self.group_error(req.group_id)
-        if error == E.NONE and not (
+        if error == ErrorCode.NONE and not (
             self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms
         ):
-            error = E.INVALID_SESSION_TIMEOUT
-        if error != E.NONE:
+            error = ErrorCode.INVALID_SESSION_TIMEOUT
+        if error != ErrorCode.NONE:
             return join_result(req.member_id, error)
         group = self._live_group(req.group_id)
         if group is None:
             if req.member_id:
-                return join_result(req.member_id, E.UNKNOWN_MEMBER_ID)
+                return join_result(req.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
             group = self.manager.groups[req.group_id] = GroupMetadata(req.group_id)
-        if group.is_in(S.DEAD):
-            return join_result(req.member_id, E.COORDINATOR_NOT_AVAILABLE)
+        if group.is_in(GroupState.DEAD):
+            return join_result(req.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
-            return join_result(req.member_id, E.INCONSISTENT_GROUP_PROTOCOL)
+            return join_result(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if not req.member_id:
             return await self._join_unknown_member(group, req)
         return await self._join_known_member(group, req)
@@ -218,11 +216,11 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         if old_id is not None and group.has(old_id):
             return await self._replace_static_member(group, req, old_id, new_id)
         if not self._accepts_new_member(group):
-            return join_result(req.member_id, E.GROUP_MAX_SIZE_REACHED)
+            return join_result(req.member_id, ErrorCode.GROUP_MAX_SIZE_REACHED)
         if req.require_known_member_id and req.group_instance_id is None:
             group.pending_members.add(new_id)
             self._pending_deadlines[(group.group_id, new_id)] = self.now_ms() + req.session_timeout_ms
-            return join_result(new_id, E.MEMBER_ID_REQUIRED)
+            return join_result(new_id, ErrorCode.MEMBER_ID_REQUIRED)
         return await self._add_member_and_rebalance(group, req, new_id)
 
     async def _join_known_member(self, group: GroupMetadata, req: JoinRequest) -> dict:
@@ -231,24 +229,24 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
             self._pending_deadlines.pop((group.group_id, member_id), None)
             if not self._accepts_new_member(group):
                 group.pending_members.discard(member_id)
-                return join_result(member_id, E.GROUP_MAX_SIZE_REACHED)
+                return join_result(member_id, ErrorCode.GROUP_MAX_SIZE_REACHED)
             return await self._add_member_and_rebalance(group, req, member_id)
         if group.is_static_member_fenced(member_id, req.group_instance_id):
-            return join_result(member_id, E.FENCED_INSTANCE_ID)
+            return join_result(member_id, ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(member_id)
-        if member is None or group.is_in(S.EMPTY, S.DEAD):
-            return join_result(member_id, E.UNKNOWN_MEMBER_ID)
-        if group.is_in(S.COMPLETING_REBALANCE) and member.matches(req.protocols):
+        if member is None or group.is_in(GroupState.EMPTY, GroupState.DEAD):
+            return join_result(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_in(GroupState.COMPLETING_REBALANCE) and member.matches(req.protocols):
             self._touch(member)
             return self._current_generation(group, member_id)
-        if group.is_in(S.STABLE) and not group.is_leader(member_id) and member.matches(req.protocols):
+        if group.is_in(GroupState.STABLE) and not group.is_leader(member_id) and member.matches(req.protocols):
             self._touch(member)
             return self._current_generation(group, member_id)
         return await self._update_member_and_rebalance(group, member, req)
 
     def _current_generation(self, group: GroupMetadata, member_id: str) -> dict:
         members = self._member_list(group) if group.is_leader(member_id) else []
-        return join_result(member_id, E.NONE, group, members)
+        return join_result(member_id, ErrorCode.NONE, group, members)
 
     @staticmethod
     def _member_list(group: GroupMetadata) -> list[dict]:
@@ -276,21 +274,23 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         reply = member.join_waiter = Reply()
         self._touch(member)
         group.add(member)
-        if group.is_in(S.PREPARING_REBALANCE) and group.generation_id == 0:
+        if group.is_in(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
             group.new_member_added = True
         self._maybe_prepare_rebalance(group, f"adding member {member_id}")
-        self._poke(group)
+        self._recheck_join(group)
         return await reply.wait()
 
     async def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata, req: JoinRequest):
         member.protocols = list(req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
-        self._answer_join(member, join_result(member.member_id, E.REBALANCE_IN_PROGRESS))  # a repeated JoinGroup
+        self._answer_join(
+            member, join_result(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS)
+        )  # a repeated JoinGroup
         reply = member.join_waiter = Reply()
         self._touch(member)
         self._maybe_prepare_rebalance(group, f"updating metadata of member {member.member_id}")
-        self._poke(group)
+        self._recheck_join(group)
         return await reply.wait()
 
     async def _replace_static_member(self, group: GroupMetadata, req: JoinRequest, old_id: str, new_id: str):
@@ -298,26 +298,26 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         with unchanged protocols it gets its old assignment without a rebalance (the new id is
         stored first); otherwise it rejoins through a rebalance."""
         old = group.members[old_id]
-        self._answer_join(old, join_result(old_id, E.FENCED_INSTANCE_ID))
-        self._answer_sync(old, sync_result(E.FENCED_INSTANCE_ID))
+        self._answer_join(old, join_result(old_id, ErrorCode.FENCED_INSTANCE_ID))
+        self._answer_sync(old, sync_result(ErrorCode.FENCED_INSTANCE_ID))
         old_protocols = old.protocols
         member = group.replace_static_member(req.group_instance_id or "", old_id, new_id)
         member.client_id, member.client_host = req.client_id, req.client_host
         member.session_timeout_ms, member.rebalance_timeout_ms = req.session_timeout_ms, req.rebalance_timeout_ms
         self._touch(member)
-        if group.is_in(S.STABLE) and old_protocols == req.protocols:
+        if group.is_in(GroupState.STABLE) and old_protocols == req.protocols:
             generation = group.generation_id
             error, _ = await self.manager.append(
                 group.group_id,
                 [(records.group_key(group.group_id), records.group_value(group.stored()))],
                 group_metadata=True,
             )
-            if error != E.NONE:
+            if error != ErrorCode.NONE:
                 if self._live_group(group.group_id) is group and group.has(new_id):
                     group.replace_static_member(req.group_instance_id or "", new_id, old_id)
                 return join_result("", error)
             if self._live_group(group.group_id) is not group or group.generation_id != generation:
-                return join_result(new_id, E.REBALANCE_IN_PROGRESS)
+                return join_result(new_id, ErrorCode.REBALANCE_IN_PROGRESS)
             return self._current_generation(group, new_id)
         return await self._update_member_and_rebalance(group, member, req)
 
@@ -327,20 +327,20 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
             self._prepare_rebalance(group, reason)
 
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
-        if group.is_in(S.COMPLETING_REBALANCE):
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
             for m in group.members.values():
-                self._answer_sync(m, sync_result(E.REBALANCE_IN_PROGRESS))
-        initial = group.is_in(S.EMPTY)
-        group.transition_to(S.PREPARING_REBALANCE, self.wall_clock_ms())
+                self._answer_sync(m, sync_result(ErrorCode.REBALANCE_IN_PROGRESS))
+        initial = group.is_in(GroupState.EMPTY)
+        group.transition_to(GroupState.PREPARING_REBALANCE, self.wall_clock_ms())
         log.info("preparing to rebalance group %s in generation %d (%s)", group.group_id, group.generation_id, reason)
         rebalance = self._rebalances[group.group_id] = _Rebalance()
         assert self._nursery is not None, "the coordinator runs"
         self._nursery.start_soon(self._run_rebalance, group, rebalance, initial)
 
-    def _poke(self, group: GroupMetadata) -> None:
+    def _recheck_join(self, group: GroupMetadata) -> None:
         rebalance = self._rebalances.get(group.group_id)
         if rebalance is not None:
-            rebalance.poked.set()
+            rebalance.member_joined.set()
 
     async def _run_rebalance(self, group: GroupMetadata, rebalance: _Rebalance, initial: bool) -> None:
         with rebalance.scope:
@@ -359,9 +359,9 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
                     remaining -= delay
             deadline = trio.current_time() + rebalance_timeout / 1000
             while not group.has_all_members_joined():
-                rebalance.poked = trio.Event()
+                rebalance.member_joined = trio.Event()
                 with trio.move_on_at(deadline):
-                    await rebalance.poked.wait()
+                    await rebalance.member_joined.wait()
                 if trio.current_time() >= deadline:
                     break
             if self._rebalances.get(group.group_id) is rebalance:
@@ -372,7 +372,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         """Kafka's onCompleteJoin: dynamic members that did not rejoin are dropped (static ones stay
         until their session expires); the next generation starts, or the group becomes Empty (and
         that is stored)."""
-        if self._live_group(group.group_id) is not group or not group.is_in(S.PREPARING_REBALANCE):
+        if self._live_group(group.group_id) is not group or not group.is_in(GroupState.PREPARING_REBALANCE):
             return
         for m in group.not_yet_rejoined():
             if m.group_instance_id is not None:
@@ -402,7 +402,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         for m in group.members.values():
             self._touch(m)
             self._answer_join(
-                m, join_result(m.member_id, E.NONE, group, members if group.is_leader(m.member_id) else [])
+                m, join_result(m.member_id, ErrorCode.NONE, group, members if group.is_leader(m.member_id) else [])
             )
 
     # ---- SyncGroup -----------------------------------------------------------------------------
@@ -419,31 +419,31 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         """SyncGroup (key 14): the leader's `assignments` {member id: bytes} are stored with the
         group before any member is answered."""
         error = self.group_error(group_id)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return sync_result(error)
         group = self._live_group(group_id)
         if group is None:
-            return sync_result(E.UNKNOWN_MEMBER_ID)
+            return sync_result(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_static_member_fenced(member_id, group_instance_id):
-            return sync_result(E.FENCED_INSTANCE_ID)
+            return sync_result(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(member_id)
-        if group.is_in(S.DEAD):
-            return sync_result(E.COORDINATOR_NOT_AVAILABLE)
-        if member is None or group.is_in(S.EMPTY):
-            return sync_result(E.UNKNOWN_MEMBER_ID)
+        if group.is_in(GroupState.DEAD):
+            return sync_result(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if member is None or group.is_in(GroupState.EMPTY):
+            return sync_result(ErrorCode.UNKNOWN_MEMBER_ID)
         if generation_id != group.generation_id:
-            return sync_result(E.ILLEGAL_GENERATION)
+            return sync_result(ErrorCode.ILLEGAL_GENERATION)
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
             protocol_name is not None and protocol_name != group.protocol_name
         ):
-            return sync_result(E.INCONSISTENT_GROUP_PROTOCOL)
-        if group.is_in(S.PREPARING_REBALANCE):
-            return sync_result(E.REBALANCE_IN_PROGRESS)
+            return sync_result(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return sync_result(ErrorCode.REBALANCE_IN_PROGRESS)
         self._touch(member)
-        if group.is_in(S.STABLE):
-            return sync_result(E.NONE, group, member.assignment)
+        if group.is_in(GroupState.STABLE):
+            return sync_result(ErrorCode.NONE, group, member.assignment)
         # CompletingRebalance
-        self._answer_sync(member, sync_result(E.REBALANCE_IN_PROGRESS))  # a repeated SyncGroup
+        self._answer_sync(member, sync_result(ErrorCode.REBALANCE_IN_PROGRESS))  # a repeated SyncGroup
         reply = member.sync_waiter = Reply()
         if group.is_leader(member_id):
             full = {m: assignments.get(m, b"") for m in group.members}
@@ -452,10 +452,10 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
             )
             if (
                 self._live_group(group_id) is group
-                and group.is_in(S.COMPLETING_REBALANCE)
+                and group.is_in(GroupState.COMPLETING_REBALANCE)
                 and group.generation_id == generation_id
             ):
-                if error != E.NONE:
+                if error != ErrorCode.NONE:
                     for m in group.members.values():
                         self._answer_sync(m, sync_result(error))
                     self._maybe_prepare_rebalance(group, f"storing the assignment failed: {error.name}")
@@ -463,9 +463,9 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
                     for m in group.members.values():
                         m.assignment = full[m.member_id]
                         if m.sync_waiter is not None:
-                            self._answer_sync(m, sync_result(E.NONE, group, m.assignment))
+                            self._answer_sync(m, sync_result(ErrorCode.NONE, group, m.assignment))
                             self._touch(m)
-                    group.transition_to(S.STABLE, self.wall_clock_ms())
+                    group.transition_to(GroupState.STABLE, self.wall_clock_ms())
                     log.info("group %s: generation %d is stable", group_id, generation_id)
         return await reply.wait()
 
@@ -473,68 +473,68 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode:
         """Heartbeat (key 12): NONE, REBALANCE_IN_PROGRESS (rejoin), or the member's error."""
         error = self.group_error(group_id)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error
         group = self._live_group(group_id)
         if group is None:
-            return E.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_static_member_fenced(member_id, group_instance_id):
-            return E.FENCED_INSTANCE_ID
-        if group.is_in(S.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.FENCED_INSTANCE_ID
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         member = group.members.get(member_id)
-        if member is None or group.is_in(S.EMPTY):
-            return E.UNKNOWN_MEMBER_ID
+        if member is None or group.is_in(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
-            return E.ILLEGAL_GENERATION
+            return ErrorCode.ILLEGAL_GENERATION
         self._touch(member)
-        return E.REBALANCE_IN_PROGRESS if group.is_in(S.PREPARING_REBALANCE) else E.NONE
+        return ErrorCode.REBALANCE_IN_PROGRESS if group.is_in(GroupState.PREPARING_REBALANCE) else ErrorCode.NONE
 
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
         """LeaveGroup (key 13): `leaving` [(member id, group instance id)]; (group error, one
         error per member)."""
         error = self.group_error(group_id)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error, [error] * len(leaving)
         group = self._live_group(group_id)
         if group is None:
-            return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(leaving)
-        if group.is_in(S.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE, [E.COORDINATOR_NOT_AVAILABLE] * len(leaving)
+            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(leaving)
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(leaving)
         results = []
         for member_id, instance_id in leaving:
             if instance_id is not None:
                 current = group.static_member_id(instance_id)
                 if current is None:
-                    results.append(E.UNKNOWN_MEMBER_ID)
+                    results.append(ErrorCode.UNKNOWN_MEMBER_ID)
                     continue
                 if member_id and member_id != current:
-                    results.append(E.FENCED_INSTANCE_ID)
+                    results.append(ErrorCode.FENCED_INSTANCE_ID)
                     continue
                 member_id = current
             if member_id in group.pending_members:
                 group.pending_members.discard(member_id)
                 self._pending_deadlines.pop((group_id, member_id), None)
-                self._poke(group)
-                results.append(E.NONE)
+                self._recheck_join(group)
+                results.append(ErrorCode.NONE)
             elif group.has(member_id):
                 self._remove_member_and_update_group(group, member_id, "the member left")
-                results.append(E.NONE)
+                results.append(ErrorCode.NONE)
             else:
-                results.append(E.UNKNOWN_MEMBER_ID)
-        return E.NONE, results
+                results.append(ErrorCode.UNKNOWN_MEMBER_ID)
+        return ErrorCode.NONE, results
 
     def _remove_member_and_update_group(self, group: GroupMetadata, member_id: str, reason: str) -> None:
         member = group.remove(member_id)
         if member is None:
             return
-        self._answer_join(member, join_result(member_id, E.UNKNOWN_MEMBER_ID))
-        self._answer_sync(member, sync_result(E.UNKNOWN_MEMBER_ID))
+        self._answer_join(member, join_result(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
+        self._answer_sync(member, sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
         log.info("group %s: member %s removed (%s)", group.group_id, member_id, reason)
-        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+        if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._prepare_rebalance(group, f"removing member {member_id}: {reason}")
-        elif group.is_in(S.PREPARING_REBALANCE):
-            self._poke(group)
+        elif group.is_in(GroupState.PREPARING_REBALANCE):
+            self._recheck_join(group)
 
     async def _sweep_sessions(self) -> None:
         """Members without a heartbeat for their session timeout are removed (members waiting
@@ -548,7 +548,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
                     group = self._live_group(group_id)
                     if group is not None and member_id in group.pending_members:
                         group.pending_members.discard(member_id)
-                        self._poke(group)
+                        self._recheck_join(group)
             for group in list(self.manager.groups.values()):
                 for m in list(group.members.values()):
                     waiting = m.join_waiter is not None or m.sync_waiter is not None

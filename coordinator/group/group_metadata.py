@@ -40,13 +40,12 @@ class GroupState(enum.Enum):
     DEAD = "Dead"
 
 
-S = GroupState
 VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
-    S.EMPTY: frozenset({S.PREPARING_REBALANCE}),
-    S.PREPARING_REBALANCE: frozenset({S.EMPTY, S.STABLE, S.COMPLETING_REBALANCE}),
-    S.COMPLETING_REBALANCE: frozenset({S.PREPARING_REBALANCE}),
-    S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
-    S.DEAD: frozenset(GroupState),
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.PREPARING_REBALANCE: frozenset({GroupState.EMPTY, GroupState.STABLE, GroupState.COMPLETING_REBALANCE}),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.DEAD: frozenset(GroupState),
 }
 
 
@@ -113,7 +112,7 @@ class GroupMetadata:
         self.current_state_timestamp_ms = now_ms
 
     def can_rebalance(self) -> bool:
-        return self.state in VALID_PREVIOUS[S.PREPARING_REBALANCE]
+        return self.state in VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]
 
     # ---- members -------------------------------------------------------------------------------
     @staticmethod
@@ -236,10 +235,10 @@ class GroupMetadata:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
-            self.transition_to(S.COMPLETING_REBALANCE, now_ms)
+            self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)
         else:
             self.protocol_name = None
-            self.transition_to(S.EMPTY, now_ms)
+            self.transition_to(GroupState.EMPTY, now_ms)
         for m in self.members.values():
             m.assignment = b""
         self.new_member_added = False
@@ -309,5 +308,5 @@ class GroupMetadata:
             group.members[m.member_id] = member
             if m.group_instance_id is not None:
                 group.static_members[m.group_instance_id] = m.member_id
-        group.state = S.STABLE if group.members else S.EMPTY
+        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
         return group

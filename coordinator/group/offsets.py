@@ -32,8 +32,6 @@ from coordinator.group.records import OffsetAndMetadata
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-S = GroupState
-E = ErrorCode
 TopicPartition = tuple[str, int]
 
 
@@ -63,16 +61,16 @@ class OffsetOperations:
     ) -> dict[TopicPartition, ErrorCode]:
         """Commit `offsets`; returns an error per partition (NONE when committed)."""
         error = self.group_error(group_id, allow_empty=True)
-        if error == E.NONE:
+        if error == ErrorCode.NONE:
             group, error = self._group_for_commit(group_id, generation_id, member_id, group_instance_id)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
         results, valid = self.check_offsets(offsets)
         if not valid:
             return results
         entries = [(records.offset_key(group_id, t, p), records.offset_value(om)) for (t, p), om in valid.items()]
         error, base_offset = await self.manager.append(group_id, entries)
-        if error == E.NONE and self.manager.groups.get(group_id) is group:
+        if error == ErrorCode.NONE and self.manager.groups.get(group_id) is group:
             for i, (tp, om) in enumerate(valid.items()):
                 if group.offset_log_offsets.get(tp, -1) < base_offset + i:
                     group.offsets[tp] = om
@@ -89,9 +87,9 @@ class OffsetOperations:
         valid: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, om in offsets.items():
             if len(om.metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
-                results[tp] = E.OFFSET_METADATA_TOO_LARGE
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             elif self.metadata_cache.get_partition(*tp) is None:
-                results[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 valid[tp] = om
         return results, valid
@@ -103,24 +101,24 @@ class OffsetOperations:
         group = groups.get(group_id)
         if group is None:
             if generation_id >= 0:
-                return GroupMetadata(group_id), E.ILLEGAL_GENERATION
+                return GroupMetadata(group_id), ErrorCode.ILLEGAL_GENERATION
             group = groups[group_id] = GroupMetadata(group_id)
-            return group, E.NONE
-        if group.is_in(S.DEAD):
-            return group, E.COORDINATOR_NOT_AVAILABLE
+            return group, ErrorCode.NONE
+        if group.is_in(GroupState.DEAD):
+            return group, ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.is_static_member_fenced(member_id, group_instance_id):
-            return group, E.FENCED_INSTANCE_ID
-        if generation_id < 0 and group.is_in(S.EMPTY):
-            return group, E.NONE
-        if group.is_in(S.COMPLETING_REBALANCE):
-            return group, E.REBALANCE_IN_PROGRESS
+            return group, ErrorCode.FENCED_INSTANCE_ID
+        if generation_id < 0 and group.is_in(GroupState.EMPTY):
+            return group, ErrorCode.NONE
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            return group, ErrorCode.REBALANCE_IN_PROGRESS
         member = group.members.get(member_id)
         if member is None:
-            return group, E.UNKNOWN_MEMBER_ID
+            return group, ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
-            return group, E.ILLEGAL_GENERATION
+            return group, ErrorCode.ILLEGAL_GENERATION
         self._touch(member)
-        return group, E.NONE
+        return group, ErrorCode.NONE
 
     # ---- OffsetFetch ---------------------------------------------------------------------------
     def fetch_offsets(
@@ -129,13 +127,13 @@ class OffsetOperations:
         """(group error, {partition: committed offset or None}); `partitions` None asks for all
         the group's offsets."""
         error = self.group_error(group_id, allow_empty=True)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error, {}
         group = self.manager.groups.get(group_id)
-        held = {} if group is None or group.is_in(S.DEAD) else group.offsets
+        held = {} if group is None or group.is_in(GroupState.DEAD) else group.offsets
         if partitions is None:
-            return E.NONE, dict(held)
-        return E.NONE, {tp: held.get(tp) for tp in partitions}
+            return ErrorCode.NONE, dict(held)
+        return ErrorCode.NONE, {tp: held.get(tp) for tp in partitions}
 
     # ---- OffsetDelete --------------------------------------------------------------------------
     async def delete_offsets(
@@ -145,28 +143,30 @@ class OffsetOperations:
         consumer group subscribes to; GROUP_ID_NOT_FOUND for an unknown group; NON_EMPTY_GROUP
         for an active group whose subscriptions cannot be read (not the consumer protocol)."""
         error = self.group_error(group_id, allow_empty=True)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error, {}
         group = self.manager.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
-            return E.GROUP_ID_NOT_FOUND, {}
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
         subscribed: set[str] = set()
-        if not group.is_in(S.EMPTY):
+        if not group.is_in(GroupState.EMPTY):
             found = group.subscribed_topics()
             if found is None:
-                return E.NON_EMPTY_GROUP, {}
+                return ErrorCode.NON_EMPTY_GROUP, {}
             subscribed = found
-        results = {tp: E.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else E.NONE for tp in partitions}
-        doomed = [tp for tp, e in results.items() if e == E.NONE and tp in group.offsets]
+        results = {
+            tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else ErrorCode.NONE for tp in partitions
+        }
+        doomed = [tp for tp, e in results.items() if e == ErrorCode.NONE and tp in group.offsets]
         if doomed:
             entries = [(records.offset_key(group_id, t, p), None) for t, p in doomed]
             error, _ = await self.manager.append(group_id, entries)
-            if error != E.NONE:
+            if error != ErrorCode.NONE:
                 return error, {}
             for tp in doomed:
                 group.offsets.pop(tp, None)
                 group.offset_log_offsets.pop(tp, None)
-        return E.NONE, results
+        return ErrorCode.NONE, results
 
     # ---- expiry --------------------------------------------------------------------------------
     async def _expire_offsets_periodically(self) -> None:
@@ -177,7 +177,7 @@ class OffsetOperations:
 
     def expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[TopicPartition]:
         retention = self.config.offsets_retention_ms
-        if group.is_in(S.EMPTY):
+        if group.is_in(GroupState.EMPTY):
             since_empty = group.current_state_timestamp_ms
             candidates = list(group.offsets)
         else:
@@ -202,10 +202,10 @@ class OffsetOperations:
         """One expiry pass over the groups this broker coordinates; returns offsets removed."""
         removed = 0
         for group in list(self.manager.groups.values()):
-            if self.manager.coordinator_error(group.group_id) != E.NONE:
+            if self.manager.coordinator_error(group.group_id) != ErrorCode.NONE:
                 continue
             doomed = self.expired_offsets(group, now_ms)
-            drop_group = group.is_in(S.EMPTY) and len(doomed) == len(group.offsets)
+            drop_group = group.is_in(GroupState.EMPTY) and len(doomed) == len(group.offsets)
             if not doomed and not (drop_group and group.generation_id > 0):
                 continue
             entries: list[tuple[bytes, bytes | None]] = [
@@ -214,14 +214,14 @@ class OffsetOperations:
             if drop_group:
                 entries.append((records.group_key(group.group_id), None))
             error, _ = await self.manager.append(group.group_id, entries)
-            if error != E.NONE:
+            if error != ErrorCode.NONE:
                 continue
             for tp in doomed:
                 group.offsets.pop(tp, None)
                 group.offset_log_offsets.pop(tp, None)
             removed += len(doomed)
-            if drop_group and group.is_in(S.EMPTY) and not group.offsets:
-                group.transition_to(S.DEAD)
+            if drop_group and group.is_in(GroupState.EMPTY) and not group.offsets:
+                group.transition_to(GroupState.DEAD)
                 self.manager.groups.pop(group.group_id, None)
             log.info("expired %d offsets of group %s", len(doomed), group.group_id)
         return removed

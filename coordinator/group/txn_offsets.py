@@ -29,8 +29,6 @@ from coordinator.group.records import OffsetAndMetadata
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-S = GroupState
-E = ErrorCode
 TopicPartition = tuple[str, int]
 
 
@@ -64,12 +62,12 @@ class TxnOffsetOperations:
         """TxnOffsetCommit: an error per partition (NONE once the records are appended)."""
         error = self.group_error(group_id, allow_empty=True)
         group = None
-        if error == E.NONE:
+        if error == ErrorCode.NONE:
             group = self.manager.groups.get(group_id)
             if group is None:
                 group = self.manager.groups[group_id] = GroupMetadata(group_id)
             error = self._txn_member_error(group, generation_id, member_id, group_instance_id)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
         assert group is not None
         results, valid = self.check_offsets(offsets)
@@ -77,7 +75,7 @@ class TxnOffsetOperations:
             return results
         entries = [(records.offset_key(group_id, t, p), records.offset_value(om)) for (t, p), om in valid.items()]
         error, base_offset = await self.manager.append(group_id, entries, producer=(producer_id, producer_epoch))
-        if error == E.NONE and self.manager.groups.get(group_id) is group:
+        if error == ErrorCode.NONE and self.manager.groups.get(group_id) is group:
             pending = group.pending_txn_offsets.setdefault(producer_id, {})
             for i, (tp, om) in enumerate(valid.items()):
                 pending[tp] = (om, base_offset + i)
@@ -89,15 +87,15 @@ class TxnOffsetOperations:
         group: GroupMetadata, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> ErrorCode:
         """Kafka's doTxnCommitOffsets checks (the member fields are v3+; defaults skip them)."""
-        if group.is_in(S.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.is_static_member_fenced(member_id, group_instance_id):
-            return E.FENCED_INSTANCE_ID
+            return ErrorCode.FENCED_INSTANCE_ID
         if member_id and not group.has(member_id):
-            return E.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id >= 0 and generation_id != group.generation_id:
-            return E.ILLEGAL_GENERATION
-        return E.NONE
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
 
     def complete_txn(self, producer_id: int, offsets_partitions: list[int], commit: bool) -> None:
         """The producer's marker is in these `__consumer_offsets` partitions: its pending

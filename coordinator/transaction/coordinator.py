@@ -41,8 +41,6 @@ from coordinator.transaction.transaction_metadata import (
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-S = TxnState
-E = ErrorCode
 TopicPartition = tuple[str, int]
 COMPLETION_WAIT_S = 1.0
 
@@ -91,7 +89,7 @@ class TransactionCoordinator:
         """Ids a load left in PREPARE_COMMIT / PREPARE_ABORT get their markers sent."""
         assert self._nursery is not None, "loads run in the coordinator's nursery"
         for metadata in installed:
-            if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            if metadata.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                 epoch = self.manager.coordinator_epoch(metadata.transactional_id)
                 if epoch is not None:
                     log.info(
@@ -107,22 +105,22 @@ class TransactionCoordinator:
         is no longer ours (or was replaced) by the time the write returns."""
         error = await self.manager.append(metadata.transactional_id, transition, epoch)
         if self.manager.transactions.get(metadata.transactional_id) is not metadata:
-            return E.NOT_COORDINATOR
-        if error != E.NONE:
+            return ErrorCode.NOT_COORDINATOR
+        if error != ErrorCode.NONE:
             metadata.abort_transition()
             return error
         metadata.complete_transition(transition)
-        return E.NONE
+        return ErrorCode.NONE
 
     def _validate(self, transactional_id: str | None) -> tuple[ErrorCode, TransactionMetadata | None, int]:
         if not transactional_id:
-            return E.INVALID_REQUEST, None, -1
+            return ErrorCode.INVALID_REQUEST, None, -1
         error = self.manager.coordinator_error(transactional_id)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error, None, -1
         epoch = self.manager.coordinator_epoch(transactional_id)
         assert epoch is not None
-        return E.NONE, self.manager.transactions.get(transactional_id), epoch
+        return ErrorCode.NONE, self.manager.transactions.get(transactional_id), epoch
 
     # ---- InitProducerId ------------------------------------------------------------------------
     async def init_producer_id(
@@ -133,48 +131,48 @@ class TransactionCoordinator:
         (CONCURRENT_TRANSACTIONS until that is done). `expected` (v3+, KIP-360): the (id, epoch)
         the producer holds; a stale one is PRODUCER_FENCED."""
         error, metadata, epoch = self._validate(transactional_id)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error, -1, -1
         assert transactional_id is not None
         if not 0 < txn_timeout_ms <= self.config.max_timeout_ms:
-            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, -1, -1
         now = self.clock_ms()
         if metadata is None:
             producer_id = await self.generate_producer_id()
             if producer_id is None:
-                return E.COORDINATOR_NOT_AVAILABLE, -1, -1
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1
             metadata = self.manager.transactions.get(transactional_id)
             if metadata is None:
                 metadata = TransactionMetadata(transactional_id, producer_id, txn_timeout_ms=txn_timeout_ms)
                 self.manager.transactions[transactional_id] = metadata
         if metadata.pending is not None or metadata.state in (
-            S.PREPARE_COMMIT,
-            S.PREPARE_ABORT,
-            S.PREPARE_EPOCH_FENCE,
+            TxnState.PREPARE_COMMIT,
+            TxnState.PREPARE_ABORT,
+            TxnState.PREPARE_EPOCH_FENCE,
         ):
-            return E.CONCURRENT_TRANSACTIONS, -1, -1
-        if metadata.state == S.ONGOING:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        if metadata.state == TxnState.ONGOING:
             self._fence_and_abort(metadata, epoch)
-            return E.CONCURRENT_TRANSACTIONS, -1, -1
-        if metadata.state == S.DEAD:
-            return E.CONCURRENT_TRANSACTIONS, -1, -1
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        if metadata.state == TxnState.DEAD:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         try:
             if metadata.epoch_exhausted:
                 new_id = await self.generate_producer_id()
                 if new_id is None:
-                    return E.COORDINATOR_NOT_AVAILABLE, -1, -1
+                    return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1
                 if metadata.pending is not None:
-                    return E.CONCURRENT_TRANSACTIONS, -1, -1
+                    return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
                 transition = metadata.prepare_rotate_producer_id(new_id, txn_timeout_ms, now)
             else:
                 transition = metadata.prepare_increment_epoch(txn_timeout_ms, now, expected)
         except ProducerFenced:
-            return E.PRODUCER_FENCED, -1, -1
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         except IllegalTxnTransition as e:
             log.warning("InitProducerId for %s: %s", transactional_id, e)
-            return E.CONCURRENT_TRANSACTIONS, -1, -1
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         error = await self._write(metadata, transition, epoch)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error, -1, -1
         log.info(
             "transactional id %s: producer id %d, epoch %d",
@@ -182,15 +180,15 @@ class TransactionCoordinator:
             metadata.producer_id,
             metadata.producer_epoch,
         )
-        return E.NONE, metadata.producer_id, metadata.producer_epoch
+        return ErrorCode.NONE, metadata.producer_id, metadata.producer_epoch
 
     # ---- AddPartitionsToTxn / AddOffsetsToTxn --------------------------------------------------
     def _producer_error(self, metadata: TransactionMetadata | None, producer_id: int, producer_epoch: int) -> ErrorCode:
         if metadata is None or metadata.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if metadata.producer_epoch != producer_epoch:
-            return E.PRODUCER_FENCED
-        return E.NONE
+            return ErrorCode.PRODUCER_FENCED
+        return ErrorCode.NONE
 
     async def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: set[TopicPartition]
@@ -202,21 +200,25 @@ class TransactionCoordinator:
             with trio.move_on_after(COMPLETION_WAIT_S):
                 await completing.wait()
         error, metadata, epoch = self._validate(transactional_id)
-        if error == E.NONE:
+        if error == ErrorCode.NONE:
             error = self._producer_error(metadata, producer_id, producer_epoch)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error
         assert metadata is not None
-        if metadata.pending is not None or metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
-            return E.CONCURRENT_TRANSACTIONS
-        if metadata.state == S.ONGOING and partitions <= metadata.partitions:
-            return E.NONE
-        if metadata.state == S.DEAD:
-            return E.INVALID_PRODUCER_ID_MAPPING
+        if metadata.pending is not None or metadata.state in (
+            TxnState.PREPARE_COMMIT,
+            TxnState.PREPARE_ABORT,
+            TxnState.PREPARE_EPOCH_FENCE,
+        ):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if metadata.state == TxnState.ONGOING and partitions <= metadata.partitions:
+            return ErrorCode.NONE
+        if metadata.state == TxnState.DEAD:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         try:
             transition = metadata.prepare_add_partitions(partitions, self.clock_ms())
         except IllegalTxnTransition:
-            return E.INVALID_TXN_STATE
+            return ErrorCode.INVALID_TXN_STATE
         return await self._write(metadata, transition, epoch)
 
     # ---- EndTxn --------------------------------------------------------------------------------
@@ -225,31 +227,31 @@ class TransactionCoordinator:
         and the completion follow in the background. A retried EndTxn of a completed transaction
         is NONE; the other outcome of a decided one is INVALID_TXN_STATE."""
         error, metadata, epoch = self._validate(transactional_id)
-        if error == E.NONE:
+        if error == ErrorCode.NONE:
             error = self._producer_error(metadata, producer_id, producer_epoch)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error
         assert metadata is not None
         if metadata.pending is not None:
-            return E.CONCURRENT_TRANSACTIONS
+            return ErrorCode.CONCURRENT_TRANSACTIONS
         state = metadata.state
-        if state == S.ONGOING:
+        if state == TxnState.ONGOING:
             return await self._end(metadata, commit, epoch)
-        if state == (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT):
-            return E.NONE
-        if state == (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT):
-            return E.CONCURRENT_TRANSACTIONS
-        if state == S.PREPARE_EPOCH_FENCE:
-            return E.PRODUCER_FENCED
-        return E.INVALID_TXN_STATE
+        if state == (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
+            return ErrorCode.NONE
+        if state == (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if state == TxnState.PREPARE_EPOCH_FENCE:
+            return ErrorCode.PRODUCER_FENCED
+        return ErrorCode.INVALID_TXN_STATE
 
     async def _end(self, metadata: TransactionMetadata, commit: bool, epoch: int) -> ErrorCode:
         try:
             transition = metadata.prepare_end(commit, self.clock_ms())
         except IllegalTxnTransition:
-            return E.CONCURRENT_TRANSACTIONS
+            return ErrorCode.CONCURRENT_TRANSACTIONS
         error = await self._write(metadata, transition, epoch)
-        if error == E.NONE:
+        if error == ErrorCode.NONE:
             assert self._nursery is not None
             self._nursery.start_soon(self._complete, metadata, epoch)
         return error
@@ -258,7 +260,7 @@ class TransactionCoordinator:
         """Send the markers of a PrepareCommit / PrepareAbort, then write CompleteCommit /
         CompleteAbort. Stops quietly when the id moves to another coordinator (which redoes it)."""
         tid = metadata.transactional_id
-        commit = metadata.state == S.PREPARE_COMMIT
+        commit = metadata.state == TxnState.PREPARE_COMMIT
         done = self._completions[tid] = trio.Event()
 
         def still_current() -> bool:
@@ -268,11 +270,11 @@ class TransactionCoordinator:
             await self.markers.write(
                 metadata.producer_id, metadata.producer_epoch, epoch, commit, set(metadata.partitions), still_current
             )
-            while still_current() and metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            while still_current() and metadata.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                 if metadata.pending is None:
                     transition = metadata.prepare_complete(self.clock_ms())
                     error = await self._write(metadata, transition, epoch)
-                    if error == E.NONE:
+                    if error == ErrorCode.NONE:
                         break
                     log.warning("completing the transaction of %s failed: %s; retrying", tid, error.name)
                 await trio.sleep(0.1)
@@ -286,13 +288,13 @@ class TransactionCoordinator:
         """Bump the epoch (fencing the running producer) and abort its open transaction."""
         if metadata.pending is not None:
             return
-        if metadata.state == S.ONGOING:
+        if metadata.state == TxnState.ONGOING:
             try:
                 metadata.complete_transition(metadata.prepare_fence_epoch())  # in memory only, as Kafka
             except IllegalTxnTransition as e:
                 log.warning("cannot fence %s: %s", metadata.transactional_id, e)
                 return
-        if metadata.state != S.PREPARE_EPOCH_FENCE:
+        if metadata.state != TxnState.PREPARE_EPOCH_FENCE:
             return
         log.info("aborting the transaction of %s with epoch %d", metadata.transactional_id, metadata.producer_epoch)
         assert self._nursery is not None
@@ -304,9 +306,10 @@ class TransactionCoordinator:
             now = self.clock_ms()
             for metadata in list(self.manager.transactions.values()):
                 timed_out = (
-                    metadata.state == S.ONGOING and metadata.txn_start_timestamp_ms + metadata.txn_timeout_ms < now
+                    metadata.state == TxnState.ONGOING
+                    and metadata.txn_start_timestamp_ms + metadata.txn_timeout_ms < now
                 )
-                if (timed_out or metadata.state == S.PREPARE_EPOCH_FENCE) and metadata.pending is None:
+                if (timed_out or metadata.state == TxnState.PREPARE_EPOCH_FENCE) and metadata.pending is None:
                     epoch = self.manager.coordinator_epoch(metadata.transactional_id)
                     if epoch is not None:
                         self._fence_and_abort(metadata, epoch)
@@ -318,7 +321,7 @@ class TransactionCoordinator:
             for metadata in list(self.manager.transactions.values()):
                 idle = now - metadata.txn_last_update_timestamp_ms
                 if (
-                    metadata.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+                    metadata.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
                     and metadata.pending is None
                     and idle > self.config.id_expiration_ms
                 ):
@@ -327,7 +330,7 @@ class TransactionCoordinator:
                         continue
                     transition = metadata.prepare_dead()
                     error = await self.manager.append(metadata.transactional_id, None, epoch)
-                    if error == E.NONE and self.manager.transactions.get(metadata.transactional_id) is metadata:
+                    if error == ErrorCode.NONE and self.manager.transactions.get(metadata.transactional_id) is metadata:
                         metadata.complete_transition(transition)
                         del self.manager.transactions[metadata.transactional_id]
                         log.info("transactional id %s expired after %d ms idle", metadata.transactional_id, idle)

@@ -27,7 +27,6 @@ from protocol.record_batch import build_batch, decode_records
 from protocol.topic_names import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
-E = ErrorCode
 
 
 class TransactionStateManager:
@@ -111,15 +110,15 @@ class TransactionStateManager:
         client. NOT_COORDINATOR when the partition changed hands (or epoch) meanwhile."""
         partition = self.partition_for(transactional_id)
         if self.owned.get(partition) != coordinator_epoch or partition in self.loading:
-            return E.NOT_COORDINATOR
+            return ErrorCode.NOT_COORDINATOR
         value = None if transition is None else records.transaction_value(transition)
         batch = build_batch([(records.transaction_key(transactional_id), value)], timestamp_ms=self.clock_ms())
         outcome = await self.runtime.append(partition, batch, self.config.append_timeout_ms)
-        if outcome.error != E.NONE:
+        if outcome.error != ErrorCode.NONE:
             log.warning(
                 "append for transactional id %s failed: %s (%s)", transactional_id, outcome.message, outcome.error.name
             )
             return outcome.error
         if self.owned.get(partition) != coordinator_epoch:
-            return E.NOT_COORDINATOR
-        return E.NONE
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE
