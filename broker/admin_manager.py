@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -33,6 +34,10 @@ from protocol.types import ZERO_UUID
 from zk import znodes
 from zk.client import SESSION_ERRORS
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+
+
 log = logging.getLogger(__name__)
 
 #: the least time given to the ZooKeeper writes (ms), whatever the request's timeout_ms (0 asks
@@ -40,12 +45,14 @@ log = logging.getLogger(__name__)
 MIN_ZK_BUDGET_MS = 5000
 
 
-async def create_topics(ctx, topics: list, validate_only: bool, timeout_ms: int) -> list[dict]:
+async def create_topics(ctx: BrokerContext, topics: list, validate_only: bool, timeout_ms: int) -> list[dict]:
     """CreateTopics (key 19) v2-7: `topics` are the request's topic entries (already authorized);
     returns one result dict per entry, in order (v5+ fields filled)."""
     started = trio.current_time()
     deadline = started + max(timeout_ms, MIN_ZK_BUDGET_MS) / 1000
-    controller = ctx.controller
+    controller, zk = ctx.controller, ctx.zk
+    if controller is None or zk is None:  # a broker serving without ZooKeeper (unit tests)
+        return [_result(t.name, ErrorCode.NOT_CONTROLLER, "not the controller") for t in topics]
     with trio.move_on_at(deadline):
         while controller.active and not controller.ready:  # a failover in progress: its live brokers
             await trio.sleep(0.01)
@@ -80,9 +87,9 @@ async def create_topics(ctx, topics: list, validate_only: bool, timeout_ms: int)
             if validate_only:
                 continue
             with trio.move_on_at(deadline):
-                if await ctx.zk.exists(f"{znodes.DELETE_TOPICS}/{t.name}") is not None:
+                if await zk.exists(f"{znodes.DELETE_TOPICS}/{t.name}") is not None:
                     raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' is marked for deletion.")
-                result["topic_id"] = await write_topic(ctx.zk, t.name, assignment, configs)
+                result["topic_id"] = await write_topic(zk, t.name, assignment, configs)
                 written[t.name] = len(assignment)
             if t.name not in written:
                 result.update(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message="ZooKeeper did not answer in time")
@@ -123,13 +130,16 @@ def _has_leaders(cache, topic: str, partitions: int) -> bool:
     return len(parts) >= partitions and all(p.leader >= 0 for p in parts.values())
 
 
-async def auto_create_topic(ctx, name: str, partitions: int, replication: int, configs: dict) -> ErrorCode:
+async def auto_create_topic(
+    ctx: BrokerContext, name: str, partitions: int, replication: int, configs: dict
+) -> ErrorCode:
     """Topic auto-creation on any broker, as Kafka's ZooKeeper mode does it (Metadata with
     `auto.create.topics.enable`, FindCoordinator for `__consumer_offsets` and
     `__transaction_state`): the broker writes the topic to ZooKeeper itself, placed on the live
     brokers its metadata knows, and the controller's watch makes its partitions. NONE when it was
     written or already exists; INVALID_REPLICATION_FACTOR while fewer brokers are alive than
     `replication`; else the validation's code (INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, ...)."""
+    assert ctx.zk is not None, "auto-creation writes to ZooKeeper"
     live = sorted(ctx.metadata_cache.brokers)
     if len(live) < replication:
         log.info("%s needs %d live brokers (its replication factor), %d are alive", name, replication, len(live))

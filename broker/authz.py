@@ -9,8 +9,15 @@ nothing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from security.acl import AclOperation, ResourceType
 from security.authorizer import Authorizer
+
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
 
 CLUSTER_NAME = "kafka-cluster"
 
@@ -22,18 +29,20 @@ def host_of(request) -> str:
     return request.peer.rsplit(":", 1)[0].strip("[]") if request.peer else ""
 
 
-def allowed(ctx, request, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+def allowed(
+    ctx: BrokerContext, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
+) -> bool:
     authorizer: Authorizer | None = getattr(ctx, "authorizer", None)
     if authorizer is None:
         return True
     return authorizer.authorize(request.principal, host_of(request), operation, resource_type, name)
 
 
-def cluster_allowed(ctx, request, operation: AclOperation) -> bool:
+def cluster_allowed(ctx: BrokerContext, request: Request, operation: AclOperation) -> bool:
     return allowed(ctx, request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
-def any_allowed(ctx, request, operation: AclOperation, resource_type: ResourceType) -> bool:
+def any_allowed(ctx: BrokerContext, request: Request, operation: AclOperation, resource_type: ResourceType) -> bool:
     """May the principal `operation` some resource of the type (Kafka's authorizeByResourceType)?"""
     authorizer: Authorizer | None = getattr(ctx, "authorizer", None)
     if authorizer is None:

@@ -12,6 +12,8 @@ broker"), as Kafka does. v0 requests carry no pattern type: they mean LITERAL.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, cluster_allowed
 from broker.server import Handler
 from protocol.api_keys import ApiKey
@@ -28,6 +30,11 @@ from security.acl import (
     ResourceType,
     validate,
 )
+
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
@@ -59,7 +66,7 @@ def _invalid_filter(flt: AclBindingFilter) -> str | None:
     return None
 
 
-async def create(ctx, request):
+async def create(ctx: BrokerContext, request: Request):
     creations = request.body.creations
     if ctx.acl_store is None:
         code, message = ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
@@ -101,7 +108,7 @@ def _pattern_groups(bindings: list[AclBinding]) -> list[dict]:
     ]
 
 
-async def describe(ctx, request):
+async def describe(ctx: BrokerContext, request: Request):
     def answer(code: ErrorCode, message: str | None = None, resources=()) -> dict:
         return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": list(resources)}
 
@@ -116,7 +123,7 @@ async def describe(ctx, request):
     return answer(ErrorCode.NONE, None, _pattern_groups(ctx.acl_store.cache.bindings(flt)))
 
 
-async def delete(ctx, request):
+async def delete(ctx: BrokerContext, request: Request):
     filters = request.body.filters
     if ctx.acl_store is None or not cluster_allowed(ctx, request, Op.ALTER):
         code, message = (

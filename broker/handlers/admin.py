@@ -16,6 +16,10 @@ DELETE and CreatePartitions ALTER on the topic (refused topics answer TOPIC_AUTH
 and are not passed on); ControlledShutdown CLUSTER_ACTION, the reassignment and election APIs
 ALTER (List: DESCRIBE) on the cluster (CLUSTER_AUTHORIZATION_FAILED)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import trio
 
 from broker import admin_manager
@@ -27,17 +31,23 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID, FieldDict
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
 
-def _not_controller(ctx) -> bool:
+
+def _not_controller(ctx: BrokerContext) -> bool:
     return ctx.controller is None or not ctx.controller.active
 
 
-async def _ask(ctx, make_event, timeout_ms: int | None = None):
+async def _ask(ctx: BrokerContext, make_event, timeout_ms: int | None = None):
     """The controller's reply to the event `make_event(reply)`, or an ErrorCode for every item of
     the request: REQUEST_TIMED_OUT when no reply came within `timeout_ms` (at least 5 s; 30 s when
     None), NOT_CONTROLLER when the controller resigned before the event ran, UNKNOWN_SERVER_ERROR
     when handling it failed (logged by the controller). A request is always answered."""
     timeout_s = 30.0 if timeout_ms is None else max(timeout_ms / 1000, 5)
+    if ctx.controller is None:  # a broker serving without ZooKeeper (unit tests)
+        return ErrorCode.NOT_CONTROLLER
     try:
         result = await ctx.controller.request(make_event, timeout_s=timeout_s)
     except trio.TooSlowError:
@@ -54,7 +64,9 @@ def _not_controller_results(topics) -> list[dict]:
     ]
 
 
-def _split(ctx, request, topics, operation: Op, cluster_too: bool = False) -> tuple[list, list[dict]]:
+def _split(
+    ctx: BrokerContext, request: Request, topics, operation: Op, cluster_too: bool = False
+) -> tuple[list, list[dict]]:
     """(the topics the principal may `operation`, TOPIC_AUTHORIZATION_FAILED results for the rest)."""
     if ctx.authorizer is None or (cluster_too and cluster_allowed(ctx, request, operation)):
         return list(topics), []
@@ -72,7 +84,9 @@ def _split(ctx, request, topics, operation: Op, cluster_too: bool = False) -> tu
 STRICT_MUTATION_QUOTA_FROM = {ApiKey.CREATE_TOPICS: 6, ApiKey.DELETE_TOPICS: 5, ApiKey.CREATE_PARTITIONS: 3}
 
 
-def _mutation_quota(ctx, request, names_and_counts: list[tuple[str, int]]) -> tuple[set[str], int]:
+def _mutation_quota(
+    ctx: BrokerContext, request: Request, names_and_counts: list[tuple[str, int]]
+) -> tuple[set[str], int]:
     """KIP-599's controller mutation quota (`controller_mutation_rate`, partitions created or
     deleted per second): the names refused THROTTLING_QUOTA_EXCEEDED (strict versions: while the
     client's rate is already over its quota), and the throttle time to answer. A topic let
@@ -89,7 +103,7 @@ def _mutation_quota(ctx, request, names_and_counts: list[tuple[str, int]]) -> tu
     return refused, quota.would_throttle(request.user, request.client_id, now_ms)
 
 
-def _throttle_topics(ctx, request, topics: list, partitions_of) -> tuple[list, list[dict], int]:
+def _throttle_topics(ctx: BrokerContext, request: Request, topics: list, partitions_of) -> tuple[list, list[dict], int]:
     """`_mutation_quota` for CreateTopics / CreatePartitions topic entries, each counting
     `partitions_of(topic)`: (the topics let through, THROTTLING_QUOTA_EXCEEDED results for the
     others, the throttle time). Validate-only requests mutate nothing and are not counted."""
@@ -108,7 +122,7 @@ def _throttle_topics(ctx, request, topics: list, partitions_of) -> tuple[list, l
     return [t for t in topics if t.name not in throttled], refused, throttle_ms
 
 
-async def create_topics(ctx, request):
+async def create_topics(ctx: BrokerContext, request: Request):
     """Answered by `broker.admin_manager` in this task (Kafka's ZkAdminManager), never queued
     behind the controller's events."""
     body = request.body
@@ -129,7 +143,7 @@ async def create_topics(ctx, request):
     return {"throttle_time_ms": throttle_ms, "topics": results + refused}
 
 
-async def delete_topics(ctx, request):
+async def delete_topics(ctx: BrokerContext, request: Request):
     body = request.body
     names = list(body.topic_names) + [t.name for t in body.topics if t.name is not None]
     refused = [n for n in names if not allowed(ctx, request, Op.DELETE, Resource.TOPIC, n)]
@@ -159,7 +173,7 @@ async def delete_topics(ctx, request):
     }
 
 
-async def create_partitions(ctx, request):
+async def create_partitions(ctx: BrokerContext, request: Request):
     """CreatePartitions v0-3 on the controller; a success is answered once this broker's metadata
     has leaders for the new partitions (Kafka's DelayedCreatePartitions), or at `timeout_ms`."""
     body = request.body
@@ -187,7 +201,7 @@ async def create_partitions(ctx, request):
     return {"throttle_time_ms": throttle_ms, "results": results + refused}
 
 
-async def alter_partition_reassignments(ctx, request):
+async def alter_partition_reassignments(ctx: BrokerContext, request: Request):
     """AlterPartitionReassignments v0 (KIP-455) on the controller: start, replace or cancel
     (null replicas) each partition's reassignment; the answer does not wait for completion."""
     body = request.body
@@ -228,7 +242,7 @@ async def alter_partition_reassignments(ctx, request):
     }
 
 
-async def list_partition_reassignments(ctx, request):
+async def list_partition_reassignments(ctx: BrokerContext, request: Request):
     """ListPartitionReassignments v0 (KIP-455) on the controller: the ongoing reassignments (of
     the partitions named, or all) with their full replica set and adding / removing replicas."""
     body = request.body
@@ -258,7 +272,7 @@ async def list_partition_reassignments(ctx, request):
     }
 
 
-async def controlled_shutdown(ctx, request):
+async def controlled_shutdown(ctx: BrokerContext, request: Request):
     body = request.body
     if ctx.control_plane.off_the_control_plane(ctx, request):  # also checks CLUSTER_ACTION
         return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "remaining_partitions": []}
@@ -272,7 +286,7 @@ async def controlled_shutdown(ctx, request):
     return {"error_code": code, "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining]}
 
 
-async def elect_leaders(ctx, request):
+async def elect_leaders(ctx: BrokerContext, request: Request):
     body = request.body
     partitions = (
         None if body.topic_partitions is None else [(t.topic, p) for t in body.topic_partitions for p in t.partitions]

@@ -14,6 +14,8 @@ ZooKeeper mode serves them: quotas are read from and written to the entities' co
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, cluster_allowed
 from broker.quota import entities
 from broker.quota.manager import DEFAULT, FETCH, PRODUCE, QUOTA_KEYS, Entity
@@ -21,6 +23,11 @@ from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from zk import admin
+
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
 
 EXACT, MATCH_DEFAULT, SPECIFIED = 0, 1, 2
 WHOLE = {PRODUCE, FETCH}  # Kafka's LONG-typed quota keys
@@ -59,7 +66,7 @@ def _stored(key: str, value: float) -> str:
     return str(int(value)) if key in WHOLE else repr(float(value))
 
 
-async def alter(ctx, request):
+async def alter(ctx: BrokerContext, request: Request):
     body = request.body
     results = []
     authorized = cluster_allowed(ctx, request, Op.ALTER_CONFIGS)
@@ -118,7 +125,7 @@ def _matches(entity: Entity, filters: list[tuple[str, int, str | None]], strict:
     return True
 
 
-async def describe(ctx, request):
+async def describe(ctx: BrokerContext, request: Request):
     body = request.body
     if not cluster_allowed(ctx, request, Op.DESCRIBE_CONFIGS):
         return _describe_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")

@@ -14,6 +14,8 @@ the notification reaches them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.config import ConfigError
 from broker.config_helper import describe_broker, describe_topic
@@ -27,6 +29,14 @@ from storage.config import parse_topic_config
 from storage.topic_configs import TopicConfigs
 from zk import admin, znodes
 
+if TYPE_CHECKING:
+    from broker.config_manager import DynamicConfigManager
+    from broker.context import BrokerContext
+    from broker.dynamic_config import DynamicBrokerConfig
+    from protocol.api import Request
+    from zk.client import ZkClient
+
+
 _TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER"}
 
 
@@ -37,7 +47,7 @@ class ResourceError(KafkaError):
         super().__init__(message, code)
 
 
-def _authorize(ctx, request, resource, operation: Op) -> None:
+def _authorize(ctx: BrokerContext, request: Request, resource, operation: Op) -> None:
     """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker
     resource, on the cluster (CLUSTER_AUTHORIZATION_FAILED), as Kafka's `ConfigHelper` checks."""
     if resource.resource_type == TOPIC and not allowed(ctx, request, operation, Resource.TOPIC, resource.resource_name):
@@ -50,14 +60,22 @@ def _resource(resource_type: int, name: str) -> str:
     return f"ConfigResource(type={_TYPE_NAMES.get(resource_type, resource_type)}, name='{name}')"
 
 
-async def _check_topic(ctx, name: str) -> None:
+def _served(ctx: BrokerContext) -> tuple[ZkClient, DynamicBrokerConfig, DynamicConfigManager]:
+    """What the config APIs need, which every broker process has (a unit test serving a subset
+    of the APIs without them does not serve these)."""
+    zk, dynamic, manager = ctx.zk, ctx.dynamic_config, ctx.config_manager
+    assert zk is not None and dynamic is not None and manager is not None, "config APIs need ZooKeeper"
+    return zk, dynamic, manager
+
+
+async def _check_topic(ctx: BrokerContext, name: str) -> None:
     if not is_valid_topic_name(name):
         raise ResourceError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal")
-    if await ctx.zk.exists(znodes.topic_path(name)) is None:
+    if await _served(ctx)[0].exists(znodes.topic_path(name)) is None:
         raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
 
 
-def _broker_entity(ctx, name: str) -> str:
+def _broker_entity(ctx: BrokerContext, name: str) -> str:
     """The znode name of a BROKER resource: this broker's id or `<default>`."""
     if name == "":
         return DEFAULT_ENTITY
@@ -70,11 +88,11 @@ def _broker_entity(ctx, name: str) -> str:
 
 
 # ---- DescribeConfigs ------------------------------------------------------------------------------
-async def _describe_one(ctx, resource) -> list[dict]:
+async def _describe_one(ctx: BrokerContext, resource) -> list[dict]:
     keys = None if resource.configuration_keys is None else list(resource.configuration_keys)
     if resource.resource_type == TOPIC:
         await _check_topic(ctx, resource.resource_name)
-        overrides = await admin.fetch_entity_config(ctx.zk, "topics", resource.resource_name)
+        overrides = await admin.fetch_entity_config(_served(ctx)[0], "topics", resource.resource_name)
         current = ctx.topic_configs
         view = TopicConfigs(
             current.defaults,
@@ -86,14 +104,14 @@ async def _describe_one(ctx, resource) -> list[dict]:
         return describe_topic(
             view.overrides(topic),
             view.log_config(topic),
-            ctx.dynamic_config,
+            _served(ctx)[1],
             min_insync_replicas=view.min_insync_replicas(topic),
             unclean_leader_election_enable=view.unclean_leader_election_enable(topic),
             keys=keys,
         )
     if resource.resource_type == BROKER:
         entity = _broker_entity(ctx, resource.resource_name)
-        return describe_broker(ctx.dynamic_config, per_broker=entity != DEFAULT_ENTITY, keys=keys)
+        return describe_broker(_served(ctx)[1], per_broker=entity != DEFAULT_ENTITY, keys=keys)
     raise ResourceError(
         ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type} for DescribeConfigs"
     )
@@ -114,7 +132,7 @@ def _for_version(entry: dict, version: int, include_synonyms: bool, include_docs
     return out
 
 
-async def describe_configs(ctx, request):
+async def describe_configs(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
     include_synonyms = version >= 1 and body.include_synonyms
     include_docs = version >= 3 and body.include_documentation
@@ -139,7 +157,8 @@ async def describe_configs(ctx, request):
 
 
 # ---- AlterConfigs and IncrementalAlterConfigs -----------------------------------------------------
-async def _alter_one(ctx, resource, validate_only: bool, incremental: bool) -> None:
+async def _alter_one(ctx: BrokerContext, resource, validate_only: bool, incremental: bool) -> None:
+    zk, dynamic, manager = _served(ctx)
     rtype, name = resource.resource_type, resource.resource_name
     if rtype == TOPIC:
         await _check_topic(ctx, name)
@@ -150,7 +169,7 @@ async def _alter_one(ctx, resource, validate_only: bool, incremental: bool) -> N
         raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype} for altering configs")
     try:
         if incremental:
-            current = await admin.fetch_entity_config(ctx.zk, entity_type, entity)
+            current = await admin.fetch_entity_config(zk, entity_type, entity)
             ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
             new = apply_incremental(rtype, current, ops)
         else:
@@ -161,18 +180,18 @@ async def _alter_one(ctx, resource, validate_only: bool, incremental: bool) -> N
         if rtype == TOPIC:
             parse_topic_config(new, internal=name in INTERNAL_TOPICS)
         else:
-            ctx.dynamic_config.validate(new, per_broker=entity != DEFAULT_ENTITY)
+            dynamic.validate(new, per_broker=entity != DEFAULT_ENTITY)
     except (ValueError, ConfigError) as e:
         raise ResourceError(
             ErrorCode.INVALID_CONFIG, f"Invalid config value for resource {_resource(rtype, name)}: {e}"
         ) from None
     if validate_only:
         return
-    await admin.change_entity_config(ctx.zk, entity_type, entity, new)
-    await ctx.config_manager.process(entity_type, entity)
+    await admin.change_entity_config(zk, entity_type, entity, new)
+    await manager.process(entity_type, entity)
 
 
-async def _alter(ctx, request, incremental: bool):
+async def _alter(ctx: BrokerContext, request: Request, incremental: bool):
     body = request.body
     responses = []
     for resource in body.resources:
@@ -193,11 +212,11 @@ async def _alter(ctx, request, incremental: bool):
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-async def alter_configs(ctx, request):
+async def alter_configs(ctx: BrokerContext, request: Request):
     return await _alter(ctx, request, incremental=False)
 
 
-async def incremental_alter_configs(ctx, request):
+async def incremental_alter_configs(ctx: BrokerContext, request: Request):
     return await _alter(ctx, request, incremental=True)
 
 

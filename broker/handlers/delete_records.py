@@ -4,16 +4,25 @@ OFFSET_OUT_OF_RANGE (beyond the high watermark), POLICY_VIOLATION (compact-only 
 REQUEST_TIMED_OUT (the replicas' low watermark did not reach the offset within `timeout_ms`).
 Authorization: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED and nothing deleted."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, Resource, allowed
 from broker.delete_records import delete_records
 from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
+
 API_KEY = ApiKey.DELETE_RECORDS
 
 
-async def handle(ctx, request):
+async def handle(ctx: BrokerContext, request: Request):
     body = request.body
     offsets = {(t.name, p.partition_index): p.offset for t in body.topics for p in t.partitions}
     may = {t: allowed(ctx, request, Op.DELETE, Resource.TOPIC, t) for t, _ in offsets}

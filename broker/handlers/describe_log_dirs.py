@@ -7,11 +7,17 @@ otherwise only those named (unknown ones are left out, as in Kafka)."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from broker.authz import Op, cluster_allowed
 from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
 
@@ -24,7 +30,7 @@ def _disk(path) -> tuple[int, int]:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
-async def handle(ctx, request):
+async def handle(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
     rm = ctx.replica_manager
     log_manager = rm.log_manager

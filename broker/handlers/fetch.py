@@ -9,15 +9,24 @@ Authorization: a follower (replica id >= 0) needs CLUSTER_ACTION on the cluster,
 on each topic; a refused topic answers TOPIC_AUTHORIZATION_FAILED and nothing of it is read.
 Consumers' fetches count against their `consumer_byte_rate` quota (`broker.quota`)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import trio
 
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from protocol.api_keys import ApiKey
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
+
 API_KEY = ApiKey.FETCH
 
 
-async def handle(ctx, request):
+async def handle(ctx: BrokerContext, request: Request):
     may_read = None
     if ctx.authorizer is not None:
         if request.body.replica_id >= 0:
@@ -42,7 +51,7 @@ async def handle(ctx, request):
     return response
 
 
-def _apply_fetch_quota(ctx, request, response: dict) -> None:
+def _apply_fetch_quota(ctx: BrokerContext, request: Request, response: dict) -> None:
     """The consumer byte-rate quota (KIP-13): the response's record bytes are recorded; over the
     quota the records are taken back (not sent, not counted) and the throttle time answered, as
     Kafka's `handleFetchRequest` does (the partitions stay, empty)."""

@@ -12,7 +12,10 @@ and `unclean.leader.election.enable=false`. Another key type, or an empty transa
 INVALID_REQUEST.
 """
 
+from __future__ import annotations
+
 import logging
+from typing import TYPE_CHECKING
 
 from broker import admin_manager
 from broker.authz import Op, Resource, allowed
@@ -20,12 +23,17 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
+
 API_KEY = ApiKey.FIND_COORDINATOR
 GROUP, TRANSACTION = 0, 1
 log = logging.getLogger(__name__)
 
 
-def _internal_topic(ctx, key_type: int) -> tuple[str, int, int, dict[str, str]] | None:
+def _internal_topic(ctx: BrokerContext, key_type: int) -> tuple[str, int, int, dict[str, str]] | None:
     """(name, partitions, replication factor, configs) of the coordinator topic for a key type."""
     if key_type == GROUP and ctx.group_coordinator is not None:
         config = ctx.group_coordinator.config
@@ -53,7 +61,7 @@ def _internal_topic(ctx, key_type: int) -> tuple[str, int, int, dict[str, str]] 
     return None
 
 
-async def find(ctx, key_type: int, key: str, listener: str = "", request=None) -> dict:
+async def find(ctx: BrokerContext, key_type: int, key: str, listener: str = "", request=None) -> dict:
     """One coordinator answer: key, node_id, host, port, error_code, error_message. Needs
     DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the transactional id
     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Kafka checks."""
@@ -78,8 +86,10 @@ async def find(ctx, key_type: int, key: str, listener: str = "", request=None) -
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     name = topic[0]
     if key_type == GROUP:
+        assert ctx.group_coordinator is not None, "_internal_topic found the coordinator"
         partition = ctx.group_coordinator.manager.partition_for(key)
     else:
+        assert ctx.txn_coordinator is not None, "_internal_topic found the coordinator"
         partition = ctx.txn_coordinator.manager.partition_for(key)
     cache = ctx.metadata_cache
     if name not in cache.partitions:
@@ -101,7 +111,7 @@ async def find(ctx, key_type: int, key: str, listener: str = "", request=None) -
     }
 
 
-async def handle(ctx, request):
+async def handle(ctx: BrokerContext, request: Request):
     body = request.body
     if request.api_version >= 4:
         found = [await find(ctx, body.key_type, key, request.listener, request) for key in body.coordinator_keys]

@@ -7,15 +7,24 @@ Authorization (as Kafka): ListGroups shows every group with DESCRIBE on the clus
 groups the principal may DESCRIBE; DescribeGroups needs DESCRIBE and DeleteGroups DELETE on each
 group (GROUP_AUTHORIZATION_FAILED)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
+
 NOT_AVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-async def list_groups(ctx, request):
+async def list_groups(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
     if ctx.group_coordinator is None:
         return {"throttle_time_ms": 0, "error_code": NOT_AVAILABLE, "groups": []}
@@ -27,7 +36,7 @@ async def list_groups(ctx, request):
     return {"throttle_time_ms": 0, "error_code": error, "groups": groups}
 
 
-async def describe_groups(ctx, request):
+async def describe_groups(ctx: BrokerContext, request: Request):
     groups = []
     for group_id in request.body.groups:
         if not allowed(ctx, request, Op.DESCRIBE, Resource.GROUP, group_id):
@@ -46,7 +55,7 @@ async def describe_groups(ctx, request):
     return {"throttle_time_ms": 0, "groups": groups}
 
 
-async def delete_groups(ctx, request):
+async def delete_groups(ctx: BrokerContext, request: Request):
     results = []
     for group_id in request.body.groups_names:
         if not allowed(ctx, request, Op.DELETE, Resource.GROUP, group_id):

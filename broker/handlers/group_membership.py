@@ -10,21 +10,30 @@ Heartbeat v3+ carry group.instance.id.
 Authorization: each needs READ on the group, else GROUP_AUTHORIZATION_FAILED (nothing changes).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, Resource, allowed
 from broker.server import Handler
 from coordinator.group.coordinator import JoinRequest, join_result, sync_result
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
+
 NOT_AVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
 DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
-def _may_read(ctx, request) -> bool:
+def _may_read(ctx: BrokerContext, request: Request) -> bool:
     return allowed(ctx, request, Op.READ, Resource.GROUP, request.body.group_id)
 
 
-async def join_group(ctx, request):
+async def join_group(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
     if not _may_read(ctx, request):
         result = join_result(body.member_id, DENIED)
@@ -48,7 +57,7 @@ async def join_group(ctx, request):
     return {"throttle_time_ms": 0, **result}
 
 
-async def sync_group(ctx, request):
+async def sync_group(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
     if not _may_read(ctx, request):
         result = sync_result(DENIED)
@@ -67,7 +76,7 @@ async def sync_group(ctx, request):
     return {"throttle_time_ms": 0, **result}
 
 
-async def heartbeat(ctx, request):
+async def heartbeat(ctx: BrokerContext, request: Request):
     body = request.body
     if not _may_read(ctx, request):
         error = DENIED
@@ -80,9 +89,11 @@ async def heartbeat(ctx, request):
     return {"throttle_time_ms": 0, "error_code": error}
 
 
-async def leave_group(ctx, request):
+async def leave_group(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
-    leaving = [(m.member_id, m.group_instance_id) for m in body.members] if version >= 3 else [(body.member_id, None)]
+    leaving: list[tuple[str, str | None]] = (
+        [(m.member_id, m.group_instance_id) for m in body.members] if version >= 3 else [(body.member_id, None)]
+    )
     if not _may_read(ctx, request):
         error, results = DENIED, [DENIED] * len(leaving)
     elif ctx.group_coordinator is None:

@@ -11,9 +11,18 @@
   one, IDEMPOTENT_WRITE on the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED, KIP-679).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, Resource, allowed, any_allowed, cluster_allowed
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 
@@ -22,7 +31,7 @@ def _answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict:
     return {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id, "producer_epoch": epoch}
 
 
-async def handle(ctx, request):
+async def handle(ctx: BrokerContext, request: Request):
     body = request.body
     if body.transactional_id is None:
         if not (

@@ -9,16 +9,25 @@ and is never created.
 Authorization: the topics the principal may not DESCRIBE are left out of an all-topics answer and
 answer TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs CREATE on the cluster or the topic."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker import admin_manager
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.topic_names import is_valid_topic_name
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
+
 API_KEY = ApiKey.METADATA
 
 
-async def _auto_create(ctx, name: str) -> dict:
+async def _auto_create(ctx: BrokerContext, name: str) -> dict:
     """LEADER_NOT_AVAILABLE once written (until the controller has elected its leaders), else
     why it was not (`broker.admin_manager.auto_create_topic`)."""
     code = await admin_manager.auto_create_topic(
@@ -28,7 +37,7 @@ async def _auto_create(ctx, name: str) -> dict:
     return {"error_code": ErrorCode.LEADER_NOT_AVAILABLE if written else code, "name": name, "partitions": []}
 
 
-async def handle(ctx, request):
+async def handle(ctx: BrokerContext, request: Request):
     cache = ctx.metadata_cache
     body = request.body
     auto_create = (
@@ -36,6 +45,7 @@ async def handle(ctx, request):
         and ctx.zk is not None
         and (request.api_version < 4 or body.allow_auto_topic_creation)
     )
+    names: list
     if body.topics is None:  # every topic the principal may DESCRIBE
         names = [n for n in sorted(cache.partitions) if allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, n)]
     else:

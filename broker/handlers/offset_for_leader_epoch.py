@@ -3,15 +3,24 @@ requested one and the offset where it ended in the leader's log (the LEO for the
 followers truncate with it (KIP-101, KIP-279). Fenced by current_leader_epoch (KIP-320).
 Authorization: a follower (replica id >= 0) needs CLUSTER_ACTION, a client DESCRIBE on the topic."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.errors import error_code_for
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
+
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 
 
-async def handle(ctx, request):
+async def handle(ctx: BrokerContext, request: Request):
     out = []
     follower = request.api_version >= 3 and request.body.replica_id >= 0
     for topic in request.body.topics:

@@ -18,11 +18,20 @@ GROUP_AUTHORIZATION_FAILED, a refused topic TOPIC_AUTHORIZATION_FAILED, and noth
 for either.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, Resource, allowed
 from broker.server import Handler
 from coordinator.group.records import OffsetAndMetadata
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
 
 NOT_AVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
 DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -36,7 +45,7 @@ def _by_topic(errors: dict) -> list[dict]:
     return [{"name": t, "partitions": ps} for t, ps in topics.items()]
 
 
-def _split_by_topic(ctx, request, offsets: dict, operation: Op) -> tuple[dict, dict]:
+def _split_by_topic(ctx: BrokerContext, request: Request, offsets: dict, operation: Op) -> tuple[dict, dict]:
     """(the offsets of topics the principal may `operation`, TOPIC_AUTHORIZATION_FAILED for the rest)."""
     ok = {t: allowed(ctx, request, operation, Resource.TOPIC, t) for t, _ in offsets}
     kept = {tp: v for tp, v in offsets.items() if ok[tp[0]]}
@@ -71,7 +80,7 @@ def _commits(body, version: int, now_ms: int, default_retention_ms: int) -> dict
     return out
 
 
-async def offset_commit(ctx, request):
+async def offset_commit(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
     coordinator = ctx.group_coordinator
     if not allowed(ctx, request, Op.READ, Resource.GROUP, body.group_id):
@@ -97,7 +106,9 @@ async def offset_commit(ctx, request):
     return {"throttle_time_ms": 0, "topics": _by_topic({**results, **refused})}
 
 
-def _fetch_group(ctx, request, group_id: str, topics, require_stable: bool = False) -> tuple[ErrorCode, list]:
+def _fetch_group(
+    ctx: BrokerContext, request: Request, group_id: str, topics, require_stable: bool = False
+) -> tuple[ErrorCode, list]:
     """One group's OffsetFetch answer: (group error, topics). Needs DESCRIBE on the group; topics
     the principal may not DESCRIBE are left out (all asked) or TOPIC_AUTHORIZATION_FAILED (named)."""
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
@@ -142,7 +153,7 @@ def _fetch_group(ctx, request, group_id: str, topics, require_stable: bool = Fal
     return error, [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
 
 
-async def offset_fetch(ctx, request):
+async def offset_fetch(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
     if version >= 8:
         groups = []
@@ -158,7 +169,7 @@ async def offset_fetch(ctx, request):
     return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
 
 
-async def txn_offset_commit(ctx, request):
+async def txn_offset_commit(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
     coordinator = ctx.group_coordinator
     now = coordinator.wall_clock_ms() if coordinator is not None else 0
@@ -195,12 +206,13 @@ async def txn_offset_commit(ctx, request):
     return {"throttle_time_ms": 0, "topics": _by_topic({**results, **refused})}
 
 
-async def offset_delete(ctx, request):
+async def offset_delete(ctx: BrokerContext, request: Request):
     body = request.body
     wanted = {(t.name, p.partition_index): None for t in body.topics for p in t.partitions}
     if not allowed(ctx, request, Op.DELETE, Resource.GROUP, body.group_id):
         return {"error_code": DENIED, "throttle_time_ms": 0, "topics": []}
     kept, refused = _split_by_topic(ctx, request, wanted, Op.READ)
+    results: dict
     if ctx.group_coordinator is None:
         error, results = NOT_AVAILABLE, {}
     else:

@@ -15,7 +15,10 @@ Authorization (Kafka's `KafkaApis.handleProduceRequest`): a transactional produc
 transactional id (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE
 (else its partitions are TOPIC_AUTHORIZATION_FAILED); refused partitions are not appended."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -25,6 +28,11 @@ from broker.delayed import DelayedResponse
 from broker.server import InlineHandler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
 
 API_KEY = ApiKey.PRODUCE
 
@@ -66,7 +74,7 @@ def _responses(results: AppendResults) -> list[dict]:
     return [{"name": t, "partition_responses": ps} for t, ps in responses.items()]
 
 
-def handle_now(ctx, request, respond: Callable[[dict | None], None]) -> None:
+def handle_now(ctx: BrokerContext, request: Request, respond: Callable[[dict | None], None]) -> None:
     """Append the request's records now and `respond` with the Produce response body (None for
     acks=0): at once, or when the acks=-1 wait completes."""
     body = request.body
@@ -97,7 +105,7 @@ def handle_now(ctx, request, respond: Callable[[dict | None], None]) -> None:
         response(result)
 
 
-async def handle(ctx, request):
+async def handle(ctx: BrokerContext, request: Request):
     """The same as a task (the server's path for handlers that are not inline)."""
     answer = DelayedResponse()
     handle_now(ctx, request, answer.complete)

@@ -6,16 +6,24 @@ or a second exchange on an authenticated connection: both are ILLEGAL_SASL_STATE
 `KafkaApis` answers them (re-authentication, KIP-368, is not offered: `session_lifetime_ms` 0).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
 
-async def handshake(ctx, request):
+
+async def handshake(ctx: BrokerContext, request: Request):
     return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
 
 
-async def authenticate(ctx, request):
+async def authenticate(ctx: BrokerContext, request: Request):
     return {
         "error_code": ErrorCode.ILLEGAL_SASL_STATE,
         "error_message": "SaslAuthenticate request received after successful authentication",

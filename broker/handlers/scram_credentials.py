@@ -12,6 +12,7 @@ Authorization: DESCRIBE (Describe) or ALTER (Alter) on the cluster, else CLUSTER
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from broker.authz import Op, cluster_allowed
 from broker.server import Handler
@@ -21,12 +22,17 @@ from security.credentials import alter_credentials, describe_credentials, user_f
 from zk import admin, znodes
 from zk.client import NoNodeError
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
 
-async def _config(ctx, user: str) -> dict[str, str]:
+
+async def _config(ctx: BrokerContext, user: str) -> dict[str, str]:
+    assert ctx.zk is not None, "SCRAM credentials live in ZooKeeper"
     return await admin.fetch_entity_config(ctx.zk, "users", user_node_name(user))
 
 
-async def describe(ctx, request):
+async def describe(ctx: BrokerContext, request: Request):
     body = request.body
     if not cluster_allowed(ctx, request, Op.DESCRIBE):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
@@ -83,7 +89,7 @@ def _describe_error(name: str, code: ErrorCode, message: str) -> dict:
     return {"user": name, "error_code": code, "error_message": message, "credential_infos": []}
 
 
-async def alter(ctx, request):
+async def alter(ctx: BrokerContext, request: Request):
     body = request.body
     deletions = [(d.name, d.mechanism) for d in body.deletions]
     upsertions = [(u.name, u.mechanism, u.iterations, bytes(u.salt), bytes(u.salted_password)) for u in body.upsertions]

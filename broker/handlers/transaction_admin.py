@@ -8,6 +8,10 @@ Authorization (as Kafka): DescribeTransactions needs DESCRIBE on each transactio
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), ListTransactions shows only the ids the principal may
 DESCRIBE, DescribeProducers needs READ on each topic (TOPIC_AUTHORIZATION_FAILED)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, Resource, allowed
 from broker.errors import error_code_for
 from broker.server import Handler
@@ -15,8 +19,12 @@ from coordinator.transaction import admin
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
 
-async def describe_transactions(ctx, request):
+
+async def describe_transactions(ctx: BrokerContext, request: Request):
     ids = request.body.transactional_ids
     if ctx.txn_coordinator is None:
         states = [admin.describe_unavailable(tid) for tid in ids]
@@ -31,7 +39,7 @@ async def describe_transactions(ctx, request):
     return {"throttle_time_ms": 0, "transaction_states": states}
 
 
-async def list_transactions(ctx, request):
+async def list_transactions(ctx: BrokerContext, request: Request):
     body = request.body
     if ctx.txn_coordinator is None:
         return {
@@ -56,7 +64,7 @@ async def list_transactions(ctx, request):
     return {"throttle_time_ms": 0, **answer}
 
 
-def _producers(ctx, request, topic: str, index: int) -> dict:
+def _producers(ctx: BrokerContext, request: Request, topic: str, index: int) -> dict:
     entry: dict = {
         "partition_index": index,
         "error_code": ErrorCode.NONE,
@@ -85,7 +93,7 @@ def _producers(ctx, request, topic: str, index: int) -> dict:
     return entry
 
 
-async def describe_producers(ctx, request):
+async def describe_producers(ctx: BrokerContext, request: Request):
     topics = [
         {"name": t.name, "partitions": [_producers(ctx, request, t.name, i) for i in t.partition_indexes]}
         for t in request.body.topics

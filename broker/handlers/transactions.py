@@ -14,18 +14,26 @@ TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED), AddOffsetsToTxn
 (GROUP_AUTHORIZATION_FAILED).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.authz import Op, Resource, allowed
 from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.topic_names import GROUP_METADATA_TOPIC
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
 
 def _compat(error: ErrorCode, version: int) -> ErrorCode:
     return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED and version < 2 else error
 
 
-async def add_partitions(ctx, request):
+async def add_partitions(ctx: BrokerContext, request: Request):
     body = request.body
     wanted = [(t.name, p) for t in body.v3_and_below_topics for p in t.partitions]
     unknown = {tp for tp in wanted if ctx.metadata_cache.get_partition(*tp) is None}
@@ -61,7 +69,7 @@ async def add_partitions(ctx, request):
     }
 
 
-async def add_offsets(ctx, request):
+async def add_offsets(ctx: BrokerContext, request: Request):
     body = request.body
     if not allowed(ctx, request, Op.WRITE, Resource.TRANSACTIONAL_ID, body.transactional_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
@@ -76,7 +84,7 @@ async def add_offsets(ctx, request):
     return {"throttle_time_ms": 0, "error_code": _compat(error, request.api_version)}
 
 
-async def end_txn(ctx, request):
+async def end_txn(ctx: BrokerContext, request: Request):
     body = request.body
     if not allowed(ctx, request, Op.WRITE, Resource.TRANSACTIONAL_ID, body.transactional_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}

@@ -7,6 +7,10 @@ Once a marker is in an `__consumer_offsets` partition, the group coordinator mak
 pending transactional offsets visible (commit) or drops them (abort), as Kafka's
 `GroupCoordinator.scheduleHandleTxnCompletion`."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from broker.append import AppendOrigin, appended
 from broker.authz import Op, cluster_allowed
 from protocol.api_keys import ApiKey
@@ -14,11 +18,16 @@ from protocol.control_records import marker_batch
 from protocol.errors import ErrorCode
 from protocol.topic_names import GROUP_METADATA_TOPIC
 
+if TYPE_CHECKING:
+    from broker.context import BrokerContext
+    from protocol.api import Request
+
+
 API_KEY = ApiKey.WRITE_TXN_MARKERS
 MARKER_TIMEOUT_MS = 30000  # Kafka's request.timeout.ms for these appends
 
 
-async def handle(ctx, request):
+async def handle(ctx: BrokerContext, request: Request):
     if not cluster_allowed(ctx, request, Op.CLUSTER_ACTION):  # only brokers send markers
         return {
             "markers": [
