@@ -46,6 +46,7 @@ from broker.fetch_sessions import FetchSessionCache, FetchTopic, SessionError
 from broker.metadata_cache import MetadataCache, partition_states
 from broker.partition import Partition
 from broker.replica_fetcher import ReplicaFetcher
+from broker.zk_isr_manager import ZkIsrManager
 from metrics.stats import BrokerTopicStats, ReplicaStats
 from protocol.errors import ErrorCode
 from protocol.record_batch import holds_control_batch
@@ -144,10 +145,10 @@ class ReplicaManager:
         self._expand_pending: set[TopicPartition] = set()
         self.offline_partitions: set[TopicPartition] = set()  # their log dir failed (until restart)
         self._log_dir_events_send, self._log_dir_events = trio.open_memory_channel(math.inf)
-        self._isr_lock = trio.Lock()
         self.client_security: ClientSecurity | None = None  # the replica fetchers' (None: PLAINTEXT)
         self.topic_stats = BrokerTopicStats()  # bytes and messages in and out, for metrics/
         self.replica_stats = ReplicaStats()  # ISR shrinks and expands, for metrics/
+        self.isr_manager = ZkIsrManager(zk, self.partitions, self.replica_stats, self._complete_delayed_for)
 
     def min_insync_replicas(self, topic: str) -> int:
         """`min.insync.replicas`: the topic's override, else the broker's."""
@@ -823,7 +824,7 @@ class ReplicaManager:
                     lagging,
                     max_lag,
                 )
-                await self._write_isr(partition, partition.prepare_isr_shrink(lagging))
+                await self.isr_manager.write(partition, partition.prepare_isr_shrink(lagging))
 
     async def _expand_isr_on_request(self) -> None:
         async for tp in self._expand_receive:
@@ -834,49 +835,4 @@ class ReplicaManager:
             joiners = [r for r in partition.replicas if partition.should_expand_isr(r)]
             if joiners:
                 log.info("expanding ISR of %s from %s with %s", tp, partition.isr, joiners)
-                await self._write_isr(partition, partition.prepare_isr_expand(joiners))
-
-    async def _write_isr(self, partition: Partition, new_isr: list[int]) -> bool:
-        """Write the ISR the partition prepared (`prepare_isr_shrink` / `prepare_isr_expand`) to
-        its partition state znode, conditionally on its zkVersion, commit it in the partition, then
-        notify the controller through /isr_change_notification. A lost race means this broker's
-        view is stale: the partition stops changing its ISR until the controller's next
-        LeaderAndIsr. A LeaderAndIsr that arrives during the write wins over it."""
-        async with self._isr_lock:
-            if self.zk is None or self.partitions.get(partition.tp) is not partition or not partition.is_leader:
-                return False
-            leader_epoch, pending = partition.leader_epoch, partition.isr_state
-            state = znodes.LeaderIsr(
-                self.broker_id, leader_epoch, tuple(new_isr), partition.controller_epoch, partition.partition_epoch
-            )
-            try:
-                stat = await self.zk.set(
-                    znodes.partition_state_path(*partition.tp), state.encode(), version=partition.partition_epoch
-                )
-            except Exception as e:
-                if partition.isr_state is pending:
-                    partition.fail_isr_update()
-                log.warning(
-                    "ISR update of %s failed (%s): leaving it to the controller", partition.tp, type(e).__name__
-                )
-                return False
-            if partition.leader_epoch != leader_epoch or partition.isr_state is not pending:
-                log.info("ISR update of %s overtaken by a LeaderAndIsr; keeping the controller's state", partition.tp)
-                return False
-            before = len(partition.isr)
-            partition.commit_isr_update(new_isr, stat.version)
-            if len(new_isr) < before:
-                self.replica_stats.isr_shrinks += 1
-            elif len(new_isr) > before:
-                self.replica_stats.isr_expands += 1
-            self._complete_delayed_for(partition.tp)
-            try:
-                await self.zk.create(
-                    f"{znodes.ISR_CHANGE_NOTIFICATION}/isr_change_",
-                    znodes.encode_partitions([partition.tp]),
-                    sequence=True,
-                    makepath=True,
-                )
-            except Exception as e:
-                log.warning("ISR change notification for %s failed: %s", partition.tp, e)
-            return True
+                await self.isr_manager.write(partition, partition.prepare_isr_expand(joiners))
