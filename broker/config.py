@@ -4,19 +4,26 @@
 `load_config(path, overrides)` reads a Java properties file (`key=value` or `key: value`, `#`/`!`
 comments, backslash line continuations), applies `--override key=value` pairs, and returns a
 `BrokerConfig`. Unknown keys are logged as warnings (Kafka does the same); a missing required key
-or an invalid value raises `ConfigError` naming the key.
+or an invalid value raises `ConfigError` naming the key. The keys, their parsers and defaults are
+the one table `broker.config_def.BROKER_CONFIG`.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.config_def import (
+    BROKER_CONFIG,
+    LEADER_SELECTOR,
+    RACK_AWARE_SELECTOR,
+    ConfigError,
+    Listener,
+)
 from controller.config import ControllerConfig
 from security.config import (
     ClientSecurity,
@@ -33,252 +40,7 @@ from storage.topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
 
-
-class ConfigError(ValueError):
-    """An invalid or missing configuration value; the message names the key."""
-
-
-def _bool(value: str) -> bool:
-    v = value.strip().lower()
-    if v not in ("true", "false"):
-        raise ValueError("must be true or false")
-    return v == "true"
-
-
-def _list(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
-_LISTENER = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)://(\[[^\]]*\]|[^:/\[\]]*):(\d+)$")
-
-
-@dataclass(frozen=True)
-class Listener:
-    """One `NAME://host:port` listener; port 0 binds an ephemeral port."""
-
-    name: str
-    host: str
-    port: int
-
-    @classmethod
-    def parse(cls, text: str) -> Listener:
-        m = _LISTENER.match(text.strip())
-        if not m or not 0 <= int(m.group(3)) <= 65535:
-            raise ValueError(f"listener {text!r} is not NAME://host:port")
-        return cls(m.group(1).upper(), m.group(2).strip("[]"), int(m.group(3)))
-
-    def __str__(self) -> str:
-        return f"{self.name}://{self.host}:{self.port}"
-
-
-def _listeners(value: str) -> list[Listener]:
-    parsed = [Listener.parse(v) for v in _list(value)]
-    if not parsed:
-        raise ValueError("needs at least one listener")
-    names = [lst.name for lst in parsed]
-    if len(set(names)) != len(names):
-        raise ValueError("listener names must be unique")
-    return parsed
-
-
-def _zk_connect(value: str) -> str:
-    """`host:port[,host:port...][/chroot]`."""
-    hosts, _, chroot = value.strip().partition("/")
-    entries = [h.strip() for h in hosts.split(",")]
-    if not hosts or any(not re.fullmatch(r"[A-Za-z0-9_.\-\[\]:]+:\d{1,5}", h) for h in entries):
-        raise ValueError("must be host:port[,host:port...][/chroot]")
-    if chroot and not re.fullmatch(r"[A-Za-z0-9_.\-/]+", chroot):
-        raise ValueError(f"invalid chroot /{chroot}")
-    return value.strip()
-
-
-def _ip_overrides(value: str) -> dict[str, int]:
-    """`max.connections.per.ip.overrides`: `host:count,host:count` (Kafka's format)."""
-    out = {}
-    for item in _list(value):
-        host, sep, count = item.rpartition(":")
-        if not sep or not host or not count.strip().isdigit():
-            raise ValueError(f"{item!r} is not host:count")
-        out[host.strip()] = int(count)
-    return out
-
-
-def _int_at_least(lo: int) -> Callable[[str], int]:
-    def parse(value: str) -> int:
-        n = int(value)
-        if n < lo:
-            raise ValueError(f"must be >= {lo}")
-        return n
-
-    return parse
-
-
-def _float_in(lo: float, hi: float = math.inf) -> Callable[[str], float]:
-    def parse(value: str) -> float:
-        n = float(value)
-        if not lo <= n <= hi:
-            raise ValueError(f"must be in [{lo}, {hi}]")
-        return n
-
-    return parse
-
-
-RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
-LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
-
-
-def _replica_selector(value: str) -> str:
-    """`replica.selector.class` (KIP-392): Kafka's two selectors by class name (or short name)."""
-    for known in (RACK_AWARE_SELECTOR, LEADER_SELECTOR):
-        if value.strip() in (known, known.rsplit(".", 1)[1]):
-            return known
-    if not value.strip():
-        return ""
-    raise ValueError(f"must be {RACK_AWARE_SELECTOR} or {LEADER_SELECTOR} (other selectors are Java classes)")
-
-
-# key -> (parser, default). A default of None means "required"; defaults are Kafka's.
-SCHEMA: dict[str, tuple[Callable[[str], Any], Any]] = {
-    "broker.id": (_int_at_least(0), None),
-    "listeners": (_listeners, "PLAINTEXT://:9092"),
-    "advertised.listeners": (_listeners, ""),
-    "control.plane.listener.name": (lambda v: v.strip().upper(), ""),
-    "zookeeper.connect": (_zk_connect, None),
-    "zookeeper.session.timeout.ms": (_int_at_least(1), 18000),
-    "zookeeper.connection.timeout.ms": (_int_at_least(1), 18000),
-    # ZooKeeper security (Kafka's docs, "ZooKeeper Authentication"): znodes created with ACLs
-    # (the broker's SASL identity may write, the world may read all but the sensitive ones), and
-    # the JAAS file whose `Client` section holds the DIGEST-MD5 login (Kafka reads it from the
-    # JVM property of this name; minikafka from this key or the environment's KAFKA_OPTS)
-    "quota.window.num": (_int_at_least(2), 11),
-    "quota.window.size.seconds": (_int_at_least(1), 1),
-    "zookeeper.set.acl": (_bool, False),
-    "java.security.auth.login.config": (str, ""),
-    "zookeeper.sasl.clientconfig": (str, "Client"),
-    "log.dirs": (_list, ""),
-    "log.dir": (_list, "/tmp/kafka-logs"),
-    "num.partitions": (_int_at_least(1), 1),
-    "default.replication.factor": (_int_at_least(1), 1),
-    "min.insync.replicas": (_int_at_least(1), 1),
-    "message.max.bytes": (_int_at_least(0), 1048588),
-    "socket.request.max.bytes": (_int_at_least(1), 104857600),
-    "connections.max.idle.ms": (_int_at_least(1), 600000),
-    "max.connections": (_int_at_least(0), (1 << 31) - 1),
-    "queued.max.requests": (_int_at_least(1), 500),
-    "queued.max.request.bytes": (int, -1),
-    "max.connections.per.ip": (_int_at_least(0), (1 << 31) - 1),
-    "max.connections.per.ip.overrides": (_ip_overrides, ""),
-    "replica.lag.time.max.ms": (_int_at_least(1), 30000),
-    "replica.fetch.max.bytes": (_int_at_least(0), 1048576),
-    "replica.fetch.wait.max.ms": (_int_at_least(0), 500),
-    "replica.fetch.min.bytes": (_int_at_least(1), 1),
-    "replica.fetch.response.max.bytes": (_int_at_least(0), 10485760),
-    "replica.fetch.backoff.ms": (_int_at_least(0), 1000),
-    "max.incremental.fetch.session.cache.slots": (_int_at_least(0), 1000),
-    "replica.high.watermark.checkpoint.interval.ms": (_int_at_least(1), 5000),
-    "auto.create.topics.enable": (_bool, True),
-    "delete.topic.enable": (_bool, True),
-    "unclean.leader.election.enable": (_bool, False),
-    "controlled.shutdown.enable": (_bool, True),
-    "controlled.shutdown.max.retries": (_int_at_least(0), 3),
-    "controlled.shutdown.retry.backoff.ms": (_int_at_least(0), 5000),
-    "auto.leader.rebalance.enable": (_bool, True),
-    "leader.imbalance.check.interval.seconds": (_int_at_least(1), 300),
-    "broker.rack": (str, ""),
-    "replica.selector.class": (_replica_selector, ""),
-    # Prometheus metrics (metrics/): -1 off, 0 any free port; served on metrics.host (all: "")
-    "metrics.port": (_int_at_least(-1), -1),
-    "metrics.host": (str, ""),
-    "producer.id.expiration.ms": (_int_at_least(1), 86400000),
-    "log.segment.bytes": (_int_at_least(14), 1073741824),
-    "log.roll.ms": (int, None),
-    "log.roll.hours": (_int_at_least(1), 168),
-    "log.retention.ms": (int, None),
-    "log.retention.minutes": (int, None),
-    "log.retention.hours": (int, 168),
-    "log.retention.bytes": (int, -1),
-    "log.retention.check.interval.ms": (_int_at_least(1), 300000),
-    "log.index.size.max.bytes": (_int_at_least(4), 10485760),
-    "log.index.interval.bytes": (_int_at_least(0), 4096),
-    "log.flush.interval.messages": (_int_at_least(1), (1 << 63) - 1),
-    "log.flush.interval.ms": (int, None),
-    "log.flush.scheduler.interval.ms": (_int_at_least(1), 1000),
-    "log.flush.offset.checkpoint.interval.ms": (_int_at_least(1), 60000),
-    "log.message.timestamp.type": (str, "CreateTime"),
-    "log.segment.delete.delay.ms": (_int_at_least(0), 60000),
-    # the broker-wide defaults of topic configs (validated together by `log_config()`)
-    "log.roll.jitter.ms": (int, None),
-    "log.roll.jitter.hours": (_int_at_least(0), 0),
-    "log.message.timestamp.difference.max.ms": (_int_at_least(0), None),
-    "log.message.timestamp.before.max.ms": (_int_at_least(0), None),
-    "log.message.timestamp.after.max.ms": (_int_at_least(0), None),
-    "compression.type": (str, "producer"),
-    "compression.gzip.level": (int, -1),
-    "compression.lz4.level": (int, 9),
-    "compression.zstd.level": (int, 3),
-    # the log cleaner (Kafka's CleanerConfig); the per-log defaults are LogConfig's (log_config())
-    "log.cleaner.enable": (_bool, True),
-    "log.cleaner.threads": (_int_at_least(1), 1),
-    "log.cleaner.dedupe.buffer.size": (_int_at_least(1), 134217728),
-    "log.cleaner.io.buffer.load.factor": (_float_in(0.01, 1), 0.9),
-    "log.cleaner.io.buffer.size": (_int_at_least(1), 524288),
-    "log.cleaner.io.max.bytes.per.second": (_float_in(1), math.inf),
-    "log.cleaner.backoff.ms": (_int_at_least(0), 15000),
-    "log.cleanup.policy": (str, "delete"),
-    "log.cleaner.min.cleanable.ratio": (_float_in(0, 1), 0.5),
-    "log.cleaner.delete.retention.ms": (_int_at_least(0), 86400000),
-    "log.cleaner.min.compaction.lag.ms": (_int_at_least(0), 0),
-    "log.cleaner.max.compaction.lag.ms": (_int_at_least(1), (1 << 63) - 1),
-    # the group coordinator (Kafka's GroupCoordinatorConfig / OffsetConfig)
-    "offsets.topic.num.partitions": (_int_at_least(1), 50),
-    "offsets.topic.replication.factor": (_int_at_least(1), 3),
-    "offsets.topic.segment.bytes": (_int_at_least(1), 104857600),
-    "offsets.topic.compression.codec": (_int_at_least(0), 0),
-    "offsets.load.buffer.size": (_int_at_least(1), 5242880),
-    "offsets.commit.timeout.ms": (_int_at_least(1), 5000),
-    "offsets.retention.minutes": (_int_at_least(1), 10080),
-    "offsets.retention.check.interval.ms": (_int_at_least(1), 600000),
-    "offset.metadata.max.bytes": (_int_at_least(0), 4096),
-    "group.initial.rebalance.delay.ms": (_int_at_least(0), 3000),
-    "group.min.session.timeout.ms": (_int_at_least(0), 6000),
-    "group.max.session.timeout.ms": (_int_at_least(0), 1800000),
-    "group.max.size": (_int_at_least(1), (1 << 31) - 1),
-    # the transaction coordinator (Kafka's TransactionStateManagerConfig / TransactionLogConfig)
-    "transaction.state.log.num.partitions": (_int_at_least(1), 50),
-    "transaction.state.log.replication.factor": (_int_at_least(1), 3),
-    "transaction.state.log.min.isr": (_int_at_least(1), 2),
-    "transaction.state.log.segment.bytes": (_int_at_least(1), 104857600),
-    "transaction.state.log.load.buffer.size": (_int_at_least(1), 5242880),
-    "transaction.max.timeout.ms": (_int_at_least(1), 900000),
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_int_at_least(1), 10000),
-    "transactional.id.expiration.ms": (_int_at_least(1), 604800000),
-    "transaction.remove.expired.transaction.cleanup.interval.ms": (_int_at_least(1), 3600000),
-    # security (security/config.py reads them, per listener where Kafka allows
-    # `listener.name.<listener>.<key>`)
-    "listener.security.protocol.map": (str, ""),
-    "inter.broker.listener.name": (str, ""),
-    "security.inter.broker.protocol": (str, ""),
-    "sasl.enabled.mechanisms": (str, "GSSAPI"),
-    "sasl.mechanism.inter.broker.protocol": (str, "GSSAPI"),
-    "sasl.jaas.config": (str, ""),
-    "ssl.keystore.type": (str, "PEM"),
-    "ssl.keystore.location": (str, ""),
-    "ssl.keystore.password": (str, ""),
-    "ssl.keystore.certificate.chain": (str, ""),
-    "ssl.keystore.key": (str, ""),
-    "ssl.key.password": (str, ""),
-    "ssl.truststore.type": (str, "PEM"),
-    "ssl.truststore.location": (str, ""),
-    "ssl.truststore.password": (str, ""),
-    "ssl.truststore.certificates": (str, ""),
-    "ssl.client.auth": (str, "none"),
-    "ssl.enabled.protocols": (str, "TLSv1.2,TLSv1.3"),
-    "ssl.endpoint.identification.algorithm": (str, "https"),
-    "ssl.principal.mapping.rules": (str, "DEFAULT"),
-    "authorizer.class.name": (str, ""),
-    "super.users": (str, ""),
-    "allow.everyone.if.no.acl.found": (_bool, False),
-}
+__all__ = ["LEADER_SELECTOR", "RACK_AWARE_SELECTOR", "BrokerConfig", "ConfigError", "Listener", "load_config"]
 
 #: `authorizer.class.name` values that turn authorization on (Kafka's ZooKeeper-mode authorizers)
 ACL_AUTHORIZERS = {"kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer"}
@@ -287,13 +49,7 @@ ACL_AUTHORIZERS = {"kafka.security.authorizer.AclAuthorizer", "kafka.security.au
 LISTENER_PREFIX = "listener.name."
 
 #: Kafka keys that size thread pools: trio needs none, so they are accepted and have no effect
-NO_EFFECT_KEYS = {
-    "num.network.threads",
-    "num.io.threads",
-    "num.recovery.threads.per.data.dir",
-    "num.replica.fetchers",
-    "background.threads",
-}
+NO_EFFECT_KEYS = frozenset(key.name for key in BROKER_CONFIG.values() if not key.has_effect)
 
 
 @dataclass(frozen=True)
@@ -428,14 +184,17 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def build_config(props: dict[str, str]) -> BrokerConfig:
-    """Validate `props` against SCHEMA; unknown keys are warned about, not fatal."""
+    """Validate `props` against `BROKER_CONFIG`; unknown keys are warned about, not fatal."""
     for key in props:
         if key in NO_EFFECT_KEYS:
             log.info("configuration key %r has no effect in minikafka (trio needs no thread pools)", key)
-        elif key not in SCHEMA and not key.startswith(LISTENER_PREFIX):
+        elif key not in BROKER_CONFIG and not key.startswith(LISTENER_PREFIX):
             log.warning("unknown configuration key %r is ignored", key)
     values: dict[str, Any] = {}
-    for key, (parse, default) in SCHEMA.items():
+    for key, definition in BROKER_CONFIG.items():
+        parse, default = definition.parse, definition.default
+        if parse is None:
+            continue
         if key in props:
             try:
                 values[key] = parse(props[key])

@@ -7,7 +7,7 @@ override (DYNAMIC_TOPIC_CONFIG), then the broker keys it defaults to (Kafka's
 per-broker dynamic layer (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic layer
 (DYNAMIC_DEFAULT_BROKER_CONFIG), server.properties (STATIC_BROKER_CONFIG) and Kafka's defaults
 (DEFAULT_CONFIG); the entry's source is its first synonym's. A broker's entry is the same without
-the topic layer; read-only unless the key may change at runtime (`dynamic_config.RECONFIGURABLE`).
+the topic layer; read-only unless the key may change at runtime (the config table's `dynamic`).
 Password-typed values are sent as null (sensitive).
 """
 
@@ -16,11 +16,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from broker.config import SCHEMA
-from broker.config_docs import BROKER_CONFIG_DOCS
-from broker.dynamic_config import RECONFIGURABLE, DynamicBrokerConfig
+from broker.config_def import BROKER_CONFIG
+from broker.dynamic_config import DynamicBrokerConfig
 from storage.config import TOPIC_CONFIGS, LogConfig
-from storage.topic_config_docs import TOPIC_CONFIG_DOCS
 
 #: DescribeConfigsResponse ConfigSource ids
 SOURCES = {
@@ -92,7 +90,8 @@ def render(value: Any) -> str | None:
 
 def broker_default(key: str) -> str | None:
     """Kafka's default of a broker key as a string (None: the key has no default)."""
-    _, default = SCHEMA.get(key, (str, None))
+    definition = BROKER_CONFIG.get(key)
+    default = None if definition is None or not definition.has_effect else definition.default
     return default if isinstance(default, str) or default is None else render(default)
 
 
@@ -160,7 +159,7 @@ def describe_topic(
             value = render(definition.parse(name, synonyms[0]["value"]))
         else:
             value = definition.default
-        entries.append(_entry(name, value, synonyms, definition.type, TOPIC_CONFIG_DOCS[name], read_only=False))
+        entries.append(_entry(name, value, synonyms, definition.type, definition.doc, read_only=False))
     return entries
 
 
@@ -168,7 +167,8 @@ def describe_broker(dynamic: DynamicBrokerConfig, *, per_broker: bool, keys: lis
     """A broker's configs: `per_broker` describes this broker (every key it knows); otherwise the
     cluster-wide `<default>` entity (only the keys set there)."""
     entries = []
-    for name, (type_name, doc) in BROKER_CONFIG_DOCS.items():
+    for name, definition in BROKER_CONFIG.items():
+        type_name, doc = definition.type, definition.doc
         if keys is not None and name not in keys:
             continue
         if not per_broker and name not in dynamic.cluster_default:
@@ -179,5 +179,5 @@ def describe_broker(dynamic: DynamicBrokerConfig, *, per_broker: bool, keys: lis
             value = found[1] if found is not None else broker_default(name)
         else:
             value = dynamic.cluster_default[name]
-        entries.append(_entry(name, value, synonyms, type_name, doc, read_only=name not in RECONFIGURABLE))
+        entries.append(_entry(name, value, synonyms, type_name, doc, read_only=not definition.dynamic))
     return entries

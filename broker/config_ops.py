@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from broker.config_docs import BROKER_CONFIG_DOCS
+from broker.config_def import BROKER_CONFIG
 from broker.config_helper import broker_default
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import TOPIC_CONFIGS, parse_list
@@ -30,10 +30,10 @@ class ConfigOpError(KafkaError):
 
 def _type_and_default(resource_type: int, key: str) -> tuple[str | None, str | None]:
     if resource_type == TOPIC:
-        definition = TOPIC_CONFIGS.get(key)
-        return (definition.type, definition.default) if definition else (None, None)
-    type_name = BROKER_CONFIG_DOCS.get(key, (None, ""))[0]
-    return type_name, broker_default(key)
+        topic_key = TOPIC_CONFIGS.get(key)
+        return (topic_key.type, topic_key.default) if topic_key else (None, None)
+    broker_key = BROKER_CONFIG.get(key)
+    return (None if broker_key is None else broker_key.type), broker_default(key)
 
 
 def check_duplicates(keys: list[str]) -> None:

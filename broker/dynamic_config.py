@@ -2,7 +2,7 @@
 in `/config/brokers/<id>` (this broker) and `/config/brokers/<default>` (every broker) override the
 static `server.properties`, with precedence per-broker > cluster default > static > Kafka default.
 
-Only the keys in `RECONFIGURABLE` may be set dynamically: the broker-wide defaults of topic configs
+Only the keys the config table (`broker.config_def`) marks `dynamic` may be set dynamically: the broker-wide defaults of topic configs
 (Kafka's `DynamicLogConfig` keys, which every log picks up at once) and the two topic defaults the
 replica manager and controller read on every use. Any other key is refused with a ConfigError that
 says why (Kafka's "Cannot update these configs dynamically"; for keys Kafka can change at runtime
@@ -13,63 +13,25 @@ from __future__ import annotations
 
 import logging
 
-from broker.config import NO_EFFECT_KEYS, SCHEMA, BrokerConfig, ConfigError, build_config
+from broker.config import BrokerConfig, ConfigError, build_config
+from broker.config_def import BROKER_CONFIG
 
 log = logging.getLogger(__name__)
 
 #: the entity name of the cluster-wide dynamic broker config (Kafka's ConfigEntityName.Default)
 DEFAULT_ENTITY = "<default>"
 
-#: broker keys that may be set in /config/brokers/*: the log defaults (topic config synonyms)
-RECONFIGURABLE = frozenset(
-    {
-        "log.segment.bytes",
-        "log.roll.ms",
-        "log.roll.hours",
-        "log.roll.jitter.ms",
-        "log.roll.jitter.hours",
-        "log.index.size.max.bytes",
-        "log.flush.interval.messages",
-        "log.flush.interval.ms",
-        "log.retention.bytes",
-        "log.retention.ms",
-        "log.retention.minutes",
-        "log.retention.hours",
-        "message.max.bytes",
-        "log.index.interval.bytes",
-        "log.cleaner.delete.retention.ms",
-        "log.cleaner.min.compaction.lag.ms",
-        "log.cleaner.max.compaction.lag.ms",
-        "log.segment.delete.delay.ms",
-        "log.cleaner.min.cleanable.ratio",
-        "log.cleanup.policy",
-        "unclean.leader.election.enable",
-        "min.insync.replicas",
-        "compression.type",
-        "compression.gzip.level",
-        "compression.lz4.level",
-        "compression.zstd.level",
-        "log.message.timestamp.type",
-        "log.message.timestamp.difference.max.ms",
-        "log.message.timestamp.before.max.ms",
-        "log.message.timestamp.after.max.ms",
-    }
-)
+#: broker keys that may be set in /config/brokers/* (`dynamic` in the config table): the log
+#: defaults (topic config synonyms) and the two topic defaults read on every use
+RECONFIGURABLE = frozenset(key.name for key in BROKER_CONFIG.values() if key.dynamic)
 
-#: keys Kafka can change at runtime that minikafka cannot (yet): refused with this reason
-_NOT_YET = {
-    "log.cleaner.threads": "the log cleaner's thread count is fixed at startup in minikafka",
-    "log.cleaner.dedupe.buffer.size": "the log cleaner's buffers are fixed at startup in minikafka",
-    "log.cleaner.io.buffer.size": "the log cleaner's buffers are fixed at startup in minikafka",
-    "log.cleaner.io.buffer.load.factor": "the log cleaner's buffers are fixed at startup in minikafka",
-    "log.cleaner.io.max.bytes.per.second": "the log cleaner's throttle is fixed at startup in minikafka",
-    "log.cleaner.backoff.ms": "the log cleaner's backoff is fixed at startup in minikafka",
-    "max.connections": "connection limits are fixed at startup in minikafka",
-    "max.connections.per.ip": "connection limits are fixed at startup in minikafka",
-    "max.connections.per.ip.overrides": "connection limits are fixed at startup in minikafka",
-    "advertised.listeners": "listeners are fixed at startup in minikafka",
-    "listeners": "listeners are fixed at startup in minikafka",
-} | {key: "trio needs no thread pools, so minikafka has none to resize" for key in NO_EFFECT_KEYS}
+#: why a key Kafka can change at runtime cannot change in minikafka (the table's `fixed_because`;
+#: the no-effect keys: trio has no thread pools to resize)
+_NOT_YET = {key.name: key.fixed_because for key in BROKER_CONFIG.values() if key.fixed_because} | {
+    key.name: "trio needs no thread pools, so minikafka has none to resize"
+    for key in BROKER_CONFIG.values()
+    if not key.has_effect
+}
 
 
 class DynamicBrokerConfig:
@@ -105,7 +67,7 @@ class DynamicBrokerConfig:
         """Check a new set of dynamic props for one layer (the whole layer as it would be stored);
         returns the config that would result. Raises ConfigError with Kafka's message for a key
         that cannot change at runtime, an unknown key, or a bad value."""
-        unknown = sorted(key for key in props if key not in SCHEMA and key not in NO_EFFECT_KEYS)
+        unknown = sorted(key for key in props if key not in BROKER_CONFIG)
         if unknown:
             raise ConfigError(f"Unknown broker configs: {', '.join(unknown)}")
         fixed = sorted(key for key in props if key not in RECONFIGURABLE)

@@ -112,12 +112,14 @@ def _message_format_version(key: str, value: str) -> str:
 @dataclass(frozen=True)
 class TopicConfigDef:
     """One topic config key: its Kafka type name, parser (raises ValueError), Kafka's default (as
-    the string DescribeConfigs would show), and, for values this broker does not implement, a
+    the string DescribeConfigs would show), one line of documentation (DescribeConfigs v3+
+    `documentation`, in our own words), and, for values this broker does not implement, a
     function returning why (None when the value is served)."""
 
     type: str
     parse: Callable[[str, str], Any]
     default: str
+    doc: str
     unsupported: Callable[[Any], str | None] = lambda value: None
 
 
@@ -126,67 +128,186 @@ def _refuse_unless(ok: Callable[[Any], bool], why: str) -> Callable[[Any], str |
 
 
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
-    "cleanup.policy": TopicConfigDef("list", _cleanup_policy, "delete"),
-    "compression.type": TopicConfigDef("string", _one_of(*COMPRESSION_TYPES), "producer"),
-    "compression.gzip.level": TopicConfigDef("int", _number(int, 1, 9, bits=32, also=(-1,)), "-1"),
-    "compression.lz4.level": TopicConfigDef("int", _number(int, 1, 17, bits=32), "9"),
-    "compression.zstd.level": TopicConfigDef("int", _number(int, -131072, 22, bits=32), "3"),
-    "delete.retention.ms": TopicConfigDef("long", _number(int, 0), "86400000"),
-    "file.delete.delay.ms": TopicConfigDef("long", _number(int, 0), "60000"),
-    "flush.messages": TopicConfigDef("long", _number(int, 1), str(LONG_MAX)),
-    "flush.ms": TopicConfigDef("long", _number(int, 0), str(LONG_MAX)),
+    "cleanup.policy": TopicConfigDef(
+        "list",
+        _cleanup_policy,
+        "delete",
+        "What happens to old segments: 'delete' removes them by time and size retention, 'compact' keeps the latest record of each key (the log cleaner); both may be given.",
+    ),
+    "compression.type": TopicConfigDef(
+        "string",
+        _one_of(*COMPRESSION_TYPES),
+        "producer",
+        "The codec the leader stores batches in: 'producer' keeps the producer's, otherwise batches are recompressed to uncompressed, gzip, snappy, lz4 or zstd.",
+    ),
+    "compression.gzip.level": TopicConfigDef(
+        "int",
+        _number(int, 1, 9, bits=32, also=(-1,)),
+        "-1",
+        "gzip level used when compression.type is gzip (-1: the codec's default).",
+    ),
+    "compression.lz4.level": TopicConfigDef(
+        "int", _number(int, 1, 17, bits=32), "9", "lz4 level used when compression.type is lz4."
+    ),
+    "compression.zstd.level": TopicConfigDef(
+        "int", _number(int, -131072, 22, bits=32), "3", "zstd level used when compression.type is zstd."
+    ),
+    "delete.retention.ms": TopicConfigDef(
+        "long",
+        _number(int, 0),
+        "86400000",
+        "How long, in ms, a tombstone stays readable after its segment was cleaned, so that consumers catching up see the delete.",
+    ),
+    "file.delete.delay.ms": TopicConfigDef(
+        "long",
+        _number(int, 0),
+        "60000",
+        "How long, in ms, a segment removed from the log waits before its files are deleted.",
+    ),
+    "flush.messages": TopicConfigDef(
+        "long",
+        _number(int, 1),
+        str(LONG_MAX),
+        "fsync the log after this many records were appended (the default leaves it to the OS).",
+    ),
+    "flush.ms": TopicConfigDef(
+        "long", _number(int, 0), str(LONG_MAX), "fsync the log when this many ms have passed since the last fsync."
+    ),
     "follower.replication.throttled.replicas": TopicConfigDef(
         "list",
         _throttled_replicas,
         "",
+        "Replicas ('partition:broker' or '*') whose follower-side replication is throttled (not implemented by minikafka: only the empty list is accepted).",
         _refuse_unless(lambda v: not v, "replication throttling is not implemented in minikafka"),
     ),
-    "index.interval.bytes": TopicConfigDef("int", _number(int, 0, bits=32), "4096"),
+    "index.interval.bytes": TopicConfigDef(
+        "int", _number(int, 0, bits=32), "4096", "Bytes appended between two entries of the offset index."
+    ),
     "leader.replication.throttled.replicas": TopicConfigDef(
         "list",
         _throttled_replicas,
         "",
+        "Replicas ('partition:broker' or '*') whose leader-side replication is throttled (not implemented by minikafka: only the empty list is accepted).",
         _refuse_unless(lambda v: not v, "replication throttling is not implemented in minikafka"),
     ),
     "local.retention.bytes": TopicConfigDef(
         "long",
         _number(int, -2),
         "-2",
+        "Tiered storage's local size bound (minikafka has no tiered storage: only -2).",
         _refuse_unless(lambda v: v == -2, "tiered storage (local.retention.bytes) is not supported by minikafka"),
     ),
     "local.retention.ms": TopicConfigDef(
         "long",
         _number(int, -2),
         "-2",
+        "Tiered storage's local time bound (minikafka has no tiered storage: only -2).",
         _refuse_unless(lambda v: v == -2, "tiered storage (local.retention.ms) is not supported by minikafka"),
     ),
-    "max.compaction.lag.ms": TopicConfigDef("long", _number(int, 1), str(LONG_MAX)),
-    "max.message.bytes": TopicConfigDef("int", _number(int, 0, bits=32), "1048588"),
-    "message.downconversion.enable": TopicConfigDef("boolean", _bool, "true"),
-    "message.format.version": TopicConfigDef("string", _message_format_version, "3.0-IV1"),
-    "message.timestamp.after.max.ms": TopicConfigDef("long", _number(int, 0), str(LONG_MAX)),
-    "message.timestamp.before.max.ms": TopicConfigDef("long", _number(int, 0), str(LONG_MAX)),
-    "message.timestamp.difference.max.ms": TopicConfigDef("long", _number(int, 0), str(LONG_MAX)),
-    "message.timestamp.type": TopicConfigDef("string", _one_of("CreateTime", "LogAppendTime"), "CreateTime"),
-    "min.cleanable.dirty.ratio": TopicConfigDef("double", _number(float, 0, 1), "0.5"),
-    "min.compaction.lag.ms": TopicConfigDef("long", _number(int, 0), "0"),
-    "min.insync.replicas": TopicConfigDef("int", _number(int, 1, bits=32), "1"),
+    "max.compaction.lag.ms": TopicConfigDef(
+        "long",
+        _number(int, 1),
+        str(LONG_MAX),
+        "The longest time, in ms, a record may stay uncleaned in a compacted log.",
+    ),
+    "max.message.bytes": TopicConfigDef(
+        "int", _number(int, 0, bits=32), "1048588", "The largest record batch, in bytes, the topic accepts."
+    ),
+    "message.downconversion.enable": TopicConfigDef(
+        "boolean",
+        _bool,
+        "true",
+        "Whether Fetch may down-convert batches for old consumers (every batch here is magic 2; Fetch below v4 is not served).",
+    ),
+    "message.format.version": TopicConfigDef(
+        "string",
+        _message_format_version,
+        "3.0-IV1",
+        "Deprecated: ignored since Kafka 3.0; every batch is written as magic 2.",
+    ),
+    "message.timestamp.after.max.ms": TopicConfigDef(
+        "long",
+        _number(int, 0),
+        str(LONG_MAX),
+        "How far, in ms, a CreateTime timestamp may lie in the future of the broker's clock before the batch is refused with INVALID_TIMESTAMP.",
+    ),
+    "message.timestamp.before.max.ms": TopicConfigDef(
+        "long",
+        _number(int, 0),
+        str(LONG_MAX),
+        "How far, in ms, a CreateTime timestamp may lie in the past of the broker's clock before the batch is refused with INVALID_TIMESTAMP.",
+    ),
+    "message.timestamp.difference.max.ms": TopicConfigDef(
+        "long",
+        _number(int, 0),
+        str(LONG_MAX),
+        "Deprecated: the default of both message.timestamp.before.max.ms and message.timestamp.after.max.ms.",
+    ),
+    "message.timestamp.type": TopicConfigDef(
+        "string",
+        _one_of("CreateTime", "LogAppendTime"),
+        "CreateTime",
+        "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the leader's clock.",
+    ),
+    "min.cleanable.dirty.ratio": TopicConfigDef(
+        "double",
+        _number(float, 0, 1),
+        "0.5",
+        "The share of a compacted log that must be uncleaned before it is cleaned.",
+    ),
+    "min.compaction.lag.ms": TopicConfigDef(
+        "long", _number(int, 0), "0", "The shortest time, in ms, a record stays uncleaned in a compacted log."
+    ),
+    "min.insync.replicas": TopicConfigDef(
+        "int",
+        _number(int, 1, bits=32),
+        "1",
+        "With acks=all, the fewest in-sync replicas a write needs; with fewer, producers get NOT_ENOUGH_REPLICAS.",
+    ),
     "preallocate": TopicConfigDef(
-        "boolean", _bool, "false", _refuse_unless(lambda v: not v, "preallocate=true is not implemented in minikafka")
+        "boolean",
+        _bool,
+        "false",
+        "Whether a new segment's file is preallocated (not implemented by minikafka: only false).",
+        _refuse_unless(lambda v: not v, "preallocate=true is not implemented in minikafka"),
     ),
     "remote.storage.enable": TopicConfigDef(
         "boolean",
         _bool,
         "false",
+        "Tiered storage for the topic (not supported by minikafka: only false).",
         _refuse_unless(lambda v: not v, "tiered storage (remote.storage.enable) is not supported by minikafka"),
     ),
-    "retention.bytes": TopicConfigDef("long", _number(int), "-1"),
-    "retention.ms": TopicConfigDef("long", _number(int, -1), "604800000"),
-    "segment.bytes": TopicConfigDef("int", _number(int, 14, bits=32), "1073741824"),
-    "segment.index.bytes": TopicConfigDef("int", _number(int, 4, bits=32), "10485760"),
-    "segment.jitter.ms": TopicConfigDef("long", _number(int, 0), "0"),
-    "segment.ms": TopicConfigDef("long", _number(int, 1), "604800000"),
-    "unclean.leader.election.enable": TopicConfigDef("boolean", _bool, "false"),
+    "retention.bytes": TopicConfigDef(
+        "long",
+        _number(int),
+        "-1",
+        "The size, in bytes, a partition keeps before deleting its oldest segments (-1: no size bound).",
+    ),
+    "retention.ms": TopicConfigDef(
+        "long",
+        _number(int, -1),
+        "604800000",
+        "How long, in ms, a segment is kept after its newest record (-1: forever).",
+    ),
+    "segment.bytes": TopicConfigDef(
+        "int", _number(int, 14, bits=32), "1073741824", "The size, in bytes, at which the active segment is rolled."
+    ),
+    "segment.index.bytes": TopicConfigDef(
+        "int", _number(int, 4, bits=32), "10485760", "The size, in bytes, of a segment's offset and time indexes."
+    ),
+    "segment.jitter.ms": TopicConfigDef(
+        "long", _number(int, 0), "0", "The most random time, in ms, taken off segment.ms per segment."
+    ),
+    "segment.ms": TopicConfigDef(
+        "long", _number(int, 1), "604800000", "The age, in ms, at which the active segment is rolled even if not full."
+    ),
+    "unclean.leader.election.enable": TopicConfigDef(
+        "boolean",
+        _bool,
+        "false",
+        "Whether a replica outside the ISR may become leader when no in-sync replica is alive (acknowledged data may be lost).",
+    ),
 }
 
 

@@ -3,8 +3,8 @@ values, types), AlterConfigs / IncrementalAlterConfigs operations, and the dynam
 
 import pytest
 
-from broker.config import NO_EFFECT_KEYS, SCHEMA, ConfigError
-from broker.config_docs import BROKER_CONFIG_DOCS
+from broker.config import ConfigError
+from broker.config_def import BROKER_CONFIG
 from broker.config_helper import SOURCES, TYPES, describe_broker, describe_topic
 from broker.config_ops import (
     APPEND,
@@ -20,17 +20,20 @@ from broker.config_ops import (
 from broker.dynamic_config import RECONFIGURABLE, DynamicBrokerConfig
 from protocol.errors import ErrorCode
 from storage.config import TOPIC_CONFIGS, LogConfig
-from storage.topic_config_docs import TOPIC_CONFIG_DOCS
 from storage.topic_configs import TopicConfigs
 
 STATIC = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181", "log.retention.hours": "24"}
 
 
 def test_every_config_has_a_type_and_documentation():
-    assert set(TOPIC_CONFIG_DOCS) == set(TOPIC_CONFIGS)
-    assert set(BROKER_CONFIG_DOCS) == set(SCHEMA) | NO_EFFECT_KEYS
-    assert {t for t, _ in BROKER_CONFIG_DOCS.values()} <= set(TYPES)
-    assert RECONFIGURABLE <= set(SCHEMA)
+    """One table per scope (issue 35): every key carries its Kafka type, its documentation and
+    (broker keys) whether it may change at runtime; a dynamic key has an effect."""
+    for key in TOPIC_CONFIGS.values():
+        assert key.type in TYPES and key.doc
+    for name, key in BROKER_CONFIG.items():
+        assert key.name == name and key.type in TYPES and key.doc
+        assert not (key.dynamic and (key.fixed_because or not key.has_effect)), name
+    assert RECONFIGURABLE == {name for name, key in BROKER_CONFIG.items() if key.dynamic}
 
 
 def _topic(dynamic, overrides):
