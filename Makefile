@@ -58,7 +58,7 @@ chaos: setup
 	$(PY) -m chaos
 
 # Requests generated from the message specs against a real broker; findings are saved to the
-# corpus that tests/test_spec_fuzz.py replays (FUZZ_SECONDS, FUZZ_SEED to vary the run).
+# corpus that tests/cluster/test_spec_fuzz.py replays (FUZZ_SECONDS, FUZZ_SEED to vary the run).
 fuzz: setup
 	$(PY) -m fuzz.runner --seconds $${FUZZ_SECONDS:-300} $${FUZZ_SEED:+--seed $$FUZZ_SEED} --save fuzz/corpus
 

@@ -12,7 +12,7 @@ read_committed reader of `carrier-counts` sees for every carrier exactly 1, 2, .
 Standalone (`python -m examples.exactly_once [--rows N]`): a fresh local 3-broker cluster, the
 first N flights loaded, the job run while the leader of a `carrier-counts` partition and then the
 transaction coordinator are killed (and started again), the result verified; exit 1 if a check
-fails. The suite runs `run_job` and `verify` on a small slice (tests/test_exactly_once_example.py).
+fails. The suite runs `run_job` and `verify` on a small slice (tests/cluster/test_exactly_once_example.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ produce costs its leader a share of the followers' fetches, and the generic walk
 a large part of one).
 
 Like `produce_codec`, both give exactly what the generic codec gives
-(`tests/test_fetch_codec.py` compares them on generated messages of every served version):
+(`tests/unit/test_fetch_codec.py` compares them on generated messages of every served version):
 the same `FieldDict`s, defaults of the fields a version lacks included, and the same bytes, record
 batches of 32 KiB or more referenced rather than copied. Anything else is left to the generic
 codec (None): tagged fields (v12), truncated or malformed requests; responses with fields this

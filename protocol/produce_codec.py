@@ -2,7 +2,7 @@
 straight-line `struct` code instead of the generic compiled schemas (issue 22: at one record per
 request the generic walk was a tenth of the broker's CPU per request).
 
-Both produce exactly what the generic codec does (`tests/test_produce_codec.py` compares them on
+Both produce exactly what the generic codec does (`tests/unit/test_produce_codec.py` compares them on
 generated messages of every served version): the same `FieldDict`s with `records` as memoryviews
 into the frame, the same bytes. Each handles only the shape nearly every producer sends and
 returns None for anything else, which then goes the generic way, where errors are raised:

@@ -3,7 +3,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 
 import uuid as _uuid
@@ -31,10 +31,18 @@ HEAVY_MODULES = {
 }
 
 
+#: the tiers (README "Tests"): tests/unit/ starts no process (a test there using a process
+#: fixture is a collection error), tests/cluster/ starts real ZooKeeper, brokers and clients,
+#: tests/chaos/ runs the chaos scenarios; tests/helpers/ holds what they share
+UNIT_DIR = ROOT / "tests" / "unit"
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by these marks
 def pytest_collection_modifyitems(items):
     for item in items:
         if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            if UNIT_DIR in pathlib.Path(str(item.path)).parents:
+                raise pytest.UsageError(f"{item.nodeid} starts processes: it belongs in tests/cluster/")
             item.add_marker(pytest.mark.slow)
         if item.module.__name__.rpartition(".")[2] in HEAVY_MODULES:
             item.add_marker(pytest.mark.heavy)

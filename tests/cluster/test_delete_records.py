@@ -6,9 +6,10 @@ kafka-python as judges; bad requests get Kafka's codes."""
 import json
 import time
 
+from admin_helpers import raw, wait
+from group_helpers import create_topics, produce
+
 from protocol.errors import ErrorCode
-from tests.admin_helpers import raw, wait
-from tests.group_helpers import create_topics, produce
 
 TIMEOUT = 60
 SETTINGS = {"log_retention_check_interval_ms": 300, "log_segment_delete_delay_ms": 0, "replica_fetch_wait_max_ms": 100}

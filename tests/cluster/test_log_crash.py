@@ -23,7 +23,7 @@ from storage.log_loader import load_log
 
 pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
-WRITER = Path(__file__).with_name("crash_writer.py")
+WRITER = Path(__file__).parents[1] / "helpers" / "crash_writer.py"
 
 
 def test_sigkill_at_random_points_loses_nothing_flushed(tmp_path):

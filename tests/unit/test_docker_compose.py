@@ -1,4 +1,4 @@
-"""docker-compose.yml and the Dockerfiles, read without a Docker engine (tests/test_compose_cluster.py
+"""docker-compose.yml and the Dockerfiles, read without a Docker engine (tests/cluster/test_compose_cluster.py
 runs them): every broker service's KAFKA_* environment is a configuration the broker accepts, with
 Kafka's INTERNAL/EXTERNAL listener pattern, and the images build from a base given as an argument
 with nothing fetched from the network."""
@@ -11,7 +11,7 @@ import yaml
 
 from broker.config import load_config
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT = re.compile(r"\$\{(\w+):-([^}]*)\}")
 
 

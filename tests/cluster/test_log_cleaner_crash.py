@@ -16,7 +16,7 @@ from storage.log_manager import LogManager
 from storage.segment import unlink_all
 
 pytestmark = pytest.mark.slow  # subprocesses
-HELPER = Path(__file__).with_name("crash_cleaner.py")
+HELPER = Path(__file__).parents[1] / "helpers" / "crash_cleaner.py"
 TP = ("crash", 0)
 
 

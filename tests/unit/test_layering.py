@@ -5,7 +5,7 @@ imports inside functions too."""
 import ast
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: package -> the project packages it may import
 ALLOWED = {
     "protocol": set(),

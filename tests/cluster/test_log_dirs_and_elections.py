@@ -5,9 +5,10 @@ ELECTION_NOT_NEEDED where a leader is live, an unclean election where none is.""
 import json
 import time
 
+from admin_helpers import raw, wait
+from group_helpers import create_topics, produce
+
 from protocol.errors import ErrorCode
-from tests.admin_helpers import raw, wait
-from tests.group_helpers import create_topics, produce
 
 TIMEOUT = 60
 

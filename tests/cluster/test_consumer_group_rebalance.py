@@ -19,7 +19,7 @@ from group_helpers import GROUP_BROKER, TIMEOUT, create_topics, produce
 from coordinator.group.records import partition_for
 
 pytestmark = pytest.mark.slow
-MEMBER = str(Path(__file__).with_name("group_member.py"))
+MEMBER = str(Path(__file__).parents[1] / "helpers" / "group_member.py")
 ALL = {("t12", p) for p in range(12)}
 
 

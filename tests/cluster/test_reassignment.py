@@ -9,9 +9,10 @@ import signal
 import threading
 import time
 
+from admin_helpers import raw, wait
+from replication_helpers import log_bytes
+
 from protocol.errors import ErrorCode
-from tests.admin_helpers import raw, wait
-from tests.replication_helpers import log_bytes
 
 TIMEOUT = 90
 

@@ -7,9 +7,10 @@ import json
 import threading
 import time
 
+from admin_helpers import raw
+from group_helpers import GROUP_BROKER, create_topics
+
 from protocol.errors import ErrorCode
-from tests.admin_helpers import raw
-from tests.group_helpers import GROUP_BROKER, create_topics
 
 TIMEOUT = 60
 

@@ -7,8 +7,8 @@ import shlex
 import subprocess
 import sys
 
-from tests.admin_helpers import wait
-from tests.group_helpers import create_topics, produce
+from admin_helpers import wait
+from group_helpers import create_topics, produce
 
 TIMEOUT = 60
 

@@ -9,7 +9,7 @@ import random
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from protocol import record_batch as rb  # noqa: E402
 from storage import checkpoint  # noqa: E402

@@ -6,12 +6,12 @@ changes acks=all at once); bad input is answered with Kafka's error codes and ch
 import time
 
 import trio
+from admin_helpers import raw, wait
+from group_helpers import create_topics
+from replication_helpers import partition_state, produce
 
 from client.connection import Connection
 from protocol.errors import ErrorCode
-from tests.admin_helpers import raw, wait
-from tests.group_helpers import create_topics
-from tests.replication_helpers import partition_state, produce
 
 TIMEOUT = 30
 

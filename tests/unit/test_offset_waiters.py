@@ -137,13 +137,15 @@ async def test_without_the_timer_task_waiters_time_themselves_out(autojump_clock
     assert trio.current_time() - start == pytest.approx(2.5)
 
 
-async def test_a_delayed_response_maps_its_value_whenever_it_completes():
+async def test_a_delayed_response_is_a_one_shot_value_whenever_it_completes():
     early = DelayedResponse()
     early.complete([1])
-    assert await early.map(lambda v: {"responses": v}).wait() == {"responses": [1]}
-    late = DelayedResponse().map(lambda v: v + [2])
+    assert await early.wait() == [1]  # completed before anyone asked
     got: list = []
+    early.on_complete(got.append)
+    assert got == [[1]]
+    late = DelayedResponse()
     late.on_complete(got.append)
-    late.complete([1])
+    late.complete([2])
     late.complete([9])  # only the first completion counts
-    assert got == [[1, 2]] and await late.wait() == [1, 2]
+    assert got == [[1], [2]] and await late.wait() == [2]
