@@ -205,24 +205,30 @@ class KafkaServer:
         return None
 
     async def _serve(self, listener: str, tcp: trio.SocketStream) -> None:
-        peer = _peer(tcp)
+        await self.serve_connection(listener, tcp, _peer(tcp))
+
+    async def serve_connection(self, listener: str, connection: trio.abc.Stream, peer: str) -> None:
+        """Serve one accepted connection of `listener` until it ends: `connection` is its stream (a
+        socket's, or any trio stream: tests use `trio.testing.memory_stream_pair`, where the
+        reads and writes go through trio instead of straight to a socket), `peer` its
+        "host:port" (the connection limits count by host)."""
         ip = peer.rsplit(":", 1)[0]
         refused = self._over_connection_limits(ip)
         if refused is not None:
             log.warning("closing %s at once: %s", peer, refused)
-            await trio.aclose_forcefully(tcp)
+            await trio.aclose_forcefully(connection)
             return
         self.active_connections += 1
         self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
         backlog = Backlog()
         transport = self.transports.get(listener, PLAINTEXT_TRANSPORT)
-        stream: trio.abc.Stream = tcp
+        stream: trio.abc.Stream = connection
         try:
-            async with tcp:
+            async with connection:
                 decoder = FrameDecoder(self.max_request_bytes)
                 frames: list = []
                 with trio.move_on_after(HANDSHAKE_TIMEOUT_S) as handshake:
-                    opened = await self._open_session(tcp, transport, decoder, frames, peer)
+                    opened = await self._open_session(connection, transport, decoder, frames, peer)
                 if opened is None or handshake.cancelled_caught:
                     if handshake.cancelled_caught:
                         log.info("closing %s: the TLS / SASL handshake took over %.0f s", peer, HANDSHAKE_TIMEOUT_S)
@@ -246,7 +252,7 @@ class KafkaServer:
 
     async def _open_session(
         self,
-        tcp: trio.SocketStream,
+        tcp: trio.abc.Stream,
         transport: ListenerTransport,
         decoder: FrameDecoder,
         leftover: list,
