@@ -18,6 +18,7 @@ stale, and a stale load installs nothing.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple, Protocol
@@ -88,6 +89,26 @@ APPEND_ERROR_MAP = {
 }
 
 
+class _PeriodicJob:
+    __slots__ = ("job", "interval_s", "due", "running")
+
+    def __init__(self, job: Callable[[], object], interval_s: float) -> None:
+        self.job, self.interval_s = job, interval_s
+        self.due = 0.0
+        self.running = False
+
+    async def run(self) -> None:
+        self.running = True
+        try:
+            result = self.job()
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("coordinator job %s failed", getattr(self.job, "__name__", self.job))
+        finally:
+            self.running = False
+
+
 class CoordinatorRuntime:
     """The partitions of `topic` one coordinator serves (see the module doc).
 
@@ -116,15 +137,40 @@ class CoordinatorRuntime:
         self._loads: dict[int, object] = {}  # partition -> the token of its current load
         self._nursery: trio.Nursery | None = None
         self._loads_before_run: list[tuple[int, object]] = []
+        self._jobs: list[_PeriodicJob] = []
+
+    def every(self, interval_s: float, job: Callable[[], object]) -> None:
+        """Run `job()` (a function, or a coroutine function) every `interval_s` seconds of trio's
+        clock, on the runtime's one timer (Kafka's CoordinatorTimer): session and rebalance
+        sweeps, offset and transactional-id expiry, transaction timeouts. A run still in
+        progress when the next is due is not started twice. Register before `run`."""
+        self._jobs.append(_PeriodicJob(job, interval_s))
 
     # ---- lifecycle ---------------------------------------------------------------------------
     async def run(self, nursery: trio.Nursery) -> None:
-        """Start the loads asked for before the coordinator ran, in `nursery` (the coordinator's),
-        where every later load runs too."""
+        """Start the loads asked for before the coordinator ran and the timer, in `nursery` (the
+        coordinator's), where every later load and every periodic job runs too."""
         self._nursery = nursery
         for partition, token in self._loads_before_run:
             nursery.start_soon(self._run_load, partition, token)
         self._loads_before_run.clear()
+        if self._jobs:
+            nursery.start_soon(self._timer, nursery)
+
+    async def _timer(self, nursery: trio.Nursery) -> None:
+        """The one timer: sleep until the earliest job is due, start every due job (one run of
+        each at a time), schedule its next run."""
+        now = trio.current_time()
+        for job in self._jobs:
+            job.due = now + job.interval_s
+        while True:
+            await trio.sleep_until(min(job.due for job in self._jobs))
+            now = trio.current_time()
+            for job in self._jobs:
+                if job.due <= now:
+                    job.due = now + job.interval_s
+                    if not job.running:
+                        nursery.start_soon(job.run)
 
     def on_election(self, tp: TopicPartition, leader_epoch: int) -> bool:
         """LeadershipListener: this broker leads `tp`; a partition of `topic` is loaded (in its

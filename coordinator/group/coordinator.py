@@ -129,9 +129,9 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            self.runtime.every(SWEEP_INTERVAL_S, self._sweep_sessions)
+            self.runtime.every(self.config.offsets_retention_check_interval_ms / 1000, self._expire_offsets)
             await self.runtime.run(nursery)
-            nursery.start_soon(self._sweep_sessions)
-            nursery.start_soon(self._expire_offsets_periodically)
             task_status.started()
 
     def on_election(self, tp: tuple[str, int], leader_epoch: int) -> None:
@@ -536,21 +536,20 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperatio
         elif group.is_in(GroupState.PREPARING_REBALANCE):
             self._recheck_join(group)
 
-    async def _sweep_sessions(self) -> None:
+    def _sweep_sessions(self) -> None:
         """Members without a heartbeat for their session timeout are removed (members waiting
-        for a JoinGroup or SyncGroup answer are alive); so are unused pending member ids."""
-        while True:
-            await trio.sleep(SWEEP_INTERVAL_S)
-            now = self.now_ms()
-            for (group_id, member_id), deadline in list(self._pending_deadlines.items()):
-                if deadline <= now:
-                    del self._pending_deadlines[(group_id, member_id)]
-                    group = self._live_group(group_id)
-                    if group is not None and member_id in group.pending_members:
-                        group.pending_members.discard(member_id)
-                        self._recheck_join(group)
-            for group in list(self.manager.groups.values()):
-                for m in list(group.members.values()):
-                    waiting = m.join_waiter is not None or m.sync_waiter is not None
-                    if not waiting and m.heartbeat_deadline_ms <= now:
-                        self._remove_member_and_update_group(group, m.member_id, "session timeout expired")
+        for a JoinGroup or SyncGroup answer are alive); so are unused pending member ids. Run
+        every SWEEP_INTERVAL_S on the runtime's timer."""
+        now = self.now_ms()
+        for (group_id, member_id), deadline in list(self._pending_deadlines.items()):
+            if deadline <= now:
+                del self._pending_deadlines[(group_id, member_id)]
+                group = self._live_group(group_id)
+                if group is not None and member_id in group.pending_members:
+                    group.pending_members.discard(member_id)
+                    self._recheck_join(group)
+        for group in list(self.manager.groups.values()):
+            for m in list(group.members.values()):
+                waiting = m.join_waiter is not None or m.sync_waiter is not None
+                if not waiting and m.heartbeat_deadline_ms <= now:
+                    self._remove_member_and_update_group(group, m.member_id, "session timeout expired")

@@ -22,8 +22,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import trio
-
 from coordinator.group import records
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
@@ -169,11 +167,9 @@ class OffsetOperations:
         return ErrorCode.NONE, results
 
     # ---- expiry --------------------------------------------------------------------------------
-    async def _expire_offsets_periodically(self) -> None:
-        interval = self.config.offsets_retention_check_interval_ms / 1000
-        while True:
-            await trio.sleep(interval)
-            await self.expire_offsets(self.wall_clock_ms())
+    async def _expire_offsets(self) -> None:
+        """Every offsets.retention.check.interval.ms (on the runtime's timer)."""
+        await self.expire_offsets(self.wall_clock_ms())
 
     def expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[TopicPartition]:
         retention = self.config.offsets_retention_ms

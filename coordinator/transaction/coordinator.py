@@ -72,9 +72,9 @@ class TransactionCoordinator:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            self.runtime.every(self.config.abort_timed_out_interval_ms / 1000, self._abort_timed_out)
+            self.runtime.every(self.config.remove_expired_interval_ms / 1000, self._expire_ids)
             await self.runtime.run(nursery)
-            nursery.start_soon(self._abort_timed_out_periodically)
-            nursery.start_soon(self._expire_ids_periodically)
             task_status.started()
 
     def on_election(self, tp: TopicPartition, leader_epoch: int) -> None:
@@ -300,39 +300,37 @@ class TransactionCoordinator:
         assert self._nursery is not None
         self._nursery.start_soon(self._end, metadata, False, epoch)
 
-    async def _abort_timed_out_periodically(self) -> None:
-        while True:
-            await trio.sleep(self.config.abort_timed_out_interval_ms / 1000)
-            now = self.clock_ms()
-            for metadata in list(self.manager.transactions.values()):
-                timed_out = (
-                    metadata.state == TxnState.ONGOING
-                    and metadata.txn_start_timestamp_ms + metadata.txn_timeout_ms < now
-                )
-                if (timed_out or metadata.state == TxnState.PREPARE_EPOCH_FENCE) and metadata.pending is None:
-                    epoch = self.manager.coordinator_epoch(metadata.transactional_id)
-                    if epoch is not None:
-                        self._fence_and_abort(metadata, epoch)
+    def _abort_timed_out(self) -> None:
+        """Every transaction.abort.timed.out.transaction.cleanup.interval.ms (the runtime's timer)."""
+        now = self.clock_ms()
+        for metadata in list(self.manager.transactions.values()):
+            timed_out = (
+                metadata.state == TxnState.ONGOING and metadata.txn_start_timestamp_ms + metadata.txn_timeout_ms < now
+            )
+            if (timed_out or metadata.state == TxnState.PREPARE_EPOCH_FENCE) and metadata.pending is None:
+                epoch = self.manager.coordinator_epoch(metadata.transactional_id)
+                if epoch is not None:
+                    self._fence_and_abort(metadata, epoch)
 
-    async def _expire_ids_periodically(self) -> None:
-        while True:
-            await trio.sleep(self.config.remove_expired_interval_ms / 1000)
-            now = self.clock_ms()
-            for metadata in list(self.manager.transactions.values()):
-                idle = now - metadata.txn_last_update_timestamp_ms
-                if (
-                    metadata.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
-                    and metadata.pending is None
-                    and idle > self.config.id_expiration_ms
-                ):
-                    epoch = self.manager.coordinator_epoch(metadata.transactional_id)
-                    if epoch is None:
-                        continue
-                    transition = metadata.prepare_dead()
-                    error = await self.manager.append(metadata.transactional_id, None, epoch)
-                    if error == ErrorCode.NONE and self.manager.transactions.get(metadata.transactional_id) is metadata:
-                        metadata.complete_transition(transition)
-                        del self.manager.transactions[metadata.transactional_id]
-                        log.info("transactional id %s expired after %d ms idle", metadata.transactional_id, idle)
-                    else:
-                        metadata.abort_transition()
+    async def _expire_ids(self) -> None:
+        """Every transaction.remove.expired.transaction.cleanup.interval.ms (the runtime's timer): ids
+        idle past transactional.id.expiration.ms are removed (a tombstone appended first)."""
+        now = self.clock_ms()
+        for metadata in list(self.manager.transactions.values()):
+            idle = now - metadata.txn_last_update_timestamp_ms
+            if (
+                metadata.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+                and metadata.pending is None
+                and idle > self.config.id_expiration_ms
+            ):
+                epoch = self.manager.coordinator_epoch(metadata.transactional_id)
+                if epoch is None:
+                    continue
+                transition = metadata.prepare_dead()
+                error = await self.manager.append(metadata.transactional_id, None, epoch)
+                if error == ErrorCode.NONE and self.manager.transactions.get(metadata.transactional_id) is metadata:
+                    metadata.complete_transition(transition)
+                    del self.manager.transactions[metadata.transactional_id]
+                    log.info("transactional id %s expired after %d ms idle", metadata.transactional_id, idle)
+                else:
+                    metadata.abort_transition()
