@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.server import Handler
+from coordinator.group import admin as group_admin
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -28,9 +29,12 @@ async def list_groups(ctx: BrokerContext, request: Request):
     body, version = request.body, request.api_version
     if ctx.group_coordinator is None:
         return {"throttle_time_ms": 0, "error_code": NOT_AVAILABLE, "groups": []}
-    error, groups = ctx.group_coordinator.list_groups(
-        body.states_filter if version >= 4 else [], body.types_filter if version >= 5 else []
+    listed = group_admin.list_groups(
+        ctx.group_coordinator.manager,
+        body.states_filter if version >= 4 else [],
+        body.types_filter if version >= 5 else [],
     )
+    error, groups = listed["error_code"], listed["groups"]
     if not cluster_allowed(ctx, request, Op.DESCRIBE):
         groups = [g for g in groups if allowed(ctx, request, Op.DESCRIBE, Resource.GROUP, g["group_id"])]
     return {"throttle_time_ms": 0, "error_code": error, "groups": groups}
@@ -51,7 +55,7 @@ async def describe_groups(ctx: BrokerContext, request: Request):
         elif ctx.group_coordinator is None:
             groups.append({"error_code": NOT_AVAILABLE, "group_id": group_id, "group_state": "", "members": []})
         else:
-            groups.append(ctx.group_coordinator.describe_group(group_id))
+            groups.append(group_admin.describe_group(ctx.group_coordinator.manager, group_id))
     return {"throttle_time_ms": 0, "groups": groups}
 
 
@@ -63,7 +67,7 @@ async def delete_groups(ctx: BrokerContext, request: Request):
         elif ctx.group_coordinator is None:
             error = NOT_AVAILABLE
         else:
-            error = await ctx.group_coordinator.delete_group(group_id)
+            error = await group_admin.delete_group(ctx.group_coordinator.manager, group_id)
         results.append({"group_id": group_id, "error_code": error})
     return {"throttle_time_ms": 0, "results": results}
 

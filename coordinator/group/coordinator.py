@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 import trio
 
 from coordinator.group import records
-from coordinator.group.admin import GroupAdminOperations
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import GroupMetadataManager
@@ -102,7 +101,7 @@ def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment
     }
 
 
-class GroupCoordinator(OffsetOperations, TxnOffsetOperations, GroupAdminOperations):
+class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
     def __init__(
         self,
         partition_log: PartitionLog,

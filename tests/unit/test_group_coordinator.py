@@ -10,6 +10,7 @@ from broker_helpers import leader_and_isr, replica_manager
 
 from broker.coordinator_log import CoordinatorPartitionLog
 from broker.metadata_cache import PartitionState
+from coordinator.group import admin as group_admin
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.coordinator import GroupCoordinator, JoinRequest
 from coordinator.group.group_metadata import GroupState
@@ -104,7 +105,7 @@ async def test_everything_survives_a_new_coordinator_replaying_the_log(tmp_path,
         await coord.commit_offsets("g", 1, me, None, {("t", 1): OffsetAndMetadata(9, 3, "y", 11)})
         await coord.commit_offsets("simple", -1, "", None, {("t", 2): OffsetAndMetadata(3, -1, "", 12)})
         await coord.commit_offsets("gone", -1, "", None, {("t", 3): OffsetAndMetadata(1, -1, "", 12)})
-        assert await coord.delete_group("gone") == E.NONE
+        assert await group_admin.delete_group(coord.manager, "gone") == E.NONE
     async with coordinator(tmp_path) as coord:  # a new broker process over the same logs
         group = coord.manager.groups["g"]
         assert group.state is GroupState.STABLE and group.generation_id == 1
@@ -343,28 +344,28 @@ async def test_list_describe_delete_and_offset_delete(tmp_path, autojump_clock):
             "g", 1, me, None, {("t", 0): OffsetAndMetadata(4), ("other", 0): OffsetAndMetadata(1)}
         )
         await coord.commit_offsets("s", -1, "", None, {("t", 0): OffsetAndMetadata(2)})
-        assert coord.list_groups([], []) == (
-            E.NONE,
-            [
+        assert group_admin.list_groups(coord.manager, [], []) == {
+            "error_code": E.NONE,
+            "groups": [
                 {"group_id": "g", "protocol_type": "consumer", "group_state": "Stable", "group_type": "classic"},
                 {"group_id": "s", "protocol_type": "", "group_state": "Empty", "group_type": "classic"},
             ],
-        )
-        assert [g["group_id"] for g in coord.list_groups(["empty"], [])[1]] == ["s"]
-        assert coord.list_groups([], ["consumer"])[1] == []
-        described = coord.describe_group("g")
+        }
+        assert [g["group_id"] for g in group_admin.list_groups(coord.manager, ["empty"], [])["groups"]] == ["s"]
+        assert group_admin.list_groups(coord.manager, [], ["consumer"])["groups"] == []
+        described = group_admin.describe_group(coord.manager, "g")
         assert described["group_state"] == "Stable" and described["protocol_data"] == "range"
         assert described["members"][0]["member_assignment"] == cp.encode_assignment({"t": [0]})
         assert described["members"][0]["client_host"] == "/127.0.0.1"
-        assert coord.describe_group("unknown")["group_state"] == "Dead"
-        assert await coord.delete_group("g") == E.NON_EMPTY_GROUP
-        assert await coord.delete_group("unknown") == E.GROUP_ID_NOT_FOUND
+        assert group_admin.describe_group(coord.manager, "unknown")["group_state"] == "Dead"
+        assert await group_admin.delete_group(coord.manager, "g") == E.NON_EMPTY_GROUP
+        assert await group_admin.delete_group(coord.manager, "unknown") == E.GROUP_ID_NOT_FOUND
         # offsets of a subscribed topic stay while the group is active; others may go
         error, per = await coord.delete_offsets("g", [("t", 0), ("other", 0)])
         assert error == E.NONE and per == {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("other", 0): E.NONE}
         assert coord.fetch_offsets("g", None)[1] == {("t", 0): OffsetAndMetadata(4)}
         assert (await coord.delete_offsets("unknown", [("t", 0)]))[0] == E.GROUP_ID_NOT_FOUND
-        assert await coord.delete_group("s") == E.NONE
+        assert await group_admin.delete_group(coord.manager, "s") == E.NONE
         assert coord.fetch_offsets("s", None) == (E.NONE, {})
 
 
