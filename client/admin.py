@@ -101,7 +101,7 @@ async def delete_records(cluster: Cluster, offsets: dict[TopicPartition, int]) -
     for tp, offset in sorted(offsets.items()):
 
         async def attempt(refresh, tp=tp, offset=offset):
-            conn = await cluster.leader_connection(*tp, refresh=refresh)
+            conn = await cluster.leader_connection(tp[0], tp[1], refresh=refresh)
             body = {"topics": [{"name": tp[0], "partitions": [{"partition_index": tp[1], "offset": offset}]}]}
             p = (await conn.request(ApiKey.DELETE_RECORDS, {**body, "timeout_ms": 30000})).topics[0].partitions[0]
             if p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:

@@ -109,6 +109,7 @@ class Delivery:
         await self._done.wait()
         if self.error is not None:
             raise self.error
+        assert self.metadata is not None, "completed without an error: it has its metadata"
         return self.metadata
 
 
@@ -316,7 +317,9 @@ class Producer:
                 state.epoch, state.next_sequence = self._base_epoch, 0
 
     def _make_batch(self, state: _PartitionState) -> _Batch:
-        records, deliveries, size = [], [], 0
+        records: list = []
+        deliveries: list = []
+        size = 0
         while state.queue and (not records or size < self.batch_size):
             record, delivery = state.queue.popleft()
             records.append(record)
@@ -357,7 +360,7 @@ class Producer:
                 return
             try:
                 conn = await self.cluster.leader_connection(*tp, refresh=backoff > 0.1)
-                in_flight = deque()
+                in_flight: deque = deque()
                 window = list(itertools.islice(state.unacked, self.max_in_flight))
                 for batch in window:
                     body = {

@@ -17,6 +17,8 @@ KafkaError and are fatal for the producer (a newer one owns the id).
 
 from __future__ import annotations
 
+from typing import Any
+
 from client.cluster import Cluster, KafkaError
 from client.groups import coordinator_connection
 from protocol.api_keys import ApiKey
@@ -61,7 +63,7 @@ class TransactionManager:
         self.abortable: KafkaError | None = None  # a batch failed: only abort is possible
         self.fatal: KafkaError | None = None
 
-    async def _call(self, api_key: int, body: dict, version: int, check) -> object:
+    async def _call(self, api_key: int, body: dict, version: int, check) -> Any:
         async def attempt(refresh: bool):
             conn = await coordinator_connection(self.cluster, self.transactional_id, refresh, key_type=1)
             response = await conn.request(api_key, body, version=version)
