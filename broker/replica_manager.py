@@ -1,6 +1,7 @@
 """All partition replicas of this broker (Kafka `ReplicaManager`).
 
-Controller side: `become_leader_or_follower` (LeaderAndIsr), `update_metadata`, `stop_replicas`,
+Controller side: `become_leader_or_follower` (LeaderAndIsr), `update_metadata`, `stop_replicas` (typed
+results: the handlers in `broker/handlers/controller_requests.py` build each version's response),
 each fenced by controller epoch (older -> STALE_CONTROLLER_EPOCH for the whole request) and, in the
 versions that carry it (LeaderAndIsr v2+, UpdateMetadata v5+, StopReplica v1+), the broker epoch:
 anything but this broker's current epoch (the czxid of its /brokers/ids registration) is
@@ -80,6 +81,14 @@ class LeadershipListener(Protocol):
 
 #: (partitions now led, partitions now followed), after a LeaderAndIsr applied
 OnLeadershipChange = Callable[[list[Partition], list[Partition]], None]
+
+
+class ControllerRequestResult(NamedTuple):
+    """What LeaderAndIsr or StopReplica did: the request's error, and each partition's
+    (topic partition, topic id, error code) in request order (none when the request failed)."""
+
+    error: ErrorCode
+    partitions: list[tuple[TopicPartition, Any, ErrorCode]]
 
 
 class FetchView(NamedTuple):
@@ -192,21 +201,23 @@ class ReplicaManager:
 
     def become_leader_or_follower(
         self, body, version: int, on_leadership_change: OnLeadershipChange | None = None
-    ) -> dict:
-        """LeaderAndIsr v0-7 -> response body for that version. `on_leadership_change(leaders,
-        followers)` gets the partitions whose new state was applied, by role."""
+    ) -> ControllerRequestResult:
+        """LeaderAndIsr v0-7: the request's error (STALE_CONTROLLER_EPOCH, STALE_BROKER_EPOCH) or
+        each partition's (topic partition, topic id, error code); the handler builds the
+        response of its version. `on_leadership_change(leaders, followers)` gets the partitions
+        whose new state was applied, by role."""
         try:
             self._check_controller(body, carries_broker_epoch=version >= 2)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             log.warning("rejected LeaderAndIsr: %s", e)
-            return self.leader_and_isr_response(version, error_code_for(e), [])
+            return ControllerRequestResult(error_code_for(e), [])
         leaders = {lead.broker_id: (lead.host_name, lead.port) for lead in body.live_leaders}
         results = [self._apply_one(state, leaders) for state in partition_states(body)]
-        return self._leadership_changed(version, results, on_leadership_change)
+        return self._leadership_changed(results, on_leadership_change)
 
     async def become_leader_or_follower_in_steps(
         self, body, version: int, on_leadership_change: OnLeadershipChange | None = None, step: int = 16
-    ) -> dict:
+    ) -> ControllerRequestResult:
         """`become_leader_or_follower` in bounded steps: after every `step` partitions (each may
         create a log and write its leader epoch checkpoint) the event loop runs other tasks, so a
         LeaderAndIsr naming thousands of partitions never freezes the broker (issue 34)."""
@@ -214,24 +225,24 @@ class ReplicaManager:
             self._check_controller(body, carries_broker_epoch=version >= 2)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             log.warning("rejected LeaderAndIsr: %s", e)
-            return self.leader_and_isr_response(version, error_code_for(e), [])
+            return ControllerRequestResult(error_code_for(e), [])
         leaders = {lead.broker_id: (lead.host_name, lead.port) for lead in body.live_leaders}
         results = []
         for i, state in enumerate(partition_states(body)):
             if i and i % step == 0:
                 await trio.sleep(0)
             results.append(self._apply_one(state, leaders))
-        return self._leadership_changed(version, results, on_leadership_change)
+        return self._leadership_changed(results, on_leadership_change)
 
     def _apply_one(self, state, leaders: dict[int, tuple[str, int]]) -> tuple:
         tp = (state["topic_name"], state["partition_index"])
         return tp, state.get("topic_id", ZERO_UUID), self._apply_partition_state(tp, state, leaders)
 
-    def _leadership_changed(self, version: int, results: list, on_leadership_change) -> dict:
+    def _leadership_changed(self, results: list, on_leadership_change) -> ControllerRequestResult:
         if on_leadership_change is not None:
             changed = [self.partitions[tp] for tp, _, code in results if code == ErrorCode.NONE]
             on_leadership_change([p for p in changed if p.is_leader], [p for p in changed if not p.is_leader])
-        return self.leader_and_isr_response(version, ErrorCode.NONE, results)
+        return ControllerRequestResult(ErrorCode.NONE, results)
 
     def _apply_partition_state(self, tp: TopicPartition, state, leaders: dict[int, tuple[str, int]]) -> ErrorCode:
         if not is_valid_topic_name(tp[0]) or tp[1] < 0:
@@ -289,47 +300,29 @@ class ReplicaManager:
         self._complete_delayed_for(tp)
         return ErrorCode.NONE
 
-    @staticmethod
-    def leader_and_isr_response(version: int, error: ErrorCode, results: list) -> dict:
-        """A LeaderAndIsr response body of `version`: the top-level `error` and (topic partition,
-        topic id, error code) per partition, grouped by topic from v5."""
-        if version < 5:
-            return {
-                "error_code": error,
-                "partition_errors": [
-                    {"topic_name": tp[0], "partition_index": tp[1], "error_code": code} for tp, _, code in results
-                ],
-            }
-        topics: dict[Any, list] = {}
-        for tp, topic_id, code in results:
-            topics.setdefault((tp[0], topic_id), []).append({"partition_index": tp[1], "error_code": code})
-        return {
-            "error_code": error,
-            "topics": [{"topic_id": tid, "partition_errors": errs} for (_, tid), errs in topics.items()],
-        }
-
-    def update_metadata(self, body, version: int) -> dict:
-        """UpdateMetadata v0-8 -> response body. Partition states of topics whose names break
+    def update_metadata(self, body, version: int) -> ErrorCode:
+        """UpdateMetadata v0-8: its error code. Partition states of topics whose names break
         Kafka's rule are left out of the metadata cache (and logged)."""
         try:
             self._check_controller(body, carries_broker_epoch=version >= 5)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
             log.warning("rejected UpdateMetadata: %s", e)
-            return {"error_code": error_code_for(e)}
+            return error_code_for(e)
         for topic in {t for t, _ in self.metadata_cache.update(body)}:
             if topic not in self.metadata_cache.partitions:
                 self.topic_configs.remove(topic)  # deleted: a topic re-created later reads its own
-        return {"error_code": ErrorCode.NONE}
+        return ErrorCode.NONE
 
     def stop_replicas(
         self, body, version: int, on_stopped: Callable[[list[TopicPartition]], None] | None = None
-    ) -> dict:
-        """StopReplica v0-4: stop hosting the partitions, deleting their logs when asked.
+    ) -> ControllerRequestResult:
+        """StopReplica v0-4: stop hosting the partitions, deleting their logs when asked; the
+        request's error or each partition's (topic partition, topic id, error code).
         `on_stopped` gets the partitions that were hosted here and are not any more."""
         try:
             self._check_controller(body, carries_broker_epoch=version >= 1)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
-            return {"error_code": error_code_for(e), "partition_errors": []}
+            return ControllerRequestResult(error_code_for(e), [])
         requests = []  # (topic, partition, delete, leader epoch)
         for p in body.ungrouped_partitions:
             requests.append((p.topic_name, p.partition_index, body.delete_partitions, -1))
@@ -345,10 +338,10 @@ class ReplicaManager:
             code = self._stop_replica((topic, index), delete, epoch)
             if hosted and code == ErrorCode.NONE:
                 stopped.append((topic, index))
-            errors.append({"topic_name": topic, "partition_index": index, "error_code": code})
+            errors.append(((topic, index), ZERO_UUID, code))
         if on_stopped is not None and stopped:
             on_stopped(stopped)
-        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+        return ControllerRequestResult(ErrorCode.NONE, errors)
 
     def _stop_replica(self, tp: TopicPartition, delete: bool, leader_epoch: int) -> ErrorCode:
         if not is_valid_topic_name(tp[0]):

@@ -14,10 +14,11 @@ reported to the context's leadership listeners (the coordinators), as Kafka's
 
 from __future__ import annotations
 
+from typing import Any
+
 from broker.context import BrokerContext
 from broker.metadata_cache import partition_states
 from broker.partition import Partition
-from broker.replica_manager import ReplicaManager
 from broker.server import Handler
 from protocol.api import Request
 from protocol.api_keys import ApiKey
@@ -56,10 +57,29 @@ async def _refused(ctx: BrokerContext, request: Request) -> ErrorCode | None:
     return None
 
 
+def leader_and_isr_response(version: int, error: ErrorCode, results: list) -> dict:
+    """A LeaderAndIsr response body of `version`: the top-level `error` and (topic partition,
+    topic id, error code) per partition, grouped by topic from v5."""
+    if version < 5:
+        return {
+            "error_code": error,
+            "partition_errors": [
+                {"topic_name": tp[0], "partition_index": tp[1], "error_code": code} for tp, _, code in results
+            ],
+        }
+    topics: dict[Any, list] = {}
+    for tp, topic_id, code in results:
+        topics.setdefault((tp[0], topic_id), []).append({"partition_index": tp[1], "error_code": code})
+    return {
+        "error_code": error,
+        "topics": [{"topic_id": tid, "partition_errors": errs} for (_, tid), errs in topics.items()],
+    }
+
+
 async def leader_and_isr(ctx: BrokerContext, request: Request) -> dict:
     refused = await _refused(ctx, request)
     if refused is not None:
-        return ReplicaManager.leader_and_isr_response(request.api_version, refused, [])
+        return leader_and_isr_response(request.api_version, refused, [])
     await _load_topic_configs(ctx, {p["topic_name"] for p in partition_states(request.body)})
 
     def on_leadership_change(leaders: list[Partition], followers: list[Partition]) -> None:
@@ -69,9 +89,10 @@ async def leader_and_isr(ctx: BrokerContext, request: Request) -> dict:
             for partition in followers:
                 listener.on_resignation(partition.tp, partition.leader_epoch)
 
-    return await ctx.replica_manager.become_leader_or_follower_in_steps(
+    result = await ctx.replica_manager.become_leader_or_follower_in_steps(
         request.body, request.api_version, on_leadership_change
     )
+    return leader_and_isr_response(request.api_version, result.error, result.partitions)
 
 
 async def _load_topic_configs(ctx: BrokerContext, topics: set[str]) -> None:
@@ -95,14 +116,20 @@ async def stop_replica(ctx: BrokerContext, request: Request) -> dict:
             for tp in stopped:
                 listener.on_resignation(tp, None)
 
-    return ctx.replica_manager.stop_replicas(request.body, request.api_version, on_stopped)
+    result = ctx.replica_manager.stop_replicas(request.body, request.api_version, on_stopped)
+    return {
+        "error_code": result.error,
+        "partition_errors": [
+            {"topic_name": tp[0], "partition_index": tp[1], "error_code": code} for tp, _, code in result.partitions
+        ],
+    }
 
 
 async def update_metadata(ctx: BrokerContext, request: Request) -> dict:
     refused = await _refused(ctx, request)
     if refused is not None:
         return {"error_code": refused}
-    return ctx.replica_manager.update_metadata(request.body, request.api_version)
+    return {"error_code": ctx.replica_manager.update_metadata(request.body, request.api_version)}
 
 
 HANDLERS: dict[int, Handler] = {

@@ -7,6 +7,7 @@ import trio.testing
 from broker_helpers import decoded, follower_fetch, leader_and_isr, replica_manager, session_fetch
 
 from broker.append import AppendOrigin
+from broker.handlers.controller_requests import leader_and_isr_response
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
@@ -34,29 +35,34 @@ def errors(response):
     }
 
 
+def response(result, version=7):
+    """The LeaderAndIsr response the handler builds from the replica manager's result."""
+    return leader_and_isr_response(version, result.error, result.partitions)
+
+
 def test_leader_and_isr_epochs(rm):
     r = rm.become_leader_or_follower(
         leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (2, [2, 1], [2, 1]), ("t", 2): (2, [2], [2])}), 7
     )
-    assert sorted(errors(r).values()) == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert sorted(errors(response(r)).values()) == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert rm.partitions[("t", 0)].is_leader and not rm.partitions[("t", 1)].is_leader
     # the same leader epoch again is stale, per partition
     r = rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
-    assert list(errors(r).values()) == [ErrorCode.STALE_CONTROLLER_EPOCH]
+    assert list(errors(response(r)).values()) == [ErrorCode.STALE_CONTROLLER_EPOCH]
     # a newer controller epoch moves the bar; an older one is refused whole
     rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=1), 7)
     r = rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=4, leader_epoch=9), 7)
-    assert r["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH and rm.partitions[("t", 0)].leader_epoch == 1
+    assert r.error == ErrorCode.STALE_CONTROLLER_EPOCH and rm.partitions[("t", 0)].leader_epoch == 1
     # v2-4 answer with partition_errors
     r = rm.become_leader_or_follower(
         leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=2, version=2), 2
     )
-    assert r["partition_errors"] == [{"topic_name": "t", "partition_index": 0, "error_code": 0}]
+    assert response(r, 2)["partition_errors"] == [{"topic_name": "t", "partition_index": 0, "error_code": 0}]
     rm.broker_epoch = 100
     r = rm.become_leader_or_follower(
         leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=3, broker_epoch=99), 7
     )
-    assert r["error_code"] == ErrorCode.STALE_BROKER_EPOCH
+    assert r.error == ErrorCode.STALE_BROKER_EPOCH
 
 
 async def test_acks_all_waits_for_the_isr_then_times_out_or_succeeds(rm, autojump_clock):
@@ -210,7 +216,7 @@ def test_stop_replica_with_and_without_delete(rm):
     )
     directory = rm.partitions[("t", 0)].log.dir
     r = rm.stop_replicas(body, 4)
-    assert [e["error_code"] for e in r["partition_errors"]] == [0, 0] and not rm.partitions
+    assert [code for _, _, code in r.partitions] == [0, 0] and not rm.partitions
     assert not directory.exists() and rm.log_manager.get_log(("t", 1)) is not None
 
 
