@@ -10,12 +10,13 @@ the one table `broker.config_def.BROKER_CONFIG`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from broker.config_def import (
     BROKER_CONFIG,
@@ -142,15 +143,7 @@ class BrokerConfig:
 
     def cleaner_config(self) -> CleanerConfig:
         """The log cleaner's settings (`log.cleaner.*`)."""
-        return CleanerConfig(
-            enable=self["log.cleaner.enable"],
-            threads=self["log.cleaner.threads"],
-            dedupe_buffer_size=self["log.cleaner.dedupe.buffer.size"],
-            io_buffer_load_factor=self["log.cleaner.io.buffer.load.factor"],
-            io_max_bytes_per_second=self["log.cleaner.io.max.bytes.per.second"],
-            io_buffer_size=self["log.cleaner.io.buffer.size"],
-            backoff_ms=self["log.cleaner.backoff.ms"],
-        )
+        return derive(CleanerConfig, self)
 
     def topic_configs(self) -> TopicConfigs:
         """An empty `TopicConfigs` with this broker's defaults (log.*, min.insync.replicas,
@@ -160,6 +153,21 @@ class BrokerConfig:
             min_insync_replicas=self["min.insync.replicas"],
             unclean_leader_election_enable=self["unclean.leader.election.enable"],
         )
+
+
+ComponentConfig = TypeVar("ComponentConfig")
+
+
+def derive(cls: type[ComponentConfig], config: BrokerConfig, **overrides: Any) -> ComponentConfig:
+    """A component's config dataclass (the coordinators', the log cleaner's) from the broker's
+    config: every field whose metadata names a `key` takes that key's value (times its `scale`,
+    e.g. minutes to ms), `overrides` win, and fields without a key keep their own default."""
+    values = dict(overrides)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        key = f.metadata.get("key")
+        if key is not None and f.name not in values:
+            values[f.name] = config[key] * f.metadata.get("scale", 1)
+    return cls(**values)
 
 
 def parse_properties(text: str) -> dict[str, str]:

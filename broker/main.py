@@ -26,7 +26,7 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from broker.acl_store import ZkAclStore
-from broker.config import BrokerConfig, ConfigError, load_config
+from broker.config import BrokerConfig, ConfigError, derive, load_config
 from broker.config_manager import DynamicConfigManager
 from broker.context import BrokerContext
 from broker.coordinator_log import CoordinatorPartitionLog
@@ -172,7 +172,7 @@ class Broker:
                 raise BrokerStartupError(str(e)) from None
             coordinator_log = CoordinatorPartitionLog(self.replica_manager)
             group_coordinator = GroupCoordinator(
-                coordinator_log, self.metadata_cache, GroupCoordinatorConfig.from_broker_config(self.config)
+                coordinator_log, self.metadata_cache, derive(GroupCoordinatorConfig, self.config)
             )
             producer_ids = ProducerIdManager(self.zk, self.config.broker_id)
             marker_channel = TransactionMarkerChannel(
@@ -180,7 +180,7 @@ class Broker:
             )
             txn_coordinator = TransactionCoordinator(
                 coordinator_log,
-                TransactionConfig.from_broker_config(self.config),
+                derive(TransactionConfig, self.config),
                 marker_channel,
                 producer_ids.generate,
             )

@@ -18,11 +18,10 @@ reduction, the records kept and the time taken.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
@@ -40,15 +39,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CleanerConfig:
-    """The broker's `log.cleaner.*` keys (Kafka's `CleanerConfig`); sizes in bytes, times in ms."""
+    """The broker's `log.cleaner.*` keys (Kafka's `CleanerConfig`); sizes in bytes, times in ms.
+    Each field names its key (`metadata["key"]`): `broker.config.derive` fills them from the
+    broker's config table, whose defaults are the only ones."""
 
-    enable: bool = True  # log.cleaner.enable
-    threads: int = 1  # log.cleaner.threads
-    dedupe_buffer_size: int = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size (all threads)
-    io_buffer_load_factor: float = 0.9  # log.cleaner.io.buffer.load.factor
-    io_max_bytes_per_second: float = math.inf  # log.cleaner.io.max.bytes.per.second (all threads)
-    backoff_ms: int = 15000  # log.cleaner.backoff.ms
-    io_buffer_size: int = 512 * 1024  # log.cleaner.io.buffer.size: bytes per segment read
+    enable: bool = field(metadata={"key": "log.cleaner.enable"})
+    threads: int = field(metadata={"key": "log.cleaner.threads"})
+    dedupe_buffer_size: int = field(metadata={"key": "log.cleaner.dedupe.buffer.size"})  # (all threads)
+    io_buffer_load_factor: float = field(metadata={"key": "log.cleaner.io.buffer.load.factor"})
+    io_max_bytes_per_second: float = field(metadata={"key": "log.cleaner.io.max.bytes.per.second"})  # (all threads)
+    backoff_ms: int = field(metadata={"key": "log.cleaner.backoff.ms"})
+    io_buffer_size: int = field(metadata={"key": "log.cleaner.io.buffer.size"})  # bytes per segment read
 
     @property
     def map_capacity(self) -> int:

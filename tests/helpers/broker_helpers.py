@@ -100,3 +100,11 @@ def replica_manager(tmp_path, **config):
         yield ReplicaManager(broker_config, manager, MetadataCache(), broker_config.topic_configs())
     finally:
         manager.shutdown()
+
+
+def component_config(cls, **overrides):
+    """A component's config dataclass (`broker.config.derive`) from a minimal broker config,
+    with `overrides` (field names) on top: the table's defaults, as a broker would have them."""
+    from broker.config import derive
+
+    return derive(cls, build_config({"broker.id": "1", "zookeeper.connect": "h:1"}), **overrides)

@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import trio  # noqa: E402
+from broker_helpers import component_config  # noqa: E402
 
 from storage.cleaner.log_cleaner import CleanerConfig, LogCleaner  # noqa: E402
 from storage.config import LogConfig  # noqa: E402
@@ -34,7 +35,7 @@ def main() -> None:
         if name == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    cleaner = LogCleaner(lm, CleanerConfig(io_max_bytes_per_second=rate), step_hook=step)
+    cleaner = LogCleaner(lm, component_config(CleanerConfig, io_max_bytes_per_second=rate), step_hook=step)
 
     async def run():
         ltc = cleaner.manager.grab_filthiest_log(cleaner._logs(), cleaner.high_watermark)

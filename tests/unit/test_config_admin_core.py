@@ -36,6 +36,27 @@ def test_every_config_has_a_type_and_documentation():
     assert RECONFIGURABLE == {name for name, key in BROKER_CONFIG.items() if key.dynamic}
 
 
+def test_component_configs_are_derived_from_the_table():
+    """The coordinators' and the cleaner's config dataclasses name their keys and hold no
+    defaults of their own: `derive` fills them from the broker's config (issue 35)."""
+    import dataclasses
+
+    from broker.config import build_config, derive
+    from coordinator.group.config import GroupCoordinatorConfig
+    from coordinator.transaction.config import TransactionConfig
+    from storage.cleaner.log_cleaner import CleanerConfig
+
+    for cls in (GroupCoordinatorConfig, TransactionConfig, CleanerConfig):
+        for f in dataclasses.fields(cls):
+            if "key" in f.metadata:
+                assert f.metadata["key"] in BROKER_CONFIG and f.default is dataclasses.MISSING, f.name
+    config = build_config(STATIC | {"offsets.retention.minutes": "2", "transaction.state.log.min.isr": "1"})
+    group = derive(GroupCoordinatorConfig, config, max_size=7)
+    assert (group.offsets_topic_num_partitions, group.offsets_retention_ms, group.max_size) == (50, 120_000, 7)
+    assert derive(TransactionConfig, config).min_isr == 1
+    assert derive(CleanerConfig, config).backoff_ms == BROKER_CONFIG["log.cleaner.backoff.ms"].default
+
+
 def _topic(dynamic, overrides):
     view = dynamic.validate(dynamic.per_broker, per_broker=True).topic_configs()
     view.set("t", overrides)

@@ -6,7 +6,7 @@ import contextlib
 
 import pytest
 import trio
-from broker_helpers import leader_and_isr, replica_manager
+from broker_helpers import component_config, leader_and_isr, replica_manager
 
 from broker.coordinator_log import CoordinatorPartitionLog
 from broker.metadata_cache import PartitionState
@@ -29,7 +29,9 @@ async def coordinator(tmp_path, **config):
     with replica_manager(tmp_path, min_insync_replicas=1) as rm:
         for p in range(4):
             rm.metadata_cache.partitions.setdefault("t", {})[p] = PartitionState("t", p, 1, 0, (1,), (1,))
-        coord = GroupCoordinator(CoordinatorPartitionLog(rm), rm.metadata_cache, GroupCoordinatorConfig(**settings))
+        coord = GroupCoordinator(
+            CoordinatorPartitionLog(rm), rm.metadata_cache, component_config(GroupCoordinatorConfig, **settings)
+        )
         async with trio.open_nursery() as nursery:
             await nursery.start(coord.run)
             elect(rm, coord, epoch=0)

@@ -3,6 +3,7 @@ dirtiest log goes first, the checkpoint is Kafka's file, and changes made while 
 (no broker, no sockets)."""
 
 import trio
+from broker_helpers import component_config
 from storage_helpers import keyed_batch, latest_by_key
 
 from storage import checkpoint
@@ -39,7 +40,7 @@ async def test_the_cleaner_compacts_compacted_logs_only_and_checkpoints(tmp_path
     write(plain, 40)
     before = latest_by_key(compacted)
     size_plain = plain.size
-    cleaner = LogCleaner(lm, CleanerConfig(backoff_ms=50))
+    cleaner = LogCleaner(lm, component_config(CleanerConfig, backoff_ms=50))
     async with trio.open_nursery() as nursery:
         await nursery.start(cleaner.run)
         await wait_for(lambda: cleaner.cleanings >= 1)
@@ -59,7 +60,7 @@ async def test_the_filthiest_log_goes_first_and_a_truncation_discards_the_cleani
     a, b = lm.get_or_create_log(("a", 0)), lm.get_or_create_log(("b", 0))
     write(a, 40)
     write(b, 40)
-    cleaner = LogCleaner(lm, CleanerConfig(backoff_ms=10**6))
+    cleaner = LogCleaner(lm, component_config(CleanerConfig, backoff_ms=10**6))
     # `a` was cleaned up to its last inactive segment: a small dirty section; `b` is all dirty
     cleaner.manager.checkpoints[tmp_path / "d"] = {("a", 0): a.segments[-2].base_offset}
     ratios = {ltc.tp: ltc.dirty_ratio for ltc in cleaner.state()}
@@ -86,7 +87,7 @@ async def test_a_log_deleted_while_cleaned_leaves_nothing_behind(tmp_path):
     lm = manager(tmp_path, {"c": COMPACT})
     lg = lm.get_or_create_log(("c", 0))
     write(lg, 40)
-    cleaner = LogCleaner(lm, CleanerConfig(backoff_ms=10**6))
+    cleaner = LogCleaner(lm, component_config(CleanerConfig, backoff_ms=10**6))
     ltc = cleaner.manager.grab_filthiest_log(cleaner._logs(), cleaner.high_watermark)
 
     async def delete_meanwhile():
@@ -103,7 +104,7 @@ async def test_a_log_deleted_while_cleaned_leaves_nothing_behind(tmp_path):
 async def test_disabled_cleaner_does_nothing(tmp_path):
     lm = manager(tmp_path, {"c": COMPACT})
     write(lm.get_or_create_log(("c", 0)), 40)
-    cleaner = LogCleaner(lm, CleanerConfig(enable=False, backoff_ms=10))
+    cleaner = LogCleaner(lm, component_config(CleanerConfig, enable=False, backoff_ms=10))
     async with trio.open_nursery() as nursery:
         await nursery.start(cleaner.run)
         await trio.sleep(0.5)
@@ -118,7 +119,7 @@ async def test_two_cleaner_threads_clean_two_logs_at_once(tmp_path):
     write(a, 40)
     write(b, 40)
     expected = {("a", 0): latest_by_key(a), ("b", 0): latest_by_key(b)}
-    cleaner = LogCleaner(lm, CleanerConfig(threads=2, backoff_ms=50))
+    cleaner = LogCleaner(lm, component_config(CleanerConfig, threads=2, backoff_ms=50))
     busy = []
 
     async with trio.open_nursery() as nursery:
@@ -143,7 +144,7 @@ async def test_replaced_segments_are_removed_file_delete_delay_ms_later(tmp_path
     lm = manager(tmp_path, {"c": replace(COMPACT, file_delete_delay_ms=700)})
     lg = lm.get_or_create_log(("c", 0))
     write(lg, 40)
-    cleaner = LogCleaner(lm, CleanerConfig(backoff_ms=50))
+    cleaner = LogCleaner(lm, component_config(CleanerConfig, backoff_ms=50))
     async with trio.open_nursery() as nursery:
         await nursery.start(cleaner.run)
         await wait_for(lambda: cleaner.cleanings >= 1)
