@@ -74,10 +74,13 @@ class MetadataCache:
     brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
     partitions: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    #: an UpdateMetadata was applied: the cache knows the cluster (until then it lists no broker)
+    updated: bool = False
 
     def update(self, body) -> list[tuple[str, int]]:
         """Apply an UpdateMetadata body; returns the partitions it deleted. Topics whose names
         break Kafka's rule are left out."""
+        self.updated = True
         self.controller_id = body.controller_id
         brokers = {}
         for b in body.live_brokers:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import trio
+
 from broker import admin_manager
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from protocol.api_keys import ApiKey
@@ -37,8 +39,20 @@ async def _auto_create(ctx: BrokerContext, name: str) -> dict:
     return {"error_code": ErrorCode.LEADER_NOT_AVAILABLE if written else code, "name": name, "partitions": []}
 
 
+#: how long a Metadata request to a broker that has not yet had its first UpdateMetadata waits
+#: for it (the controller sends it within milliseconds of the broker's registration)
+FIRST_UPDATE_WAIT_S = 5.0
+
+
 async def handle(ctx: BrokerContext, request: Request):
     cache = ctx.metadata_cache
+    if not cache.updated:
+        # A broker just started knows no broker until the controller's first UpdateMetadata.
+        # Answering "no brokers" then leaves librdkafka's AdminClient waiting for its request
+        # timeout (it does not ask again), so the answer waits for the cluster, bounded.
+        with trio.move_on_after(FIRST_UPDATE_WAIT_S):
+            while not cache.updated:
+                await trio.sleep(0.01)
     body = request.body
     auto_create = (
         ctx.config["auto.create.topics.enable"]
@@ -80,7 +94,10 @@ async def handle(ctx: BrokerContext, request: Request):
     return {
         "throttle_time_ms": 0,
         "cluster_id": ctx.cluster_id,
-        "controller_id": cache.controller_id,
+        # Kafka names the controller only once it is among the brokers it lists (its cache learns
+        # both from UpdateMetadata): a controller id without its broker leaves librdkafka's
+        # AdminClient waiting for that broker until its request times out
+        "controller_id": cache.controller_id if cache.controller_id in cache.brokers else -1,
         "brokers": [
             {"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
             for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)

@@ -145,3 +145,18 @@ def test_a_taken_port_is_one_clear_line_naming_it(tmp_path, zk, zk_connect, take
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert len(said) == 1 and "cannot start" in said[0] and str(port) in said[0], result.stderr
     assert "in use" in said[0], said
+
+
+def test_an_admin_client_bootstrapped_on_a_broker_just_started_is_served(start_broker):
+    """A broker knows no broker until the controller's first UpdateMetadata (tens of ms after it
+    registers). librdkafka's AdminClient that asked it for metadata in that window got "no
+    brokers" (and a controller it could not find), never asked again and timed out after 60 s;
+    the first Metadata now waits for the cluster."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    start_broker(1)
+    start_broker(2)
+    newest = start_broker(3)
+    admin = AdminClient({"bootstrap.servers": newest.bootstrap})
+    future = admin.create_topics([NewTopic("fresh", num_partitions=1, replica_assignment=[[3]])])["fresh"]
+    assert future.result(20) is None
