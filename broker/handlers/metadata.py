@@ -94,10 +94,7 @@ async def handle(ctx: BrokerContext, request: Request):
     return {
         "throttle_time_ms": 0,
         "cluster_id": ctx.cluster_id,
-        # Kafka names the controller only once it is among the brokers it lists (its cache learns
-        # both from UpdateMetadata): a controller id without its broker leaves librdkafka's
-        # AdminClient waiting for that broker until its request times out
-        "controller_id": cache.controller_id if cache.controller_id in cache.brokers else -1,
+        "controller_id": cache.controller_id,
         "brokers": [
             {"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
             for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
