@@ -166,7 +166,8 @@ def derive(cls: type[ComponentConfig], config: BrokerConfig, **overrides: Any) -
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         key = f.metadata.get("key")
         if key is not None and f.name not in values:
-            values[f.name] = config[key] * f.metadata.get("scale", 1)
+            value = config[key]
+            values[f.name] = value * f.metadata["scale"] if "scale" in f.metadata else value
     return cls(**values)
 
 

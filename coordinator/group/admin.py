@@ -24,7 +24,7 @@ def list_groups(manager: GroupMetadataManager, states: list[str], types: list[st
     """A ListGroups (key 16) response body (without throttle time): this coordinator's groups,
     filtered by state (v4) and type (v5: all groups here are "classic");
     COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
-    error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if manager.loading else ErrorCode.NONE
+    error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if manager.runtime.loading else ErrorCode.NONE
     wanted_states = {s.lower() for s in states}
     if types and "classic" not in {t.lower() for t in types}:
         return {"error_code": error, "groups": []}

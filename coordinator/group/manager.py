@@ -66,8 +66,6 @@ class GroupMetadataManager:
             reload_on_new_epoch=False,
             append_error_map=_APPEND_ERROR_MAP,
         )
-        self.owned = self.runtime.owned  # offsets partition -> leader epoch it is (being) loaded in
-        self.loading = self.runtime.loading
 
     def partition_for(self, group_id: str) -> int:
         found = self._partition_of.get(group_id)
@@ -130,7 +128,7 @@ class GroupMetadataManager:
             len(found_groups),
             OFFSETS_TOPIC,
             partition,
-            self.owned[partition],
+            self.runtime.owned[partition],
         )
         return len(found_groups)
 
@@ -185,7 +183,7 @@ class GroupMetadataManager:
         too large answers INVALID_COMMIT_OFFSET_SIZE for offsets, UNKNOWN_SERVER_ERROR for the
         group's own record (`group_metadata`, Kafka's storeGroup: a huge SyncGroup assignment)."""
         partition = self.partition_for(group_id)
-        if partition not in self.owned or partition in self.loading:
+        if self.runtime.error_for(partition) != ErrorCode.NONE:
             return ErrorCode.NOT_COORDINATOR, -1
         pid, epoch = producer if producer is not None else (-1, -1)
         batch = build_batch(

@@ -94,7 +94,7 @@ def list_transactions(
             return False
         return m.state != TxnState.DEAD
 
-    error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if manager.loading else ErrorCode.NONE
+    error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if manager.runtime.loading else ErrorCode.NONE
     found = [
         {
             "transactional_id": m.transactional_id,

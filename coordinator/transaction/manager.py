@@ -46,8 +46,6 @@ class TransactionStateManager:
         self.runtime = CoordinatorRuntime(
             TRANSACTION_STATE_TOPIC, partition_log, self.load, self._unload_ids, reload_on_new_epoch=True
         )
-        self.owned = self.runtime.owned  # partition -> coordinator epoch (its leader epoch)
-        self.loading = self.runtime.loading
 
     def partition_for(self, transactional_id: str) -> int:
         return records.partition_for(transactional_id, self.config.num_partitions)
@@ -97,7 +95,7 @@ class TransactionStateManager:
             len(installed),
             TRANSACTION_STATE_TOPIC,
             partition,
-            self.owned[partition],
+            self.runtime.owned[partition],
         )
         self._loaded(installed)
         return installed
@@ -109,7 +107,7 @@ class TransactionStateManager:
         """Write `transition` (None: a tombstone) for the id; NONE, or the error Kafka tells the
         client. NOT_COORDINATOR when the partition changed hands (or epoch) meanwhile."""
         partition = self.partition_for(transactional_id)
-        if self.owned.get(partition) != coordinator_epoch or partition in self.loading:
+        if self.runtime.epoch_of(partition) != coordinator_epoch:
             return ErrorCode.NOT_COORDINATOR
         value = None if transition is None else records.transaction_value(transition)
         batch = build_batch([(records.transaction_key(transactional_id), value)], timestamp_ms=self.clock_ms())
@@ -119,6 +117,6 @@ class TransactionStateManager:
                 "append for transactional id %s failed: %s (%s)", transactional_id, outcome.message, outcome.error.name
             )
             return outcome.error
-        if self.owned.get(partition) != coordinator_epoch:
+        if self.runtime.owned.get(partition) != coordinator_epoch:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE

@@ -51,7 +51,7 @@ def elect(rm, coord, epoch):
 
 
 async def wait_loaded(coord):
-    while coord.manager.loading or len(coord.manager.owned) < N:
+    while coord.runtime.loading or len(coord.runtime.owned) < N:
         await trio.sleep(0.01)
 
 
@@ -391,7 +391,7 @@ async def test_a_new_leader_epoch_keeps_the_groups_and_a_resignation_then_electi
         rm = coord.runtime.partition_log.replica_manager
         group = coord.manager.groups["g"]
         elect(rm, coord, epoch=1)  # e.g. the controller shrank the ISR: still the leader here
-        assert coord.manager.groups["g"] is group and not coord.manager.loading
+        assert coord.manager.groups["g"] is group and not coord.runtime.loading
         assert coord.heartbeat("g", 1, me, None) == E.NONE
         partition = coord.manager.partition_for("g")
         coord.on_resignation((OFFSETS, partition), 1)
