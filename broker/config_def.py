@@ -138,6 +138,34 @@ class ConfigKey:
         return self.parse is not None
 
 
+def _rebalance_protocols(value: str) -> list[str]:
+    protocols = [v.lower() for v in _list(value)]
+    unknown = [p for p in protocols if p not in ("classic", "consumer")]
+    if unknown or "classic" not in protocols:
+        raise ValueError("must list classic and may list consumer")
+    return protocols
+
+
+def _assignors(value: str) -> list[str]:
+    from coordinator.group.assignors import ASSIGNORS, CLASS_NAMES
+
+    names = [CLASS_NAMES.get(v, v) for v in _list(value)]
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if not names or unknown:
+        raise ValueError(f"must name assignors among {sorted(ASSIGNORS)}: {unknown or 'none given'}")
+    return names
+
+
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        v = value.strip().lower()
+        if v not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return v
+
+    return parse
+
+
 def _key(
     name: str,
     type_name: str,
@@ -796,6 +824,77 @@ BROKER_CONFIG: dict[str, ConfigKey] = {
             "The longest session timeout, in ms, a member may ask for.",
         ),
         _key("group.max.size", "int", _int_at_least(1), (1 << 31) - 1, "The most members one group may have."),
+        # KIP-848's consumer group protocol (Kafka 4's GroupCoordinatorConfig defaults)
+        _key(
+            "group.coordinator.rebalance.protocols",
+            "list",
+            _rebalance_protocols,
+            "classic,consumer",
+            "The group protocols the coordinator serves: classic (JoinGroup/SyncGroup) and consumer (KIP-848).",
+        ),
+        _key(
+            "group.consumer.heartbeat.interval.ms",
+            "int",
+            _int_at_least(1),
+            5000,
+            "The heartbeat interval, in ms, the coordinator gives consumer-protocol members.",
+        ),
+        _key(
+            "group.consumer.min.heartbeat.interval.ms",
+            "int",
+            _int_at_least(1),
+            5000,
+            "The shortest heartbeat interval, in ms, of consumer-protocol groups.",
+        ),
+        _key(
+            "group.consumer.max.heartbeat.interval.ms",
+            "int",
+            _int_at_least(1),
+            15000,
+            "The longest heartbeat interval, in ms, of consumer-protocol groups.",
+        ),
+        _key(
+            "group.consumer.session.timeout.ms",
+            "int",
+            _int_at_least(1),
+            45000,
+            "How long, in ms, a consumer-protocol member lives without a heartbeat.",
+        ),
+        _key(
+            "group.consumer.min.session.timeout.ms",
+            "int",
+            _int_at_least(1),
+            45000,
+            "The shortest session timeout, in ms, of consumer-protocol groups.",
+        ),
+        _key(
+            "group.consumer.max.session.timeout.ms",
+            "int",
+            _int_at_least(1),
+            60000,
+            "The longest session timeout, in ms, of consumer-protocol groups.",
+        ),
+        _key(
+            "group.consumer.max.size",
+            "int",
+            _int_at_least(1),
+            (1 << 31) - 1,
+            "The most members one consumer-protocol group may have.",
+        ),
+        _key(
+            "group.consumer.assignors",
+            "list",
+            _assignors,
+            "uniform,range",
+            "The server-side assignors (uniform, range or Kafka's class names); the first is the default.",
+        ),
+        _key(
+            "group.consumer.migration.policy",
+            "string",
+            _one_of("disabled", "upgrade", "downgrade", "bidirectional"),
+            "bidirectional",
+            "Which online conversions between classic and consumer groups are allowed (KIP-848).",
+        ),
         # the transaction coordinator (Kafka's TransactionStateManagerConfig / TransactionLogConfig)
         _key(
             "transaction.state.log.num.partitions",

@@ -233,6 +233,9 @@ _MIRRORS: dict[int, Callable] = {
         "results": [{"name": t.name, "error_code": c, "error_message": m} for t in b.topics]
     },
     ApiKey.DELETE_GROUPS: lambda b, c, m: {"results": [{"group_id": g, "error_code": c} for g in b.groups_names]},
+    ApiKey.CONSUMER_GROUP_DESCRIBE: lambda b, c, m: {
+        "groups": [{"error_code": c, "error_message": m, "group_id": g} for g in b.group_ids]
+    },
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _resources("responses"),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: lambda b, c, m: {
         "results": [

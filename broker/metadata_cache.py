@@ -76,11 +76,14 @@ class MetadataCache:
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     #: an UpdateMetadata was applied: the cache knows the cluster (until then it lists no broker)
     updated: bool = False
+    #: grows with every update (for views derived from the cache)
+    version: int = 0
 
     def update(self, body) -> list[tuple[str, int]]:
         """Apply an UpdateMetadata body; returns the partitions it deleted. Topics whose names
         break Kafka's rule are left out."""
         self.updated = True
+        self.version += 1
         self.controller_id = body.controller_id
         brokers = {}
         for b in body.live_brokers:

@@ -56,6 +56,7 @@ __all__ = [
     "Records",
     "CompactRecords",
     "Uuid",
+    "NullableStruct",
     "Array",
     "KStruct",
     "ZERO_UUID",
@@ -419,6 +420,46 @@ class Array(_Emitted):
 
     def __repr__(self):
         return f"Array({self.subcon!r}, compact={self.compact}, nullable={self.nullable})"
+
+
+class NullableStruct(_Emitted):
+    """A nullable struct field: an int8 marker (-1 null, 1 present) and then the struct (Kafka's
+    generated code for `"nullableVersions"` on a struct type, e.g. ConsumerGroupHeartbeat's
+    Assignment)."""
+
+    def __init__(self, subcon):
+        super().__init__()
+        self.subcon = subcon
+
+    def _emitparse(self, code):
+        self._import(code)
+        fname = f"parse_nullable_{code.allocateId()}"
+        code.append(f"""
+            def {fname}(io, this):
+                marker = io.read(1)
+                if marker == b"\\xff":
+                    return None
+                if marker != b"\\x01":
+                    raise MalformedMessage(f"nullable struct marker {{marker!r}}")
+                return {self.subcon._compileparse(code)}
+        """)
+        return f"{fname}(io, this)"
+
+    def _emitbuild(self, code):
+        self._import(code)
+        fname = f"build_nullable_{code.allocateId()}"
+        code.append(f"""
+            def {fname}(obj, io, this):
+                if obj is None:
+                    io.write(b"\\xff")
+                    return obj
+                io.write(b"\\x01")
+                return {self.subcon._compilebuild(code)}
+        """)
+        return f"{fname}(obj, io, this)"
+
+    def __repr__(self):
+        return f"NullableStruct({self.subcon!r})"
 
 
 class KStruct(_Emitted):

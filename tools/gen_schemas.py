@@ -26,6 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SPECS = ROOT.parent / "shared" / "kafka-message-specs"
 DEFAULT_RECORD_SPECS = ROOT.parent / "shared" / "kafka-record-specs"
+#: newer specs than 3.8's for the APIs in NEXT (KIP-848's, as the newest clients send them)
+DEFAULT_NEXT_SPECS = ROOT.parent / "shared" / "kafka-message-specs-next"
+NEXT = {"ConsumerGroupHeartbeat", "ConsumerGroupDescribe"}
 DEFAULT_OUT = ROOT / "protocol" / "schemas"
 
 #: API name -> (min, max) versions served; the broker advertises exactly these in ApiVersions.
@@ -83,6 +86,8 @@ SERVED: dict[str, tuple[int, int]] = {
     "DescribeUserScramCredentials": (0, 0),
     "DescribeClientQuotas": (0, 1),
     "AlterClientQuotas": (0, 1),
+    "ConsumerGroupHeartbeat": (0, 1),
+    "ConsumerGroupDescribe": (0, 0),
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
 #: record spec name -> versions generated (all Kafka 3.8 writes or may have written)
@@ -93,6 +98,19 @@ RECORDS: dict[str, tuple[int, int]] = {
     "GroupMetadataValue": (0, 4),
     "TransactionLogKey": (0, 0),
     "TransactionLogValue": (0, 1),
+    # KIP-848's consumer groups (record key versions 3-8)
+    "ConsumerGroupMetadataKey": (3, 3),
+    "ConsumerGroupMetadataValue": (0, 0),
+    "ConsumerGroupPartitionMetadataKey": (4, 4),
+    "ConsumerGroupPartitionMetadataValue": (0, 0),
+    "ConsumerGroupMemberMetadataKey": (5, 5),
+    "ConsumerGroupMemberMetadataValue": (0, 0),
+    "ConsumerGroupTargetAssignmentMetadataKey": (6, 6),
+    "ConsumerGroupTargetAssignmentMetadataValue": (0, 0),
+    "ConsumerGroupTargetAssignmentMemberKey": (7, 7),
+    "ConsumerGroupTargetAssignmentMemberValue": (0, 0),
+    "ConsumerGroupCurrentMemberAssignmentKey": (8, 8),
+    "ConsumerGroupCurrentMemberAssignmentValue": (0, 0),
 }
 
 SPEC_KEYS = {
@@ -180,9 +198,15 @@ class Ctx:
 
 
 class Generator:
-    def __init__(self, specs_dir: Path, record_specs_dir: Path = DEFAULT_RECORD_SPECS):
+    def __init__(
+        self,
+        specs_dir: Path,
+        record_specs_dir: Path = DEFAULT_RECORD_SPECS,
+        next_specs_dir: Path = DEFAULT_NEXT_SPECS,
+    ):
         self.specs_dir = specs_dir
         self.record_specs_dir = record_specs_dir
+        self.next_specs_dir = next_specs_dir
 
     # ---- rendering one struct at one version -------------------------------------------------
     def struct_var(self, ctx: Ctx, type_name: str, fields: list, v: int) -> str:
@@ -275,9 +299,8 @@ class Generator:
                 return f"{cpre}Records"
             return f"{cpre}{'Nullable' if nullable else ''}{kind}"
         if t[:1].isupper():
-            if nullable:
-                raise SpecError(f"{fw}: nullable struct {t}")
-            return self.struct_var(ctx, t, self.struct_fields(ctx, f, t, fw), v)
+            struct = self.struct_var(ctx, t, self.struct_fields(ctx, f, t, fw), v)
+            return f"NullableStruct({struct})" if nullable else struct
         raise SpecError(f"{fw}: type {t!r}")
 
     def default(self, ctx: Ctx, f: dict, v: int, fw: str, present: bool = True) -> str:
@@ -308,6 +331,8 @@ class Generator:
                 raise SpecError(f"{fw}: bytes default {d!r}")
             return "None" if (t == "records" or d == "null") and (nullable or not present) else 'b""'
         if t[:1].isupper():
+            if nullable and d in (None, "null"):
+                return "None"
             if d is not None:
                 raise SpecError(f"{fw}: struct default {d!r}")
             # A field absent from v defaults to the struct's defaults at its first version.
@@ -337,8 +362,9 @@ class Generator:
         return by_version
 
     def module(self, api: str, served: tuple[int, int]) -> str:
-        req = load_spec(self.specs_dir / f"{api}Request.json")
-        resp = load_spec(self.specs_dir / f"{api}Response.json")
+        directory = self.next_specs_dir if api in NEXT else self.specs_dir
+        req = load_spec(directory / f"{api}Request.json")
+        resp = load_spec(directory / f"{api}Response.json")
         if req["apiKey"] != resp["apiKey"] or req["type"] != "request" or resp["type"] != "response":
             raise SpecError(f"{api}: request/response specs disagree")
         defs: list = []
@@ -347,7 +373,8 @@ class Generator:
         flex = parse_versions(req["flexibleVersions"], api)
         return self.render(
             f"{api} (API key {req['apiKey']}), versions {served[0]}-{served[1]}: request and response schemas.",
-            f"{api}Request.json and {api}Response.json",
+            ("Kafka trunk's (2024-10, kafka-message-specs-next) " if api in NEXT else "Kafka 3.8's ")
+            + f"{api}Request.json and {api}Response.json",
             [
                 f"API_KEY = {req['apiKey']}",
                 f"NAME = {api!r}",
@@ -365,7 +392,7 @@ class Generator:
             "header",
             lambda n: ("REQUEST_HEADER" if n == "RequestHeader" else "RESPONSE_HEADER", n[:-6]),
             "Request header v0-2 and response header v0-1.",
-            "RequestHeader.json and ResponseHeader.json",
+            "Kafka 3.8's RequestHeader.json and ResponseHeader.json",
         )
 
     def records_module(self) -> str:
@@ -375,7 +402,7 @@ class Generator:
             "data",
             lambda n: (snake(n).upper(), n),
             "Records of the coordinators' internal topics: keys and values by version.",
-            " and ".join(f"{n}.json" for n in RECORDS) + " (record specs)",
+            "Kafka 3.8's " + " and ".join(f"{n}.json" for n in RECORDS) + " (record specs)",
         )
 
     def standalone_module(self, directory: Path, served: dict, kind: str, names, title: str, source: str) -> str:
@@ -399,7 +426,7 @@ class Generator:
         lines = [
             '"""' + title,
             "",
-            f"Generated by tools/gen_schemas.py from Kafka 3.8's {source}.",
+            f"Generated by tools/gen_schemas.py from {source}.",
             "Do not edit: run `make regen`. Each KStruct is one wire shape; the maps give the shape of",
             'each served version."""',
             "",

@@ -107,7 +107,12 @@ async def offset_commit(ctx: BrokerContext, request: Request):
 
 
 def _fetch_group(
-    ctx: BrokerContext, request: Request, group_id: str, topics, require_stable: bool = False
+    ctx: BrokerContext,
+    request: Request,
+    group_id: str,
+    topics,
+    require_stable: bool = False,
+    member: tuple[str | None, int] = (None, -1),
 ) -> tuple[ErrorCode, list]:
     """One group's OffsetFetch answer: (group error, topics). Needs DESCRIBE on the group; topics
     the principal may not DESCRIBE are left out (all asked) or TOPIC_AUTHORIZATION_FAILED (named)."""
@@ -119,7 +124,7 @@ def _fetch_group(
     elif ctx.group_coordinator is None:
         error = NOT_AVAILABLE
     else:
-        error, found = ctx.group_coordinator.fetch_offsets(group_id, wanted)
+        error, found = ctx.group_coordinator.fetch_offsets(group_id, wanted, member)
         if require_stable and error == ErrorCode.NONE:
             unstable = ctx.group_coordinator.unstable_partitions(group_id)
     if error != ErrorCode.NONE and wanted is not None:
@@ -158,7 +163,8 @@ async def offset_fetch(ctx: BrokerContext, request: Request):
     if version >= 8:
         groups = []
         for g in body.groups:
-            error, topics = _fetch_group(ctx, request, g.group_id, g.topics, body.require_stable)
+            member = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
+            error, topics = _fetch_group(ctx, request, g.group_id, g.topics, body.require_stable, member)
             if error != ErrorCode.NONE:
                 topics = []
             groups.append({"group_id": g.group_id, "topics": topics, "error_code": error})

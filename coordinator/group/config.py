@@ -25,3 +25,10 @@ class GroupCoordinatorConfig:
     min_session_timeout_ms: int = field(metadata={"key": "group.min.session.timeout.ms"})
     max_session_timeout_ms: int = field(metadata={"key": "group.max.session.timeout.ms"})
     max_size: int = field(metadata={"key": "group.max.size"})
+    # KIP-848's consumer group protocol
+    rebalance_protocols: tuple[str, ...] = field(metadata={"key": "group.coordinator.rebalance.protocols"})
+    consumer_heartbeat_interval_ms: int = field(metadata={"key": "group.consumer.heartbeat.interval.ms"})
+    consumer_session_timeout_ms: int = field(metadata={"key": "group.consumer.session.timeout.ms"})
+    consumer_max_size: int = field(metadata={"key": "group.consumer.max.size"})
+    consumer_assignors: tuple[str, ...] = field(metadata={"key": "group.consumer.assignors"})
+    consumer_migration_policy: str = field(metadata={"key": "group.consumer.migration.policy"})

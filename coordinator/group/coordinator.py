@@ -25,6 +25,7 @@ import trio
 
 from coordinator.group import records
 from coordinator.group.config import GroupCoordinatorConfig
+from coordinator.group.consumer_coordinator import ConsumerGroupOperations
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import GroupMetadataManager
 from coordinator.group.offsets import OffsetOperations
@@ -101,7 +102,7 @@ def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment
     }
 
 
-class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
+class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOperations):
     def __init__(
         self,
         partition_log: PartitionLog,
@@ -118,6 +119,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
         self._rebalances: dict[str, _Rebalance] = {}
         self._pending_deadlines: dict[tuple[str, str], float] = {}
         self._nursery: trio.Nursery | None = None
+        self._init_consumer_groups()
 
     @staticmethod
     def now_ms() -> float:
@@ -129,6 +131,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self.runtime.every(SWEEP_INTERVAL_S, self._sweep_sessions)
+            self.runtime.every(SWEEP_INTERVAL_S, self._sweep_consumer_groups)
             self.runtime.every(self.config.offsets_retention_check_interval_ms / 1000, self._expire_offsets)
             await self.runtime.run(nursery)
             task_status.started()
@@ -200,6 +203,10 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
             group = self.manager.groups[req.group_id] = GroupMetadata(req.group_id)
         if group.is_in(GroupState.DEAD):
             return join_result(req.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.consumer is not None:
+            error = await self.consumer_group_to_classic(group)
+            if error != ErrorCode.NONE:
+                return join_result(req.member_id, error)
         if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
             return join_result(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if not req.member_id:

@@ -25,6 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.group.consumer_group import ConsumerGroup
 from coordinator.group.records import OffsetAndMetadata, StoredGroup, StoredMember
 from protocol.consumer_protocol import subscribed_topics
 
@@ -100,6 +101,8 @@ class GroupMetadata:
     #: producer id -> offsets it committed in its open transaction (TxnOffsetCommit, KIP-98):
     #: (topic, partition) -> (offset, log offset of its record); visible once the COMMIT marker lands
     pending_txn_offsets: dict[int, dict[tuple[str, int], tuple[OffsetAndMetadata, int]]] = field(default_factory=dict)
+    #: the group's KIP-848 state when it is a consumer group (its classic state stays Empty)
+    consumer: ConsumerGroup | None = None
 
     # ---- state ---------------------------------------------------------------------------------
     def is_in(self, *states: GroupState) -> bool:
@@ -243,8 +246,19 @@ class GroupMetadata:
             m.assignment = b""
         self.new_member_added = False
 
+    @property
+    def group_type(self) -> str:
+        """ "consumer" for a KIP-848 group, else "classic" (ListGroups' / DescribeGroups' type)."""
+        return "consumer" if self.consumer is not None else "classic"
+
+    def has_members(self) -> bool:
+        """Members of either protocol (a consumer group's classic state is always Empty)."""
+        return bool(self.members) or (self.consumer is not None and bool(self.consumer.members))
+
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members subscribe to (consumer protocol only); None when not known."""
+        if self.consumer is not None:
+            return self.consumer.subscribed_topic_names()
         if self.protocol_type != "consumer" or self.protocol_name is None:
             return None if self.members else set()
         topics: set[str] = set()

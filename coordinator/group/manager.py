@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
-from coordinator.group import records
+from coordinator.group import consumer_records, records
 from coordinator.group.config import GroupCoordinatorConfig
+from coordinator.group.consumer_group import ConsumerGroup
 from coordinator.group.group_metadata import GroupMetadata
 from coordinator.runtime import APPEND_ERROR_MAP, CoordinatorRuntime, PartitionLog
 from protocol.control_records import read_marker
@@ -97,6 +98,7 @@ class GroupMetadataManager:
         """Replay `__consumer_offsets-<partition>` and install its groups; returns how many. A
         load overtaken by a resignation (and maybe a new election) installs nothing."""
         found_groups: dict[str, records.StoredGroup | None] = {}
+        found_consumer: dict[str, ConsumerGroup] = {}
         found_offsets: dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]] = {}
         pending_txn: dict[int, dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]]] = {}
 
@@ -106,15 +108,21 @@ class GroupMetadataManager:
                 return
             into = pending_txn.setdefault(header.producer_id, {}) if header.is_transactional else None
             for record in decode_records(buf, pos, header):
-                self._replay(record, found_groups, found_offsets if into is None else into)
+                if consumer_records.is_consumer_key(record.key):
+                    self._replay_consumer(record, found_consumer)
+                else:
+                    self._replay(record, found_groups, found_offsets if into is None else into)
 
         if not await self.runtime.replay(partition, token, self.config.offsets_load_buffer_size, on_batch):
             return 0
         now = self.monotonic_ms()  # loaded members' sessions restart now, on the deadline clock
         still_pending = {g for by_group in pending_txn.values() for g, offsets in by_group.items() if offsets}
-        for group_id in set(found_groups) | {g for g, offsets in found_offsets.items() if offsets} | still_pending:
+        consumer_groups = {g: c for g, c in found_consumer.items() if c.exists}
+        with_offsets = {g for g, offsets in found_offsets.items() if offsets}
+        for group_id in set(found_groups) | with_offsets | still_pending | set(consumer_groups):
             stored = found_groups.get(group_id)
             group = GroupMetadata.loaded(group_id, stored, now) if stored else GroupMetadata(group_id)
+            group.consumer = consumer_groups.get(group_id)
             for tp, (om, log_offset) in found_offsets.get(group_id, {}).items():
                 group.offsets[tp] = om
                 group.offset_log_offsets[tp] = log_offset
@@ -149,6 +157,19 @@ class GroupMetadataManager:
             for tp, (om, log_offset) in offsets.items():
                 if tp not in held or held[tp][1] < log_offset:
                     held[tp] = (om, log_offset)
+
+    @staticmethod
+    def _replay_consumer(record, found: dict[str, ConsumerGroup]) -> None:
+        """A consumer group record (keys 3-8, KIP-848) replayed onto its group."""
+        try:
+            decoded = consumer_records.decode(record.key, record.value)
+        except records.CorruptCoordinatorRecord as e:
+            log.error("skipping an unreadable %s record at offset %d: %s", OFFSETS_TOPIC, record.offset, e)
+            return
+        group = found.get(decoded.group_id)
+        if group is None:
+            group = found[decoded.group_id] = ConsumerGroup(decoded.group_id)
+        group.replay(decoded)
 
     @staticmethod
     def _replay(record, found_groups: dict, found_offsets: dict) -> None:

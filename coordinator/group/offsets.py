@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.group import records
+from coordinator.group import consumer_records, records
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import GroupMetadataManager
@@ -76,6 +76,24 @@ class OffsetOperations:
         results.update(dict.fromkeys(valid, error))
         return results
 
+    @staticmethod
+    def _consumer_commit_error(group: GroupMetadata, member_id: str, member_epoch: int) -> ErrorCode:
+        """Kafka's `ConsumerGroup.validateOffsetCommit`: epoch -1 commits (admins, assign()
+        consumers) only while the group has no members; otherwise the member must exist and
+        send its current epoch (a greater one is fenced, a smaller one stale)."""
+        consumer = group.consumer
+        assert consumer is not None
+        if member_epoch < 0 and not consumer.members:
+            return ErrorCode.NONE
+        member = consumer.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch > member.member_epoch:
+            return ErrorCode.FENCED_MEMBER_EPOCH
+        if member_epoch < member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
     def check_offsets(
         self, offsets: dict[TopicPartition, OffsetAndMetadata]
     ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetAndMetadata]]:
@@ -104,6 +122,8 @@ class OffsetOperations:
             return group, ErrorCode.NONE
         if group.is_in(GroupState.DEAD):
             return group, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.consumer is not None:
+            return group, self._consumer_commit_error(group, member_id, generation_id)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return group, ErrorCode.FENCED_INSTANCE_ID
         if generation_id < 0 and group.is_in(GroupState.EMPTY):
@@ -120,14 +140,26 @@ class OffsetOperations:
 
     # ---- OffsetFetch ---------------------------------------------------------------------------
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        member: tuple[str | None, int] = (None, -1),
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
         """(group error, {partition: committed offset or None}); `partitions` None asks for all
-        the group's offsets."""
+        the group's offsets. `member` (OffsetFetch v9: member id, member epoch) is checked
+        against a consumer group (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) unless it is (null or
+        empty, -1): an admin's fetch."""
         error = self.group_error(group_id, allow_empty=True)
         if error != ErrorCode.NONE:
             return error, {}
         group = self.manager.groups.get(group_id)
+        member_id, member_epoch = member
+        if group is not None and group.consumer is not None and (member_id or member_epoch >= 0):
+            found = group.consumer.members.get(member_id or "")
+            if found is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID, {}
+            if found.member_epoch != member_epoch:
+                return ErrorCode.STALE_MEMBER_EPOCH, {}
         held = {} if group is None or group.is_in(GroupState.DEAD) else group.offsets
         if partitions is None:
             return ErrorCode.NONE, dict(held)
@@ -147,7 +179,7 @@ class OffsetOperations:
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         subscribed: set[str] = set()
-        if not group.is_in(GroupState.EMPTY):
+        if not group.is_in(GroupState.EMPTY) or group.has_members():
             found = group.subscribed_topics()
             if found is None:
                 return ErrorCode.NON_EMPTY_GROUP, {}
@@ -173,7 +205,7 @@ class OffsetOperations:
 
     def expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[TopicPartition]:
         retention = self.config.offsets_retention_ms
-        if group.is_in(GroupState.EMPTY):
+        if group.is_in(GroupState.EMPTY) and not group.has_members():
             since_empty = group.current_state_timestamp_ms
             candidates = list(group.offsets)
         else:
@@ -201,13 +233,15 @@ class OffsetOperations:
             if self.manager.coordinator_error(group.group_id) != ErrorCode.NONE:
                 continue
             doomed = self.expired_offsets(group, now_ms)
-            drop_group = group.is_in(GroupState.EMPTY) and len(doomed) == len(group.offsets)
-            if not doomed and not (drop_group and group.generation_id > 0):
+            drop_group = group.is_in(GroupState.EMPTY) and not group.has_members() and len(doomed) == len(group.offsets)
+            if not doomed and not (drop_group and (group.generation_id > 0 or group.consumer is not None)):
                 continue
             entries: list[tuple[bytes, bytes | None]] = [
                 (records.offset_key(group.group_id, t, p), None) for t, p in doomed
             ]
             if drop_group:
+                if group.consumer is not None:
+                    entries += [consumer_records.encode(r) for r in group.consumer.group_tombstones()]
                 entries.append((records.group_key(group.group_id), None))
             error, _ = await self.manager.append(group.group_id, entries)
             if error != ErrorCode.NONE:

@@ -10,6 +10,8 @@ from protocol.schemas import alter_configs
 from protocol.schemas import alter_partition_reassignments
 from protocol.schemas import alter_user_scram_credentials
 from protocol.schemas import api_versions
+from protocol.schemas import consumer_group_describe
+from protocol.schemas import consumer_group_heartbeat
 from protocol.schemas import controlled_shutdown
 from protocol.schemas import create_acls
 from protocol.schemas import create_partitions
@@ -62,6 +64,8 @@ APIS = {
     alter_partition_reassignments.API_KEY: alter_partition_reassignments,
     alter_user_scram_credentials.API_KEY: alter_user_scram_credentials,
     api_versions.API_KEY: api_versions,
+    consumer_group_describe.API_KEY: consumer_group_describe,
+    consumer_group_heartbeat.API_KEY: consumer_group_heartbeat,
     controlled_shutdown.API_KEY: controlled_shutdown,
     create_acls.API_KEY: create_acls,
     create_partitions.API_KEY: create_partitions,

@@ -47,6 +47,8 @@ def value_of(con) -> st.SearchStrategy:
     if isinstance(con, t.Array):
         items = st.lists(value_of(con.subcon), max_size=3)
         return st.none() | items if con.nullable else items
+    if isinstance(con, t.NullableStruct):
+        return st.none() | value_of(con.subcon)
     if isinstance(con, t.KStruct):
         required = {name: value_of(sub) for name, sub, _ in con.fields}
         optional = {name: value_of(sub) for _, name, sub, _ in con.tagged}

@@ -72,6 +72,8 @@ REQUIRED = {
     "DescribeUserScramCredentials": (0, 0),
     "DescribeClientQuotas": (0, 1),
     "AlterClientQuotas": (0, 1),
+    "ConsumerGroupHeartbeat": (0, 1),
+    "ConsumerGroupDescribe": (0, 0),
 }
 
 

@@ -1,0 +1,224 @@
+"""KIP-848's consumer group protocol judged by confluent-kafka (librdkafka) with
+`group.protocol=consumer`, each member in its own process (tests/helpers/kip848_member.py), on
+real brokers: the partitions are shared exactly once, a killed member's move within its session
+timeout + 5 s, a static member gets its own back, a regex subscription follows new topics,
+commits resume exactly, and a coordinator's death keeps assignments and offsets."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from admin_helpers import raw, wait
+from group_helpers import GROUP_BROKER, create_topics, produce
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+pytestmark = pytest.mark.slow
+
+SESSION_MS = 6000
+CONSUMER_BROKER = {
+    **GROUP_BROKER,
+    "group_consumer_heartbeat_interval_ms": 500,
+    "group_consumer_min_heartbeat_interval_ms": 100,
+    "group_consumer_session_timeout_ms": SESSION_MS,
+    "group_consumer_min_session_timeout_ms": 1000,
+}
+MEMBER = Path(__file__).resolve().parent.parent / "helpers" / "kip848_member.py"
+
+
+class Member:
+    """A member process and what it reported."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], **config):
+        conf = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **config,
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, str(MEMBER), json.dumps(conf), *topics],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.assignments: list[set] = [set()]
+        self.records: list[tuple] = []
+        self.errors: list[str] = []
+        self.closed = False
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            event = json.loads(line)
+            if "assigned" in event:
+                self.assignments.append({tuple(tp) for tp in event["assigned"]})
+            elif "record" in event:
+                self.records.append(tuple(event["record"]))
+            elif "error" in event:
+                self.errors.append(event["error"])
+            elif "closed" in event:
+                self.closed = True
+
+    @property
+    def assigned(self) -> set:
+        return self.assignments[-1]
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        wait(lambda: self.closed, "the member to close", 30)
+        self.proc.wait(10)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def members():
+    started: list[Member] = []
+
+    def start(*args, **kwargs) -> Member:
+        member = Member(*args, **kwargs)
+        started.append(member)
+        return member
+
+    yield start
+    for m in started:
+        if m.proc.poll() is None:
+            m.kill()
+
+
+def _all(topic: str, n: int) -> set:
+    return {(topic, p) for p in range(n)}
+
+
+def _shared_exactly_once(group: list[Member], wanted: set) -> bool:
+    """Every wanted partition owned by exactly one member, and the members balanced."""
+    owned = [tp for m in group for tp in m.assigned]
+    counts = [len(m.assigned) for m in group]
+    return len(owned) == len(set(owned)) and set(owned) == wanted and max(counts) - min(counts) <= 1
+
+
+def test_members_share_partitions_once_and_a_killed_ones_move_within_its_session(start_broker, members):
+    broker = start_broker(1, **CONSUMER_BROKER)
+    create_topics(broker.bootstrap, {"t": 12})
+    group = [members(broker.bootstrap, "g", ["t"]) for _ in range(3)]
+    wait(lambda: _shared_exactly_once(group, _all("t", 12)), "3 members to own 12 partitions once", 60)
+    assert sorted(len(m.assigned) for m in group) == [4, 4, 4]
+    values = [f"a{i}" for i in range(240)]
+    produce(broker.bootstrap, "t", [v.encode() for v in values], partitions=12)
+    wait(lambda: sum(len(m.records) for m in group) >= 240, "every record read", 60)
+    read = [r[3] for m in group for r in m.records]
+    assert sorted(read) == sorted(values)  # each exactly once
+    for m in group:  # each read only its own partitions
+        assert {(r[0], r[1]) for r in m.records} <= m.assigned
+
+    killed_at = time.monotonic()
+    group[0].kill()
+    rest = group[1:]
+    wait(lambda: _shared_exactly_once(rest, _all("t", 12)), "the survivors to own all 12", SESSION_MS / 1000 + 5)
+    moved_s = time.monotonic() - killed_at
+    assert moved_s <= SESSION_MS / 1000 + 5
+    more = [f"b{i}" for i in range(120)]
+    produce(broker.bootstrap, "t", [v.encode() for v in more], partitions=12)
+    wait(lambda: set(more) <= {r[3] for m in rest for r in m.records}, "the survivors to read the new records", 60)
+    assert not [e for m in group for e in m.errors if "commit" in e], [m.errors for m in group]
+
+
+def test_a_static_member_restarted_gets_its_partitions_back_and_nobody_else_moves(start_broker, members):
+    broker = start_broker(1, **CONSUMER_BROKER)
+    create_topics(broker.bootstrap, {"s": 12})
+    group = [members(broker.bootstrap, "sg", ["s"], **{"group.instance.id": f"i{i}"}) for i in range(3)]
+    wait(lambda: _shared_exactly_once(group, _all("s", 12)), "3 static members to own 12 partitions once", 60)
+    time.sleep(2)  # stable: no further change
+    before = [set(m.assigned) for m in group]
+    changes = [len(m.assignments) for m in group]
+    group[0].stop()
+    again = members(broker.bootstrap, "sg", ["s"], **{"group.instance.id": "i0"})
+    wait(lambda: again.assigned == before[0], "the restarted static member to get its partitions back", 30)
+    time.sleep(2)
+    for m, was, n in zip(group[1:], before[1:], changes[1:], strict=True):
+        assert m.assigned == was and len(m.assignments) == n  # never reassigned meanwhile
+
+
+def test_a_regex_subscription_picks_up_a_topic_created_later(start_broker, members):
+    broker = start_broker(1, **CONSUMER_BROKER)
+    create_topics(broker.bootstrap, {"rx-a": 2, "other": 2})
+    member = members(broker.bootstrap, "rg", ["^rx-.*"])
+    wait(lambda: member.assigned == _all("rx-a", 2), "the regex member to own rx-a", 60)
+    create_topics(broker.bootstrap, {"rx-b": 3})
+    wait(lambda: member.assigned == _all("rx-a", 2) | _all("rx-b", 3), "rx-b to join the regex assignment", 60)
+    produce(broker.bootstrap, "rx-b", [b"late-%d" % i for i in range(6)], partitions=3)
+    wait(lambda: {r[3] for r in member.records} >= {f"late-{i}" for i in range(6)}, "the new topic's records", 60)
+    assert not any(r[0] == "other" for r in member.records)
+
+
+def test_commits_and_restarts_resume_exactly(start_broker, members):
+    broker = start_broker(1, **CONSUMER_BROKER)
+    create_topics(broker.bootstrap, {"c": 4})
+    first_half = [f"c{i}" for i in range(50)]
+    produce(broker.bootstrap, "c", [v.encode() for v in first_half], partitions=4)
+    one = members(broker.bootstrap, "cg", ["c"])
+    wait(lambda: len(one.records) >= 50, "the first 50 records", 60)
+    one.stop()
+    second_half = [f"c{i}" for i in range(50, 100)]
+    produce(broker.bootstrap, "c", [v.encode() for v in second_half], partitions=4)
+    two = members(broker.bootstrap, "cg", ["c"])
+    wait(lambda: len(two.records) >= 50, "the next 50 records", 60)
+    time.sleep(1)
+    assert sorted(r[3] for r in one.records) == sorted(first_half)
+    assert sorted(r[3] for r in two.records) == sorted(second_half)
+
+
+def _coordinator_of(broker, group: str) -> int:
+    r = raw(broker, ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0}, version=3)
+    assert r.error_code == ErrorCode.NONE
+    return r.node_id
+
+
+def _describe(broker, group: str):
+    return raw(broker, ApiKey.CONSUMER_GROUP_DESCRIBE, {"group_ids": [group], "include_authorized_operations": False})
+
+
+def test_a_coordinator_kill_keeps_assignments_epochs_and_offsets(start_broker, members):
+    config = {**CONSUMER_BROKER, "offsets_topic_replication_factor": 3, "default_replication_factor": 3}
+    brokers = {i: start_broker(i, **config) for i in (1, 2, 3)}
+    create_topics(brokers[1].bootstrap, {"k": 6}, rf=3)
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    group = [members(bootstrap, "kg", ["k"]) for _ in range(2)]
+    wait(lambda: _shared_exactly_once(group, _all("k", 6)), "2 members to own 6 partitions once", 60)
+    values = [f"k{i}" for i in range(60)]
+    produce(bootstrap, "k", [v.encode() for v in values], partitions=6)
+    wait(lambda: sum(len(m.records) for m in group) >= 60, "the first 60 records", 60)
+    coordinator = _coordinator_of(brokers[1], "kg")
+    survivor = brokers[next(i for i in brokers if i != coordinator)]
+    described = _describe(brokers[coordinator], "kg").groups[0]
+    assert described.error_code == ErrorCode.NONE and described.group_state == "Stable"
+    epochs = {m.member_id: m.member_epoch for m in described.members}
+    before = [set(m.assigned) for m in group]
+
+    brokers[coordinator].kill()
+
+    def moved():
+        new = _coordinator_of(survivor, "kg")
+        return new != coordinator and _describe(brokers[new], "kg").groups[0].error_code == ErrorCode.NONE
+
+    wait(moved, "the group to have a new coordinator", 60)
+    after = _describe(brokers[_coordinator_of(survivor, "kg")], "kg").groups[0]
+    assert {m.member_id: m.member_epoch for m in after.members} == epochs  # loaded as it was
+    more = [f"k{i}" for i in range(60, 120)]
+    produce(survivor.bootstrap, "k", [v.encode() for v in more], partitions=6)
+    wait(lambda: sum(len(m.records) for m in group) >= 120, "the next 60 records", 90)
+    assert [set(m.assigned) for m in group] == before
+    read = sorted(r[3] for m in group for r in m.records)
+    assert read == sorted(values + more)  # committed offsets kept: nothing read twice
