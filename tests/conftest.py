@@ -105,3 +105,22 @@ def spark():
     session = local_session("minikafka-tests", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+@pytest.fixture
+def members():
+    """Start consumer group member processes (`member_processes.Member`): `members(bootstrap,
+    group, topics, protocol="consumer", **config)`; those still running are killed at the end."""
+    from member_processes import Member
+
+    started: list = []
+
+    def start(*args, **kwargs):
+        member = Member(*args, **kwargs)
+        started.append(member)
+        return member
+
+    yield start
+    for m in started:
+        if m.proc.poll() is None:
+            m.kill()

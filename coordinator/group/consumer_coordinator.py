@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -38,7 +38,7 @@ from coordinator.group.consumer_heartbeat import (
     remove_member,
 )
 from coordinator.group.consumer_records import Assignment, ConsumerRecord, TopicMetadata
-from coordinator.group.group_metadata import GroupMetadata
+from coordinator.group.group_metadata import GroupMetadata, GroupState
 from coordinator.group.manager import GroupMetadataManager
 from protocol.errors import ErrorCode
 from protocol.topic_names import INTERNAL_TOPICS
@@ -85,6 +85,13 @@ class ConsumerGroupOperations:
     manager: GroupMetadataManager
     metadata_cache: Any
     now_ms: Callable[[], float]
+
+    if TYPE_CHECKING:  # provided by ClassicMemberOperations / GroupCoordinator
+
+        def upgrade_records(self, holder: GroupMetadata) -> tuple[ConsumerGroup | None, list]: ...
+        def downgrades(self, holder: GroupMetadata, leaving: str) -> bool: ...
+        async def downgrade(self, holder: GroupMetadata, leaving: str) -> ErrorCode: ...
+        def _fail_waiters(self, group: GroupMetadata, error: ErrorCode) -> None: ...
 
     def _init_consumer_groups(self) -> None:
         self._consumer_locks: dict[str, trio.Lock] = {}
@@ -137,44 +144,62 @@ class ConsumerGroupOperations:
         if not req.group_id:
             return heartbeat_result(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         async with self._lock(req.group_id):
-            error = self.manager.coordinator_error(req.group_id)
-            if error != ErrorCode.NONE:
-                return heartbeat_result(error)
-            holder = self.manager.groups.get(req.group_id)
-            conversion: list[tuple[bytes, bytes | None]] = []
-            if holder is not None and holder.consumer is None:
-                if holder.members:
+            return await self._heartbeat_locked(req)
+
+    async def _heartbeat_locked(self, req: HeartbeatRequest) -> dict:
+        error = self.manager.coordinator_error(req.group_id)
+        if error != ErrorCode.NONE:
+            return heartbeat_result(error)
+        holder = self.manager.groups.get(req.group_id)
+        if req.member_epoch == -1 and holder is not None and self.downgrades(holder, req.member_id):
+            error = await self.downgrade(holder, req.member_id)
+            if error != ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+                self._forget((req.group_id, req.member_id))
+                return heartbeat_result(error, member_id=req.member_id, member_epoch=-1)
+        conversion: list[tuple[bytes, bytes | None]] = []
+        group = holder.consumer if holder is not None else None
+        upgrading = False
+        if holder is not None and group is None:
+            if holder.members:  # an online upgrade of a classic group (KIP-848)
+                group, conversion = self.upgrade_records(holder)
+                if group is None:
                     return heartbeat_result(
                         ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."
                     )
-                if holder.generation_id > 0:  # an Empty classic group becomes a consumer group
-                    conversion.append((records.group_key(req.group_id), None))
-            group = (
-                holder.consumer if holder is not None and holder.consumer is not None else ConsumerGroup(req.group_id)
-            )
-            try:
-                outcome = heartbeat(group, req, self.consumer_topics(), self.consumer_limits(), str(uuid.uuid4()))
-            except HeartbeatError as e:
-                return heartbeat_result(e.error, e.message)
-            error = await self._write(req.group_id, group, holder, conversion, outcome.records)
-            if error != ErrorCode.NONE:
-                return heartbeat_result(error)
-            key = (req.group_id, outcome.member_id or "")
-            if outcome.member_epoch < 0 and outcome.member_epoch != -2:
-                self._forget(key)
-            elif outcome.member_epoch >= 0:
-                self._session_deadlines[key] = self.now_ms() + self.config.consumer_session_timeout_ms
-            member = group.members.get(outcome.member_id or "")
-            if outcome.revoking and member is not None:
-                timeout = member.metadata.rebalance_timeout_ms
-                self._revocation_deadlines[key] = (self.now_ms() + max(timeout, 0), member.member_epoch)
-            return heartbeat_result(
-                ErrorCode.NONE,
-                member_id=outcome.member_id,
-                member_epoch=outcome.member_epoch,
-                heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
-                assignment=assignment_out(outcome.assignment),
-            )
+                upgrading = True
+            elif holder.generation_id > 0:  # an Empty classic group becomes a consumer group
+                conversion.append((records.group_key(req.group_id), None))
+        if group is None:
+            group = ConsumerGroup(req.group_id)
+        try:
+            outcome = heartbeat(group, req, self.consumer_topics(), self.consumer_limits(), str(uuid.uuid4()))
+        except HeartbeatError as e:
+            return heartbeat_result(e.error, e.message)
+        error = await self._write(req.group_id, group, holder, conversion, outcome.records)
+        if error != ErrorCode.NONE:
+            return heartbeat_result(error)
+        holder = self.manager.groups.get(req.group_id)
+        if upgrading and holder is not None:
+            log.info("classic group %s converted to a consumer group (epoch %d)", req.group_id, group.group_epoch)
+            self._fail_waiters(holder, ErrorCode.REBALANCE_IN_PROGRESS)
+            holder.members, holder.static_members, holder.pending_members = {}, {}, set()
+            holder.state = GroupState.EMPTY
+        key = (req.group_id, outcome.member_id or "")
+        if outcome.member_epoch == -1:
+            self._forget(key)
+        elif outcome.member_epoch >= 0:
+            self._session_deadlines[key] = self.now_ms() + self.config.consumer_session_timeout_ms
+        member = group.members.get(outcome.member_id or "")
+        if outcome.revoking and member is not None:
+            timeout = member.metadata.rebalance_timeout_ms
+            self._revocation_deadlines[key] = (self.now_ms() + max(timeout, 0), member.member_epoch)
+        return heartbeat_result(
+            ErrorCode.NONE,
+            member_id=outcome.member_id,
+            member_epoch=outcome.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
+            assignment=assignment_out(outcome.assignment),
+        )
 
     async def _write(
         self,
@@ -246,7 +271,12 @@ class ConsumerGroupOperations:
             for member_id, member in list(group.members.items()):
                 key = (holder.group_id, member_id)
                 live.add(key)
-                deadline = self._session_deadlines.setdefault(key, now + self.config.consumer_session_timeout_ms)
+                session_ms = (
+                    member.metadata.classic.session_timeout_ms
+                    if member.metadata.classic is not None
+                    else self.config.consumer_session_timeout_ms
+                )
+                deadline = self._session_deadlines.setdefault(key, now + session_ms)
                 revocation = self._revocation_deadlines.get(key)
                 if deadline <= now:
                     await self._fence(holder, member_id, "session timeout expired")
@@ -268,8 +298,12 @@ class ConsumerGroupOperations:
                 or self.manager.groups.get(holder.group_id) is not holder
             ):
                 return
+            if self.downgrades(holder, member_id):
+                if await self.downgrade(holder, member_id) != ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+                    return
             changes = remove_member(group, member_id, self.consumer_topics())
             error = await self._write(holder.group_id, group, holder, [], changes)
-            if error == ErrorCode.NONE:
-                self._forget((holder.group_id, member_id))
-                log.info("removed member %s of consumer group %s: %s", member_id, holder.group_id, reason)
+            if error != ErrorCode.NONE:
+                return
+            self._forget((holder.group_id, member_id))
+            log.info("removed member %s of consumer group %s: %s", member_id, holder.group_id, reason)

@@ -41,7 +41,13 @@ from coordinator.group.consumer_group import (
     MemberState,
     partitions_of,
 )
-from coordinator.group.consumer_records import Assignment, ConsumerRecord, MemberMetadata, TopicMetadata
+from coordinator.group.consumer_records import (
+    Assignment,
+    ClassicMetadata,
+    ConsumerRecord,
+    MemberMetadata,
+    TopicMetadata,
+)
 from protocol.errors import ErrorCode
 
 #: Kafka 4's code for a regex RE2/J refuses (not in 3.8's table)
@@ -74,6 +80,8 @@ class HeartbeatRequest:
     owned: Assignment | None = None
     client_id: str = ""
     client_host: str = ""
+    #: set for a classic member's JoinGroup in a consumer group (online migration)
+    classic: ClassicMetadata | None = None
 
 
 @dataclass
@@ -290,7 +298,9 @@ def _joining_member(
         held_by = group.static_members.get(req.instance_id)
         if held_by is not None:
             old = group.members[held_by]
-            if old.member_epoch != STATIC_LEAVE_EPOCH:
+            # a classic static member restarts without leaving first: its new instance replaces it
+            replaceable = old.member_epoch == STATIC_LEAVE_EPOCH or old.metadata.classic is not None
+            if not replaceable:
                 raise HeartbeatError(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {held_by} with instance id {req.instance_id} is not released yet.",
@@ -354,6 +364,7 @@ def _updated_metadata(old: MemberMetadata, req: HeartbeatRequest) -> MemberMetad
         ),
         rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else old.rebalance_timeout_ms,
         server_assignor=req.server_assignor if req.server_assignor is not None else old.server_assignor,
+        classic=req.classic,
     )
 
 

@@ -65,8 +65,18 @@ class TopicMetadata:
 
 
 @dataclass(frozen=True)
+class ClassicMetadata:
+    """A member that speaks the classic protocol inside a consumer group (an online migration,
+    KIP-848): its session timeout (ms) and its JoinGroup protocols, (name, metadata) pairs."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
 class MemberMetadata:
-    """What record 5 holds of a member (its subscription and identity)."""
+    """What record 5 holds of a member (its subscription and identity; `classic` for a member of
+    the classic protocol)."""
 
     instance_id: str | None = None
     rack_id: str | None = None
@@ -76,6 +86,7 @@ class MemberMetadata:
     subscribed_topic_regex: str | None = None
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
+    classic: ClassicMetadata | None = None
 
 
 @dataclass(frozen=True)
@@ -143,7 +154,12 @@ def encode(record: ConsumerRecord) -> tuple[bytes, bytes | None]:
             "subscribed_topic_regex": v.subscribed_topic_regex,
             "rebalance_timeout_ms": v.rebalance_timeout_ms,
             "server_assignor": v.server_assignor,
-            "classic_member_metadata": None,
+            "classic_member_metadata": None
+            if v.classic is None
+            else {
+                "session_timeout_ms": v.classic.session_timeout_ms,
+                "supported_protocols": [{"name": n, "metadata": m} for n, m in v.classic.protocols],
+            },
         }
     elif record.kind == TARGET_ASSIGNMENT_MEMBER:
         fields = {"topic_partitions": _partitions_out(v)}
@@ -156,6 +172,14 @@ def encode(record: ConsumerRecord) -> tuple[bytes, bytes | None]:
             "partitions_pending_revocation": _partitions_out(v.pending_revocation),
         }
     return key, build_versioned(_VALUE_SPECS[record.kind], 0, fields)
+
+
+def _classic_in(found) -> ClassicMetadata | None:
+    if found is None:
+        return None
+    return ClassicMetadata(
+        found["session_timeout_ms"], tuple((p["name"], bytes(p["metadata"])) for p in found["supported_protocols"])
+    )
 
 
 def decode(key: bytes, value: bytes | None) -> ConsumerRecord:
@@ -184,6 +208,7 @@ def decode(key: bytes, value: bytes | None) -> ConsumerRecord:
             v["subscribed_topic_regex"],
             v["rebalance_timeout_ms"],
             v["server_assignor"],
+            _classic_in(v.get("classic_member_metadata")),
         )
     elif kind == TARGET_ASSIGNMENT_MEMBER:
         typed = _partitions_in(v["topic_partitions"])

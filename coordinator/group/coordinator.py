@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 import trio
 
 from coordinator.group import records
+from coordinator.group.classic_members import ClassicMemberOperations
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.consumer_coordinator import ConsumerGroupOperations
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import GroupMetadataManager
+from coordinator.group.migration import may_upgrade
 from coordinator.group.offsets import OffsetOperations
 from coordinator.group.txn_offsets import TxnOffsetOperations
 from coordinator.runtime import PartitionLog
@@ -102,7 +104,7 @@ def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment
     }
 
 
-class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOperations):
+class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOperations, ClassicMemberOperations):
     def __init__(
         self,
         partition_log: PartitionLog,
@@ -204,6 +206,10 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         if group.is_in(GroupState.DEAD):
             return join_result(req.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if group.consumer is not None:
+            if group.consumer.members:  # a classic member of a consumer group (online migration)
+                if not may_upgrade(self.config.consumer_migration_policy):
+                    return join_result(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+                return await self.classic_join_consumer_group(group, req)
             error = await self.consumer_group_to_classic(group)
             if error != ErrorCode.NONE:
                 return join_result(req.member_id, error)
@@ -430,6 +436,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         group = self._live_group(group_id)
         if group is None:
             return sync_result(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.consumer is not None:
+            return self.classic_sync_consumer_group(group, generation_id, member_id, protocol_name)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return sync_result(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(member_id)
@@ -484,6 +492,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         group = self._live_group(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.consumer is not None:
+            return self.classic_heartbeat_consumer_group(group, generation_id, member_id)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return ErrorCode.FENCED_INSTANCE_ID
         if group.is_in(GroupState.DEAD):
@@ -491,7 +501,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         member = group.members.get(member_id)
         if member is None or group.is_in(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
+        # a member of the consumer group this group was converted from keeps its epoch until it rejoins
+        if generation_id != group.generation_id and group.converted_epochs.get(member_id) != generation_id:
             return ErrorCode.ILLEGAL_GENERATION
         self._touch(member)
         return ErrorCode.REBALANCE_IN_PROGRESS if group.is_in(GroupState.PREPARING_REBALANCE) else ErrorCode.NONE
@@ -507,6 +518,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(leaving)
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(leaving)
+        if group.consumer is not None:
+            return ErrorCode.NONE, self.classic_leave_consumer_group(group, leaving)
         results = []
         for member_id, instance_id in leaving:
             if instance_id is not None:

@@ -103,6 +103,9 @@ class GroupMetadata:
     pending_txn_offsets: dict[int, dict[tuple[str, int], tuple[OffsetAndMetadata, int]]] = field(default_factory=dict)
     #: the group's KIP-848 state when it is a consumer group (its classic state stays Empty)
     consumer: ConsumerGroup | None = None
+    #: member id -> its member epoch in the consumer group this group was converted from: its
+    #: commits of that epoch are accepted until the first generation after the conversion
+    converted_epochs: dict[str, int] = field(default_factory=dict)
 
     # ---- state ---------------------------------------------------------------------------------
     def is_in(self, *states: GroupState) -> bool:
@@ -236,6 +239,7 @@ class GroupMetadata:
         """End a rebalance: next generation, protocol chosen, CompletingRebalance (or Empty when
         nobody is left). Assignments of the last generation are cleared."""
         self.generation_id += 1
+        self.converted_epochs.clear()
         if self.members:
             self.protocol_name = self.select_protocol()
             self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)

@@ -133,7 +133,7 @@ class OffsetOperations:
         member = group.members.get(member_id)
         if member is None:
             return group, ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
+        if generation_id != group.generation_id and group.converted_epochs.get(member_id) != generation_id:
             return group, ErrorCode.ILLEGAL_GENERATION
         self._touch(member)
         return group, ErrorCode.NONE

@@ -4,116 +4,24 @@ real brokers: the partitions are shared exactly once, a killed member's move wit
 timeout + 5 s, a static member gets its own back, a regex subscription follows new topics,
 commits resume exactly, and a coordinator's death keeps assignments and offsets."""
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import threading
 import time
-from pathlib import Path
 
 import pytest
 from admin_helpers import raw, wait
-from group_helpers import GROUP_BROKER, create_topics, produce
+from group_helpers import create_topics, produce
+from member_processes import CONSUMER_BROKER, SESSION_MS, all_partitions, shared_exactly_once
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.slow
 
-SESSION_MS = 6000
-CONSUMER_BROKER = {
-    **GROUP_BROKER,
-    "group_consumer_heartbeat_interval_ms": 500,
-    "group_consumer_min_heartbeat_interval_ms": 100,
-    "group_consumer_session_timeout_ms": SESSION_MS,
-    "group_consumer_min_session_timeout_ms": 1000,
-}
-MEMBER = Path(__file__).resolve().parent.parent / "helpers" / "kip848_member.py"
-
-
-class Member:
-    """A member process and what it reported."""
-
-    def __init__(self, bootstrap: str, group: str, topics: list[str], **config):
-        conf = {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "group.protocol": "consumer",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            **config,
-        }
-        self.proc = subprocess.Popen(
-            [sys.executable, str(MEMBER), json.dumps(conf), *topics],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        self.assignments: list[set] = [set()]
-        self.records: list[tuple] = []
-        self.errors: list[str] = []
-        self.closed = False
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            event = json.loads(line)
-            if "assigned" in event:
-                self.assignments.append({tuple(tp) for tp in event["assigned"]})
-            elif "record" in event:
-                self.records.append(tuple(event["record"]))
-            elif "error" in event:
-                self.errors.append(event["error"])
-            elif "closed" in event:
-                self.closed = True
-
-    @property
-    def assigned(self) -> set:
-        return self.assignments[-1]
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        wait(lambda: self.closed, "the member to close", 30)
-        self.proc.wait(10)
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
-
-
-@pytest.fixture
-def members():
-    started: list[Member] = []
-
-    def start(*args, **kwargs) -> Member:
-        member = Member(*args, **kwargs)
-        started.append(member)
-        return member
-
-    yield start
-    for m in started:
-        if m.proc.poll() is None:
-            m.kill()
-
-
-def _all(topic: str, n: int) -> set:
-    return {(topic, p) for p in range(n)}
-
-
-def _shared_exactly_once(group: list[Member], wanted: set) -> bool:
-    """Every wanted partition owned by exactly one member, and the members balanced."""
-    owned = [tp for m in group for tp in m.assigned]
-    counts = [len(m.assigned) for m in group]
-    return len(owned) == len(set(owned)) and set(owned) == wanted and max(counts) - min(counts) <= 1
-
 
 def test_members_share_partitions_once_and_a_killed_ones_move_within_its_session(start_broker, members):
     broker = start_broker(1, **CONSUMER_BROKER)
     create_topics(broker.bootstrap, {"t": 12})
     group = [members(broker.bootstrap, "g", ["t"]) for _ in range(3)]
-    wait(lambda: _shared_exactly_once(group, _all("t", 12)), "3 members to own 12 partitions once", 60)
+    wait(lambda: shared_exactly_once(group, all_partitions("t", 12)), "3 members to own 12 partitions once", 60)
     assert sorted(len(m.assigned) for m in group) == [4, 4, 4]
     values = [f"a{i}" for i in range(240)]
     produce(broker.bootstrap, "t", [v.encode() for v in values], partitions=12)
@@ -126,7 +34,9 @@ def test_members_share_partitions_once_and_a_killed_ones_move_within_its_session
     killed_at = time.monotonic()
     group[0].kill()
     rest = group[1:]
-    wait(lambda: _shared_exactly_once(rest, _all("t", 12)), "the survivors to own all 12", SESSION_MS / 1000 + 5)
+    wait(
+        lambda: shared_exactly_once(rest, all_partitions("t", 12)), "the survivors to own all 12", SESSION_MS / 1000 + 5
+    )
     moved_s = time.monotonic() - killed_at
     assert moved_s <= SESSION_MS / 1000 + 5
     more = [f"b{i}" for i in range(120)]
@@ -139,7 +49,7 @@ def test_a_static_member_restarted_gets_its_partitions_back_and_nobody_else_move
     broker = start_broker(1, **CONSUMER_BROKER)
     create_topics(broker.bootstrap, {"s": 12})
     group = [members(broker.bootstrap, "sg", ["s"], **{"group.instance.id": f"i{i}"}) for i in range(3)]
-    wait(lambda: _shared_exactly_once(group, _all("s", 12)), "3 static members to own 12 partitions once", 60)
+    wait(lambda: shared_exactly_once(group, all_partitions("s", 12)), "3 static members to own 12 partitions once", 60)
     time.sleep(2)  # stable: no further change
     before = [set(m.assigned) for m in group]
     changes = [len(m.assignments) for m in group]
@@ -155,9 +65,13 @@ def test_a_regex_subscription_picks_up_a_topic_created_later(start_broker, membe
     broker = start_broker(1, **CONSUMER_BROKER)
     create_topics(broker.bootstrap, {"rx-a": 2, "other": 2})
     member = members(broker.bootstrap, "rg", ["^rx-.*"])
-    wait(lambda: member.assigned == _all("rx-a", 2), "the regex member to own rx-a", 60)
+    wait(lambda: member.assigned == all_partitions("rx-a", 2), "the regex member to own rx-a", 60)
     create_topics(broker.bootstrap, {"rx-b": 3})
-    wait(lambda: member.assigned == _all("rx-a", 2) | _all("rx-b", 3), "rx-b to join the regex assignment", 60)
+    wait(
+        lambda: member.assigned == all_partitions("rx-a", 2) | all_partitions("rx-b", 3),
+        "rx-b to join the regex assignment",
+        60,
+    )
     produce(broker.bootstrap, "rx-b", [b"late-%d" % i for i in range(6)], partitions=3)
     wait(lambda: {r[3] for r in member.records} >= {f"late-{i}" for i in range(6)}, "the new topic's records", 60)
     assert not any(r[0] == "other" for r in member.records)
@@ -196,7 +110,7 @@ def test_a_coordinator_kill_keeps_assignments_epochs_and_offsets(start_broker, m
     create_topics(brokers[1].bootstrap, {"k": 6}, rf=3)
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     group = [members(bootstrap, "kg", ["k"]) for _ in range(2)]
-    wait(lambda: _shared_exactly_once(group, _all("k", 6)), "2 members to own 6 partitions once", 60)
+    wait(lambda: shared_exactly_once(group, all_partitions("k", 6)), "2 members to own 6 partitions once", 60)
     values = [f"k{i}" for i in range(60)]
     produce(bootstrap, "k", [v.encode() for v in values], partitions=6)
     wait(lambda: sum(len(m.records) for m in group) >= 60, "the first 60 records", 60)
