@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -23,6 +24,7 @@ from client.connection import Connection, ConnectionClosed, unwrap_single
 from protocol.api_keys import ApiKey
 from protocol.errors import RETRIABLE, ErrorCode
 from protocol.errors import KafkaError as BaseKafkaError
+from protocol.types import ZERO_UUID
 from security.config import ClientSecurity
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,8 @@ class Metadata:
     cluster_id: str | None = None
     topics: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
     topic_errors: dict[str, ErrorCode] = field(default_factory=dict)
+    #: topic name -> topic id (Metadata v10+; the zero UUID when the broker has none)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
 
 
 class Cluster:
@@ -211,6 +215,7 @@ class Cluster:
         for t in response.topics:
             md.topic_errors[t.name] = ErrorCode(t.error_code)
             if t.error_code == ErrorCode.NONE:
+                md.topic_ids[t.name] = t.get("topic_id", ZERO_UUID)
                 md.topics[t.name] = {
                     p.partition_index: PartitionInfo(
                         p.leader_id, p.leader_epoch, list(p.replica_nodes), list(p.isr_nodes)

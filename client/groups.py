@@ -60,19 +60,25 @@ def _raise(code: int, where: str) -> None:
 
 # ---- admin -------------------------------------------------------------------------------------
 async def list_groups(cluster: Cluster) -> list[dict]:
-    """Every broker's groups (ListGroups v4): [{group_id, protocol_type, group_state}]."""
+    """Every broker's groups (ListGroups v5): [{group_id, protocol_type, group_state, group_type}]."""
     md = await cluster.refresh_metadata([])
     out = []
     for broker_id in sorted(md.brokers):
         conn = await cluster.broker_connection(broker_id)
-        r = await conn.request(ApiKey.LIST_GROUPS, {"states_filter": []}, version=4)
+        r = await conn.request(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []}, version=5)
         _raise(r.error_code, f"ListGroups on broker {broker_id}")
         out += [dict(g) for g in r.groups]
     return sorted(out, key=lambda g: g["group_id"])
 
 
 async def describe_group(cluster: Cluster, group_id: str) -> dict:
-    """DescribeGroups v5 for one group: state, protocol, members (with decoded assignments)."""
+    """One group: its type ("classic" or "consumer"), state, protocol, members (with decoded
+    assignments). A consumer group (KIP-848) is described by ConsumerGroupDescribe v0: its group
+    and assignment epochs, assignor, and per member its epoch, current and target assignment; a
+    classic group by DescribeGroups v5."""
+    consumer = await _describe_consumer_group(cluster, group_id)
+    if consumer is not None:
+        return consumer
     r = await _on_coordinator(
         cluster,
         group_id,
@@ -98,10 +104,62 @@ async def describe_group(cluster: Cluster, group_id: str) -> dict:
         )
     return {
         "group_id": g.group_id,
+        "type": "classic",
         "state": g.group_state,
         "protocol_type": g.protocol_type,
         "protocol": g.protocol_data,
         "members": members,
+    }
+
+
+async def _describe_consumer_group(cluster: Cluster, group_id: str) -> dict | None:
+    """ConsumerGroupDescribe v0 of one group; None when it is not a consumer group (or the
+    brokers do not serve the API)."""
+    await cluster.refresh_metadata([])
+    conn = await cluster.any_connection()
+    if ApiKey.CONSUMER_GROUP_DESCRIBE not in conn.api_versions:
+        return None
+
+    def check(r):
+        code = r.groups[0].error_code
+        if code != ErrorCode.GROUP_ID_NOT_FOUND:
+            _raise(code, f"ConsumerGroupDescribe({group_id})")
+
+    r = await _on_coordinator(
+        cluster,
+        group_id,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        {"group_ids": [group_id], "include_authorized_operations": False},
+        check,
+        version=0,
+    )
+    g = r.groups[0]
+    if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+
+    def names(assignment) -> dict[str, list[int]]:
+        return {tp.topic_name: sorted(tp.partitions) for tp in assignment.topic_partitions}
+
+    return {
+        "group_id": g.group_id,
+        "type": "consumer",
+        "state": g.group_state,
+        "protocol_type": "consumer",
+        "protocol": g.assignor_name,
+        "group_epoch": g.group_epoch,
+        "assignment_epoch": g.assignment_epoch,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_epoch": m.member_epoch,
+                "assignment": names(m.assignment),
+                "target_assignment": names(m.target_assignment),
+            }
+            for m in g.members
+        ],
     }
 
 

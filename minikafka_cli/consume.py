@@ -1,7 +1,8 @@
 """`minikafka consume`: print a topic's records (committed data only: consumers read up to the HW).
 
 With `--group G` it is a member of consumer group G: it reads the partitions the group assigns it,
-from the group's committed offsets, and commits as it goes. Otherwise it starts at the latest offset unless `--from-beginning` or `--offset` (with `--partition`); stops after
+from the group's committed offsets, and commits as it goes (`--group-protocol consumer`: KIP-848, the
+broker assigns). Otherwise it starts at the latest offset unless `--from-beginning` or `--offset` (with `--partition`); stops after
 `--max-messages` records, or after `--timeout-ms` without a new record (otherwise it runs until
 interrupted). Leader changes are followed (metadata refresh and retry). One line per record: the
 value, optionally prefixed by offset, timestamp, key and headers, or `--json` lines.
@@ -17,6 +18,7 @@ import sys
 import trio
 
 from client import KafkaError
+from client.consumer_group_member import ConsumerGroupMember
 from client.groups import GroupMember
 from client.reads import EARLIEST, ISOLATION_LEVELS, LATEST, READ_COMMITTED, fetch, list_offset, reader_batches
 from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
@@ -30,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--group",
         help="consume as a member of this consumer group, committing its offsets (kafka-console-consumer --group)",
+    )
+    parser.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="with --group: the group protocol, classic (JoinGroup/SyncGroup, client-side assignors) or consumer "
+        "(KIP-848: the broker assigns; group.protocol=consumer in Kafka 4 clients)",
     )
     parser.add_argument(
         "--assignor",
@@ -181,9 +190,13 @@ async def _consume_in_group(cluster, args, out) -> int:
     group's committed offsets (else the earliest with --from-beginning, the latest without),
     commit after every round that printed records, heartbeat every second, rejoin when the group
     rebalances, and commit and leave on the way out."""
-    member = GroupMember(
-        cluster, args.group, [args.topic], client_id="minikafka-console-consumer", assignors=tuple(args.assignor)
-    )
+    member: GroupMember | ConsumerGroupMember
+    if args.group_protocol == "consumer":
+        member = ConsumerGroupMember(cluster, args.group, [args.topic], client_id="minikafka-console-consumer")
+    else:
+        member = GroupMember(
+            cluster, args.group, [args.topic], client_id="minikafka-console-consumer", assignors=tuple(args.assignor)
+        )
     printed, idle = 0, _Idle(args.timeout_ms)
     positions: dict[int, int] = {}
     try:
@@ -192,7 +205,8 @@ async def _consume_in_group(cluster, args, out) -> int:
             if member.rejoin_needed:  # cooperative: revoked partitions go to their new owner next
                 continue
             positions = await member.starting_positions(args.topic, EARLIEST if args.from_beginning else LATEST)
-            next_heartbeat = trio.current_time() + 1
+            interval_s = getattr(member, "heartbeat_interval_s", 1.0)
+            next_heartbeat = trio.current_time() + interval_s
             while True:
                 if not positions:
                     await trio.sleep(0.2)
@@ -207,7 +221,7 @@ async def _consume_in_group(cluster, args, out) -> int:
                 if trio.current_time() >= next_heartbeat:
                     if not await member.heartbeat():
                         break
-                    next_heartbeat = trio.current_time() + 1
+                    next_heartbeat = trio.current_time() + interval_s
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(10):
             try:
@@ -220,6 +234,9 @@ async def _consume_in_group(cluster, args, out) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.offset is not None and args.partition is None:
         print("minikafka consume: --offset needs --partition", file=sys.stderr)
+        return 2
+    if args.assignor is not None and args.group_protocol == "consumer":
+        print("minikafka consume: --assignor is for the classic protocol (the broker assigns)", file=sys.stderr)
         return 2
     if args.assignor is None:
         args.assignor = ["range", "cooperative-sticky"]

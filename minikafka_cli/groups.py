@@ -1,9 +1,11 @@
 """`minikafka groups`: consumer group administration modelled on Kafka's
 `kafka-consumer-groups.sh`.
 
-- `list`: every group with its protocol type and state;
+- `list`: every group with its protocol type, state and type (classic or consumer, KIP-848);
 - `describe --group G [--members | --state]`: GROUP, TOPIC, PARTITION, CURRENT-OFFSET,
-  LOG-END-OFFSET, LAG, CONSUMER-ID, HOST, CLIENT-ID per committed or assigned partition;
+  LOG-END-OFFSET, LAG, CONSUMER-ID, HOST, CLIENT-ID per committed or assigned partition; for a
+  consumer group `--state` adds the group and target assignment epochs and `--members` each
+  member's epoch and target assignment beside its current one;
 - `delete --group G`: only an inactive (Empty) group;
 - `reset-offsets --group G (--topic T | --all-topics) (--to-earliest | --to-latest |
   --to-offset N | --to-datetime T | --shift-by N) [--dry-run | --execute]`: prints the plan, and
@@ -62,21 +64,28 @@ def _timestamp_ms(text: str) -> int:
     return int(when.timestamp() * 1000)
 
 
+def _partitions(assignment: dict[str, list[int]]) -> str:
+    return ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(assignment.items())) or "-"
+
+
 async def _describe(cluster: Cluster, args, out) -> int:
     group = await g.describe_group(cluster, args.group)
+    consumer = group["type"] == "consumer"
     if args.state:
-        rows = [["GROUP", "PROTOCOL-TYPE", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]]
-        rows.append(
-            [args.group, group["protocol_type"] or "-", group["protocol"] or "-", group["state"], len(group["members"])]
-        )
+        rows = [["GROUP", "TYPE", "PROTOCOL-TYPE", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]]
+        rows[0] += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"] if consumer else []
+        row = [args.group, group["type"], group["protocol_type"] or "-", group["protocol"] or "-", group["state"]]
+        row.append(len(group["members"]))
+        rows.append(row + ([group["group_epoch"], group["assignment_epoch"]] if consumer else []))
         _table(rows, out)
         return 0
     if args.members:
         rows = [["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]]
+        rows[0] += ["MEMBER-EPOCH", "TARGET-ASSIGNMENT"] if consumer else []
         for m in group["members"]:
-            parts = ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(m["assignment"].items()))
             count = sum(len(ps) for ps in m["assignment"].values())
-            rows.append([args.group, m["member_id"], m["client_host"], m["client_id"], count, parts or "-"])
+            row = [args.group, m["member_id"], m["client_host"], m["client_id"], count, _partitions(m["assignment"])]
+            rows.append(row + ([m["member_epoch"], _partitions(m["target_assignment"])] if consumer else []))
         _table(rows, out)
         return 0
     committed = await g.committed_offsets(cluster, args.group)
@@ -169,8 +178,9 @@ async def _run(args, out) -> int:
     async with open_cluster(args) as cluster:
         if args.action == "list":
             groups = await g.list_groups(cluster)
-            rows = [["GROUP", "TYPE", "STATE"]] + [
-                [x["group_id"], x["protocol_type"] or "-", x["group_state"]] for x in groups
+            rows = [["GROUP", "TYPE", "PROTOCOL-TYPE", "STATE"]] + [
+                [x["group_id"], x.get("group_type") or "classic", x["protocol_type"] or "-", x["group_state"]]
+                for x in groups
             ]
             _table(rows, out)
             return 0

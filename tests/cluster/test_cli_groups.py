@@ -38,7 +38,7 @@ def test_consume_with_a_group_then_administer_it(start_broker):
     rest = cli("consume", "--bootstrap-server", bs, "--topic", "cg", "--group", "G", "--timeout-ms", "3000")
     assert sorted(first.stdout.split() + rest.stdout.split()) == sorted(f"r{i}" for i in range(10))
     listed = cli("groups", "list", "--bootstrap-server", bs)
-    assert listed.stdout.split()[3:] == ["G", "consumer", "Empty"]
+    assert listed.stdout.split()[4:] == ["G", "classic", "consumer", "Empty"]
     dry = cli("groups", "reset-offsets", "--bootstrap-server", bs, "--group", "G", "--topic", "cg", "--to-earliest")
     assert dry.returncode == 0 and "dry run" in dry.stdout
     state = cli("groups", "describe", "--bootstrap-server", bs, "--group", "G")
@@ -92,7 +92,7 @@ def test_consume_with_a_group_then_administer_it(start_broker):
     )
     deleted = cli("groups", "delete", "--bootstrap-server", bs, "--group", "G")
     assert deleted.returncode == 0, deleted.stderr
-    assert cli("groups", "list", "--bootstrap-server", bs).stdout.split()[3:] == []
+    assert cli("groups", "list", "--bootstrap-server", bs).stdout.split()[4:] == []
 
 
 def test_bad_group_arguments_exit_2(start_broker):
@@ -103,3 +103,52 @@ def test_bad_group_arguments_exit_2(start_broker):
     assert no_spec.returncode == 2
     both = cli("consume", "--bootstrap-server", broker.bootstrap, "--topic", "x", "--group", "G", "--partition", "0")
     assert both.returncode == 2
+
+
+def test_consume_with_the_consumer_group_protocol_and_describe_epochs(start_broker):
+    from member_processes import CONSUMER_BROKER
+
+    broker = start_broker(1, **CONSUMER_BROKER)
+    bs = broker.bootstrap
+    create_topics(bs, {"kc": 4})
+    produce(bs, "kc", [b"k%d" % i for i in range(20)], partitions=4)
+    command = [sys.executable, "-m", "minikafka_cli.main", "consume", "--bootstrap-server", bs, "--topic", "kc"]
+    command += ["--group", "K", "--group-protocol", "consumer", "--from-beginning", "--timeout-ms", "8000"]
+    consumers = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            members = cli("groups", "describe", "--bootstrap-server", bs, "--group", "K", "--members")
+            rows = [line.split() for line in members.stdout.splitlines()[1:]]
+            if len(rows) == 2 and all(row[4] == "2" for row in rows):
+                break
+            assert time.monotonic() < deadline, members.stdout + members.stderr
+            time.sleep(0.3)
+        header = members.stdout.splitlines()[0].split()
+        assert header[-2:] == ["MEMBER-EPOCH", "TARGET-ASSIGNMENT"]
+        assert all(row[5] == row[7] for row in rows)  # current = target once reconciled
+        state = cli("groups", "describe", "--bootstrap-server", bs, "--group", "K", "--state")
+        row = state.stdout.splitlines()[1].split()
+        assert row[1:3] == ["consumer", "consumer"] and row[4] in ("Stable", "Reconciling")
+        listed = cli("groups", "list", "--bootstrap-server", bs)
+        assert ["K", "consumer", "consumer"] == listed.stdout.split()[4:7]
+        outs = [c.communicate(timeout=60)[0] for c in consumers]
+    finally:
+        for c in consumers:
+            c.kill()
+    assert all(c.returncode == 0 for c in consumers)
+    assert sorted(outs[0].split() + outs[1].split()) == sorted(f"k{i}" for i in range(20))
+    bad = cli(
+        "consume",
+        "--bootstrap-server",
+        bs,
+        "--topic",
+        "kc",
+        "--group",
+        "K",
+        "--group-protocol",
+        "consumer",
+        "--assignor",
+        "range",
+    )
+    assert bad.returncode == 2 and "classic protocol" in bad.stderr
