@@ -19,6 +19,12 @@ Prometheus JMX exporter's Kafka rules (lowercased, `kafka_<domain>_<type>_<name>
 | kafka_server_brokertopicmetrics_{bytesin,messagesin,bytesout,replicationbytesout}_total{topic} | BrokerTopicMetrics |
 | kafka_log_log_{size,logstartoffset,logendoffset}{topic,partition} | Log Size, LogStartOffset, LogEndOffset |
 | kafka_consumergroup_lag{consumergroup,topic,partition} | (kafka_exporter's name) HW - committed offset |
+| kafka_server_group_coordinator_metrics_group_count{protocol} | group-coordinator-metrics group-count (KIP-848) |
+| kafka_server_group_coordinator_metrics_consumer_group_count{state} | consumer-group-count (KIP-848) |
+| kafka_server_group_coordinator_metrics_consumer_group_rebalance_total | consumer-group-rebalance-count (KIP-848) |
+| kafka_consumergroup_members{consumergroup} | (kafka_exporter's name) members of a group |
+| kafka_consumergroup_group_epoch, _assignment_epoch{consumergroup} | (ours) a consumer group's epochs |
+| kafka_consumergroup_assignment_lag{consumergroup} | (ours) target partitions their member does not own yet |
 | kafka_server_controlplane_refused_total{reason} | (ours) refused controller requests, issue 34 |
 | kafka_server_{produce,fetch}_byte_rate, _quota, _throttle_time, _throttled_total{user,client_id} | Produce/Fetch quota sensors |
 | kafka_server_{request,controllermutation}_rate, ... | Request / ControllerMutation quota sensors |
@@ -68,6 +74,7 @@ class BrokerCollector:
         yield from self._topics()
         yield from self._logs()
         yield from self._group_lag()
+        yield from self._consumer_groups()
 
     def _replica_manager(self):
         rm = self.replica_manager
@@ -244,3 +251,55 @@ class BrokerCollector:
                 if partition is not None:
                     lag.add_metric([group_id, topic, str(index)], max(0, partition.high_watermark - committed.offset))
         yield lag
+
+    def _consumer_groups(self):
+        """KIP-848's group coordinator metrics, and per group its members and epochs."""
+        coordinator = self.group_coordinator
+        groups = sorted(coordinator.manager.groups.items()) if coordinator else []
+        by_protocol = GaugeMetricFamily(
+            "kafka_server_group_coordinator_metrics_group_count", "Groups by protocol", labels=["protocol"]
+        )
+        by_state = GaugeMetricFamily(
+            "kafka_server_group_coordinator_metrics_consumer_group_count",
+            "Consumer groups (KIP-848) by state",
+            labels=["state"],
+        )
+        rebalances = CounterMetricFamily(
+            "kafka_server_group_coordinator_metrics_consumer_group_rebalance",
+            "Target assignments computed for consumer groups",
+        )
+        members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group", labels=["consumergroup"])
+        group_epoch = GaugeMetricFamily(
+            "kafka_consumergroup_group_epoch", "A consumer group's epoch", labels=["consumergroup"]
+        )
+        assignment_epoch = GaugeMetricFamily(
+            "kafka_consumergroup_assignment_epoch", "The epoch of its target assignment", labels=["consumergroup"]
+        )
+        assignment_lag = GaugeMetricFamily(
+            "kafka_consumergroup_assignment_lag",
+            "Partitions of the target assignment their member does not own yet",
+            labels=["consumergroup"],
+        )
+        counts = {"classic": 0, "consumer": 0}
+        states = dict.fromkeys(("Empty", "Assigning", "Reconciling", "Stable"), 0)
+        for group_id, group in groups:
+            counts[group.group_type] += 1
+            consumer = group.consumer
+            if consumer is None:
+                members.add_metric([group_id], len(group.members))
+                continue
+            states[consumer.state] = states.get(consumer.state, 0) + 1
+            members.add_metric([group_id], len(consumer.members))
+            group_epoch.add_metric([group_id], consumer.group_epoch)
+            assignment_epoch.add_metric([group_id], consumer.assignment_epoch)
+            missing = 0
+            for member_id, target in consumer.target.items():
+                owned = consumer.members[member_id].assigned if member_id in consumer.members else {}
+                missing += sum(len(ps - owned.get(t, frozenset())) for t, ps in target.items())
+            assignment_lag.add_metric([group_id], missing)
+        for protocol, n in counts.items():
+            by_protocol.add_metric([protocol], n)
+        for state, n in states.items():
+            by_state.add_metric([state], n)
+        rebalances.add_metric([], getattr(coordinator, "consumer_rebalances", 0))
+        yield from (by_protocol, by_state, rebalances, members, group_epoch, assignment_epoch, assignment_lag)

@@ -98,6 +98,8 @@ class ConsumerGroupOperations:
         self._session_deadlines: dict[MemberKey, float] = {}
         self._revocation_deadlines: dict[MemberKey, tuple[float, int]] = {}
         self._topics_view: tuple[int, dict[str, TopicMetadata]] = (-1, {})
+        #: target assignments computed (Kafka's consumer-group-rebalance-count)
+        self.consumer_rebalances = 0
 
     def consumer_limits(self) -> ConsumerGroupLimits:
         c = self.config
@@ -231,6 +233,8 @@ class ConsumerGroupOperations:
             holder.protocol_type = holder.protocol_name = holder.leader_id = None
         for record in changes:
             group.replay(record)
+            if record.kind == cr.TARGET_ASSIGNMENT_METADATA and record.value is not None:
+                self.consumer_rebalances += 1
         return ErrorCode.NONE
 
     def _forget(self, key: MemberKey) -> None:

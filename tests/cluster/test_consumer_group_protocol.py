@@ -10,6 +10,7 @@ import pytest
 from admin_helpers import raw, wait
 from group_helpers import create_topics, produce
 from member_processes import CONSUMER_BROKER, SESSION_MS, all_partitions, shared_exactly_once
+from test_metrics import scrape, value
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -46,7 +47,7 @@ def test_members_share_partitions_once_and_a_killed_ones_move_within_its_session
 
 
 def test_a_static_member_restarted_gets_its_partitions_back_and_nobody_else_moves(start_broker, members):
-    broker = start_broker(1, **CONSUMER_BROKER)
+    broker = start_broker(1, **CONSUMER_BROKER, metrics_port=0)
     create_topics(broker.bootstrap, {"s": 12})
     group = [members(broker.bootstrap, "sg", ["s"], **{"group.instance.id": f"i{i}"}) for i in range(3)]
     wait(lambda: shared_exactly_once(group, all_partitions("s", 12)), "3 static members to own 12 partitions once", 60)
@@ -59,6 +60,17 @@ def test_a_static_member_restarted_gets_its_partitions_back_and_nobody_else_move
     time.sleep(2)
     for m, was, n in zip(group[1:], before[1:], changes[1:], strict=True):
         assert m.assigned == was and len(m.assignments) == n  # never reassigned meanwhile
+    # the coordinator's metrics: one Stable consumer group of 3 members, reconciled, epochs known
+    samples = scrape(broker)
+    assert value(samples, "kafka_server_group_coordinator_metrics_group_count", protocol="consumer") == 1
+    assert value(samples, "kafka_server_group_coordinator_metrics_consumer_group_count", state="Stable") == 1
+    assert value(samples, "kafka_consumergroup_members", consumergroup="sg") == 3
+    assert value(samples, "kafka_consumergroup_group_epoch", consumergroup="sg") >= 3
+    assert value(samples, "kafka_consumergroup_assignment_epoch", consumergroup="sg") == value(
+        samples, "kafka_consumergroup_group_epoch", consumergroup="sg"
+    )
+    assert value(samples, "kafka_consumergroup_assignment_lag", consumergroup="sg") == 0
+    assert value(samples, "kafka_server_group_coordinator_metrics_consumer_group_rebalance_total") >= 3
 
 
 def test_a_regex_subscription_picks_up_a_topic_created_later(start_broker, members):
