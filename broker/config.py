@@ -228,6 +228,7 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
             f"authorizer.class.name {authorizer} is not supported (use kafka.security.authorizer.AclAuthorizer)"
         )
     values["authorizer.class.name"] = authorizer
+    _check_consumer_group_keys(values)
     config = BrokerConfig(values, dict(props))
     config.log_config()  # validates the log.* keys together
     try:  # validates the listeners' security settings together
@@ -241,6 +242,19 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
             "(java.security.auth.login.config naming a JAAS file with a Client section)"
         )
     return config
+
+
+def _check_consumer_group_keys(values: dict[str, Any]) -> None:
+    """Kafka's GroupCoordinatorConfig checks of the consumer group protocol's timeouts (ms)."""
+    for what in ("heartbeat.interval", "session.timeout"):
+        low, high = values[f"group.consumer.min.{what}.ms"], values[f"group.consumer.max.{what}.ms"]
+        value = values[f"group.consumer.{what}.ms"]
+        if low > high:
+            raise ConfigError(f"group.consumer.min.{what}.ms {low} must not exceed group.consumer.max.{what}.ms {high}")
+        if not low <= value <= high:
+            raise ConfigError(f"group.consumer.{what}.ms {value} must be within [{low}, {high}]")
+    if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
 
 
 def jaas_file_from_kafka_opts(kafka_opts: str) -> str:

@@ -245,3 +245,55 @@ def test_uniform_is_sticky_when_a_member_joins():
     )
     assert all(after[m][t] <= before[m][t] for m in "ab")
     assert [len(after[m][t]) for m in "abc"] == [4, 4, 4]
+
+
+@pytest.mark.parametrize(
+    "props, message",
+    [
+        ({"group.consumer.session.timeout.ms": "1000"}, "must be within"),
+        ({"group.consumer.heartbeat.interval.ms": "100"}, "must be within"),
+        ({"group.consumer.min.session.timeout.ms": "70000"}, "must not exceed"),
+        (
+            {
+                "group.consumer.heartbeat.interval.ms": "10000",
+                "group.consumer.session.timeout.ms": "10000",
+                "group.consumer.min.session.timeout.ms": "1000",
+            },
+            "must be less than",
+        ),
+        ({"group.consumer.assignors": "sticky"}, "must name assignors"),
+        ({"group.consumer.migration.policy": "sideways"}, "must be one of"),
+        ({"group.coordinator.rebalance.protocols": "consumer"}, "must list classic"),
+    ],
+)
+def test_consumer_group_keys_are_checked_as_kafka_checks_them(props, message):
+    from broker.config import ConfigError, build_config
+
+    with pytest.raises(ConfigError, match=message):
+        build_config({"broker.id": "1", "zookeeper.connect": "zk:2181", **props})
+
+
+def test_consumer_group_keys_have_kafkas_defaults():
+    from broker.config import build_config
+
+    c = build_config({"broker.id": "1", "zookeeper.connect": "zk:2181"})
+    assert c["group.consumer.heartbeat.interval.ms"] == 5000 and c["group.consumer.session.timeout.ms"] == 45000
+    assert c["group.consumer.assignors"] == ["uniform", "range"]
+    assert c["group.consumer.migration.policy"] == "bidirectional"
+    assert c["group.coordinator.rebalance.protocols"] == ["classic", "consumer"]
+
+
+def test_a_nullable_struct_is_a_marker_byte_then_the_struct():
+    from protocol.schemas import consumer_group_heartbeat as hb
+
+    compiled = hb.RESPONSE[1].compile()
+    import io
+
+    def wire(assignment):
+        out = io.BytesIO()
+        compiled.buildfunc({"member_epoch": 1, "assignment": assignment}, out, None)
+        return out.getvalue()
+
+    assert wire(None)[-2:] == b"\xff\x00"  # null marker, then the tagged-field count
+    present = wire({"topic_partitions": []})
+    assert present[-4:] == b"\x01\x01\x00\x00"  # present, an empty compact array, the two tag sections
