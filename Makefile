@@ -68,6 +68,7 @@ bench: setup
 	$(PY) -m bench.storage_bench
 	$(PY) -m bench.replication_bench
 	$(PY) -m bench.group_bench
+	$(PY) -m bench.consumer_group_bench
 	$(PY) -m bench.cleaner_bench
 	$(PY) -m bench.admin_bench
 	$(PY) -m bench.txn_bench

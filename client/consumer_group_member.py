@@ -53,16 +53,22 @@ class ConsumerGroupMember:
         self.rejoin_needed = False
         self.heartbeat_interval_s = 1.0
         self._pending: dict[str, list[int]] | None = None  # received, not yet taken by join()
+        self._conn: Connection | None = None
 
     async def _coordinator(self, refresh: bool = False) -> Connection:
-        return await coordinator_connection(self.cluster, self.group_id, refresh)
+        """The coordinator's connection, found once and kept until it breaks or `refresh`
+        (a heartbeat is one request, not a metadata + FindCoordinator round each time)."""
+        if refresh or self._conn is None or self._conn.closed:
+            self._conn = await coordinator_connection(self.cluster, self.group_id, refresh)
+        return self._conn
 
     def _owned(self) -> list[dict]:
         ids = self.cluster.metadata.topic_ids
         return [{"topic_id": ids[t], "partitions": sorted(ps)} for t, ps in self.assignment.items() if t in ids and ps]
 
-    async def _beat(self, full: bool) -> None:
-        """One ConsumerGroupHeartbeat; `full` sends the subscription (a join, or after fencing)."""
+    async def _beat(self, full: bool, refresh: bool = False) -> None:
+        """One ConsumerGroupHeartbeat; `full` sends the subscription (a join, or after fencing);
+        `refresh` finds the coordinator again first."""
         joining = self.member_epoch == 0
         body = {
             "group_id": self.group_id,
@@ -75,8 +81,10 @@ class ConsumerGroupMember:
             "server_assignor": self.server_assignor if full or joining else None,
             "topic_partitions": [] if joining else self._owned(),
         }
-        conn = await self._coordinator()
+        conn = await self._coordinator(refresh)
         r = await conn.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, body, version=0)
+        if r.error_code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+            self._conn = None  # found again on the retry
         if r.error_code in FENCED:
             self.member_epoch, self.assignment, self._pending = 0, {}, None
             self.rejoin_needed = True
@@ -99,14 +107,15 @@ class ConsumerGroupMember:
             self._pending = new
 
     async def join(self) -> dict[str, list[int]]:
-        """Join (or take the assignment received since the last call); returns it."""
-        await self.cluster.refresh_metadata(list(self.topics))
+        """Join (or take the assignment received since the last call); returns it. The topics'
+        ids (Metadata) are asked for once joined, and again when an assignment names one not
+        known yet (a topic created since)."""
 
         async def attempt(refresh: bool) -> dict[str, list[int]]:
-            if refresh:
-                await self._coordinator(True)
-            full = self.member_epoch == 0
-            await self._beat(full)
+            await self._beat(self.member_epoch == 0, refresh)
+            if any(t not in self.cluster.metadata.topic_ids for t in self.topics):
+                # the topic ids, learnt while the group reconciles (an assignment names ids)
+                await self.cluster.refresh_metadata(list(self.topics))
             while self.member_epoch == 0 or (self.rejoin_needed and self._pending is None and not self.assignment):
                 self.rejoin_needed = False
                 await trio.sleep(0.1)
@@ -123,7 +132,7 @@ class ConsumerGroupMember:
 
     async def heartbeat(self) -> bool:
         """False when the member must take a new assignment (call `join()`)."""
-        await self._beat(False)
+        await self.cluster.retry(lambda refresh: self._beat(False, refresh), "ConsumerGroupHeartbeat")
         return self._pending is None and not self.rejoin_needed
 
     async def committed(self) -> dict[TopicPartition, int]:

@@ -207,9 +207,13 @@ def heartbeat(
     topics: Mapping[str, TopicMetadata],
     limits: ConsumerGroupLimits,
     new_member_id: str,
+    *,
+    defer_assignment: bool = False,
 ) -> HeartbeatOutcome:
     """Decide one heartbeat (see the module doc). `topics`: the cluster's topics a consumer may
-    subscribe to, by name. Raises HeartbeatError for an answer that is only an error."""
+    subscribe to, by name. `defer_assignment`: leave a new target to a later heartbeat (the
+    shell sets it while more heartbeats of the group wait: a burst of joins computes one target,
+    not one per join). Raises HeartbeatError for an answer that is only an error."""
     validate(req, limits)
     if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         return _leave(group, req, topics)
@@ -252,7 +256,7 @@ def heartbeat(
             ConsumerRecord(cr.TARGET_ASSIGNMENT_MEMBER, group.group_id, member.member_id, target[member.member_id])
         )
     assignment_epoch = group.assignment_epoch
-    if group_epoch > assignment_epoch:
+    if group_epoch > assignment_epoch and not (defer_assignment and group.members):
         members = {mid: m for mid, m in group.members.items() if mid not in (member.member_id, replaced)}
         members[member.member_id] = member
         new_target = _assign(members, target, subscription, assignor_of(members, limits))

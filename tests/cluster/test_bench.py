@@ -237,3 +237,13 @@ def test_quick_quota_bench_prints_measured_against_targets():
     assert r.returncode == 0, r.stderr[-3000:]
     assert "| measurement (issue 34) | measured | target | met |" in r.stdout
     assert "kafka-python consumer under a 64 KB/s quota" in r.stdout and "without a quota" in r.stdout
+
+
+def test_quick_consumer_group_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.consumer_group_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 36) | measured | target | met |" in r.stdout
+    assert "10 members to a stable assignment, 200 partitions: consumer vs classic" in r.stdout
+    assert "broker CPU per heartbeat, 10 stable members: consumer vs classic" in r.stdout
