@@ -46,6 +46,7 @@ class Report:
     commit_regressions: list = field(default_factory=list)  # (partition, before, after)
     skipped: list = field(default_factory=list)  # (partition, offset) below a commit, never read
     group_reads: int = 0
+    mixed_group: bool | None = None  # a mixed-protocols scenario: its group was mid-migration
     #: chaos.liveness.Liveness of the run (judged apart from safety: `liveness.ok`), when measured
     liveness: Any = None
 

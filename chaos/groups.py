@@ -1,7 +1,8 @@
 """The consumer group part of the chaos workload: a group of consumers (our `client.groups`
-members: join, sync with the range assignor, heartbeat, commit after every fetch round) reading
-the chaos topic, an observer of the group's committed offsets, and the nemesis that kills the
-group's coordinator.
+members: join, sync with the range assignor, heartbeat, commit after every fetch round; or
+`client.consumer_group_member` members of KIP-848's consumer protocol, or one of each: a group
+mid-migration) reading the chaos topic, an observer of the group's committed offsets, and the
+nemesis that kills the group's coordinator.
 
 History events added (see chaos/checker.py):
   gread     {consumer, partition, offset, value}   a group member read a record
@@ -14,6 +15,7 @@ import trio
 
 from chaos import liveness
 from client import Cluster, ConnectionClosed, KafkaError
+from client.consumer_group_member import ConsumerGroupMember
 from client.groups import GroupMember, committed_offsets
 from client.reads import EARLIEST, fetch_records
 from coordinator.group.records import partition_for
@@ -24,32 +26,49 @@ OFFSETS_PARTITIONS = 3  # offsets.topic.num.partitions of the chaos cluster
 ERRORS = (KafkaError, ConnectionClosed, trio.TooSlowError)
 
 
-async def group_consumer_task(env, name: str, topic: str, stop: trio.Event) -> None:
-    """One member: (re)join, read the assigned partitions from the committed offsets (earliest
-    when none), commit after every round that read something, heartbeat every second."""
+async def group_consumer_task(env, name: str, topic: str, stop: trio.Event, protocol: str = "classic") -> None:
+    """One member of `protocol` ("classic" or "consumer"): (re)join, read the assigned
+    partitions from the committed offsets (earliest when none), commit after every round that
+    read something, heartbeat every second (classic) or at the interval the broker asks."""
     with trio.CancelScope() as scope:  # cancelled: the member's process "dies" (no LeaveGroup)
         env.member_scopes[name] = scope
-        await _member(env, name, topic, stop)
+        await _member(env, name, topic, stop, protocol)
 
 
 SESSION_TIMEOUT_MS = 6000  # the members' session.timeout.ms
+#: the broker keys of the consumer-protocol scenarios: the same session timeout for those members
+CONSUMER_PROTOCOL_KEYS = {
+    "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+}
 #: the members' rebalance timeout (max.poll.interval.ms; Kafka's clients default to 300 s): longer
 #: than a session, so that a dead member must be removed by its session's end, not by the rebalance
 REBALANCE_TIMEOUT_MS = 60_000
 
 
-async def _member(env, name: str, topic: str, stop: trio.Event) -> None:
+async def _member(env, name: str, topic: str, stop: trio.Event, protocol: str) -> None:
     async with Cluster.open(env.bootstrap, security=env.security, retries=30, backoff_ms=100) as cluster:
-        member = GroupMember(
-            cluster, GROUP, [topic], session_timeout_ms=SESSION_TIMEOUT_MS, rebalance_timeout_ms=REBALANCE_TIMEOUT_MS
-        )
+        member: GroupMember | ConsumerGroupMember
+        if protocol == "consumer":
+            member = ConsumerGroupMember(cluster, GROUP, [topic], rebalance_timeout_ms=REBALANCE_TIMEOUT_MS)
+        else:
+            member = GroupMember(
+                cluster,
+                GROUP,
+                [topic],
+                session_timeout_ms=SESSION_TIMEOUT_MS,
+                rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
+            )
         while not stop.is_set():
             try:
                 await member.join()
                 if member.rejoin_needed:
                     continue
                 positions = await member.starting_positions(topic, EARLIEST)
-                next_heartbeat = trio.current_time() + 1
+                interval_s = getattr(member, "heartbeat_interval_s", 1.0)
+                next_heartbeat = trio.current_time() + interval_s
                 while not stop.is_set():
                     progressed = False
                     for p in sorted(positions):
@@ -70,7 +89,8 @@ async def _member(env, name: str, topic: str, stop: trio.Event) -> None:
                     if trio.current_time() >= next_heartbeat:
                         if not await member.heartbeat():
                             break
-                        next_heartbeat = trio.current_time() + 1
+                        interval_s = getattr(member, "heartbeat_interval_s", 1.0)
+                        next_heartbeat = trio.current_time() + interval_s
             except ERRORS:
                 await trio.sleep(0.2)
         with trio.move_on_after(5):
@@ -142,3 +162,21 @@ async def kill_coordinator(env) -> str:
     other = env.rng.choice([b for b in env.brokers if b != victim])
     env.brokers[other].kill()
     return f"killed coordinator {victim} (restarted after 4 s), then broker {other} (new coordinator was {second})"
+
+
+async def mixed_group_formed(env, bound_s: float = 30) -> bool:
+    """Whether the group became a consumer group holding both members (one of them a classic
+    member: the group is mid-migration), within `bound_s`."""
+    from client.groups import describe_group
+
+    async with Cluster.open(env.bootstrap, security=env.security, retries=5, backoff_ms=100) as cluster:
+        with trio.move_on_after(bound_s):
+            while True:
+                try:
+                    group = await describe_group(cluster, GROUP)
+                    if group["type"] == "consumer" and len(group["members"]) == 2:
+                        return True
+                except ERRORS:
+                    pass
+                await trio.sleep(0.2)
+    return False

@@ -56,6 +56,7 @@ class Env:
     member_scopes: dict = field(default_factory=dict)  # group member name -> its task's cancel scope
     member_killed_at: float | None = None  # when a nemesis killed a group member (trio's clock)
     group_rebalance_s: float | None = None  # from that kill until the group was Stable without it
+    mixed_group: bool | None = None  # a mixed scenario's group held a classic and a consumer member
     security: ClientSecurity | None = None  # the clients' settings on a secured cluster
     topic: str = TOPIC  # the workload's topic (the docker target uses one per scenario)
 
@@ -437,11 +438,24 @@ SCENARIOS = {
     "disk-full": (disk_full, {}),
     "group-kill-coordinator": (groups.kill_coordinator, {}),
     "group-kill-member-and-coordinator": (groups.kill_member_and_coordinator, {}),
+    # the same with KIP-848's consumer protocol, and with a group mid-migration (one member of each)
+    "group-kill-coordinator-consumer-protocol": (groups.kill_coordinator, groups.CONSUMER_PROTOCOL_KEYS),
+    "group-kill-member-and-coordinator-consumer-protocol": (
+        groups.kill_member_and_coordinator,
+        groups.CONSUMER_PROTOCOL_KEYS,
+    ),
+    "group-kill-coordinator-mixed-protocols": (groups.kill_coordinator, groups.CONSUMER_PROTOCOL_KEYS),
     "zk-session-expired-twice": (expire_session_twice, {}),
     "cpu-hog": (cpu_hog, {}),
 }
 #: scenarios that also run a consumer group (and judge it: chaos/checker.py properties 5-7)
-GROUP_SCENARIOS = {"group-kill-coordinator", "group-kill-member-and-coordinator"}
+GROUP_SCENARIOS = {name for name in SCENARIOS if name.startswith("group-")}
+#: the group protocol of members g1 and g2 per group scenario (classic unless named)
+GROUP_PROTOCOLS = {
+    "group-kill-coordinator-consumer-protocol": ("consumer", "consumer"),
+    "group-kill-member-and-coordinator-consumer-protocol": ("consumer", "consumer"),
+    "group-kill-coordinator-mixed-protocols": ("classic", "consumer"),
+}
 #: scenarios on a SASL_SSL cluster (clients and inter-broker traffic): the same workload and checks
 SECURED_SCENARIOS = {"kill-leader-sasl-ssl": "kill-leader"}
 for _secured, _plain in SECURED_SCENARIOS.items():
@@ -626,10 +640,13 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
         async with trio.open_nursery() as nursery:
             start_workload(nursery, env, stop)
             if name in GROUP_SCENARIOS:
-                for member in ("g1", "g2"):
-                    nursery.start_soon(groups.group_consumer_task, env, member, TOPIC, group_stop)
+                for member, protocol in zip(("g1", "g2"), GROUP_PROTOCOLS.get(name, ("classic", "classic"))):
+                    nursery.start_soon(groups.group_consumer_task, env, member, TOPIC, group_stop, protocol)
+                    await trio.sleep(0.5)  # mixed: the classic member forms the group, the other upgrades it
                 nursery.start_soon(groups.committed_observer_task, env, TOPIC, group_stop)
             await trio.sleep(2)
+            if GROUP_PROTOCOLS.get(name) == ("classic", "consumer"):
+                env.mixed_group = await groups.mixed_group_formed(env)
             what = await nemesis(env)
             await trio.sleep(max(0.0, workload_s - 2))
             judged = await heal_and_judge(env)
@@ -660,6 +677,9 @@ async def run_scenario(name: str, seed: int, root: Path, workload_s: float = 12.
         )
         report = check(env.history, replicas, leaders, isr, hws, in_order=True)
         report.liveness = judged
+        if env.mixed_group is not None:
+            what += f"; the group held a classic and a consumer member: {'yes' if env.mixed_group else 'NO'}"
+            report.mixed_group = env.mixed_group
         return report, what
     finally:
         stop_env(env)

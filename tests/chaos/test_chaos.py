@@ -35,6 +35,8 @@ def test_scenario(name, tmp_path):
     assert report.acked > 500, "the workload made too little progress to judge"
     if name in GROUP_SCENARIOS:
         assert report.group_reads >= report.acked, "the group did not read everything: nothing to judge"
+    if name.endswith("-mixed-protocols"):
+        assert report.mixed_group, "the group never held a classic and a consumer member at once"
     if name == "unclean-election":
         # data loss is allowed here, but it must be reported, never a silent divergence
         assert not report.divergent and not report.reordered
