@@ -11,9 +11,10 @@ import logging
 
 from coordinator.group import consumer_records, records
 from coordinator.group.consumer_coordinator import assignment_out
+from coordinator.group.consumer_heartbeat import assignor_of
 from coordinator.group.group_metadata import GroupMetadata, GroupState
 from coordinator.group.manager import GroupMetadataManager
-from protocol.consumer_protocol import encode_assignment
+from protocol.consumer_protocol import encode_assignment, encode_subscription
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,8 @@ def describe_group(manager: GroupMetadataManager, group_id: str) -> dict:
             "authorized_operations": -2147483648,
         }
     if group.consumer is not None:
-        return _describe_consumer_group_as_classic(group)
+        assignor = assignor_of(group.consumer.members, manager.config.consumer_assignors)
+        return _describe_consumer_group_as_classic(group, assignor)
     stable = group.is_in(GroupState.STABLE)
     return {
         "error_code": ErrorCode.NONE,
@@ -123,9 +125,11 @@ def _names_of(assignment, names: dict) -> dict[str, list[int]]:
     return {names.get(t, str(t)): sorted(ps) for t, ps in assignment.items() if ps}
 
 
-def _describe_consumer_group_as_classic(group: GroupMetadata) -> dict:
-    """DescribeGroups (key 15) of a consumer group: protocol type "consumer", each member's
-    assignment encoded as the classic consumer protocol's Assignment (topic names)."""
+def _describe_consumer_group_as_classic(group: GroupMetadata, assignor: str) -> dict:
+    """DescribeGroups (key 15) of a consumer group (Kafka's `ConsumerGroup.asDescribedGroup`):
+    protocol type "consumer", protocol data the group's assignor, each member's subscription and
+    assignment encoded as the classic consumer protocol's (topic names), so that admin clients
+    that only know DescribeGroups read it as a consumer group."""
     consumer = group.consumer
     assert consumer is not None
     names = {t.topic_id: t.name for t in consumer.subscription_metadata.values()}
@@ -134,14 +138,18 @@ def _describe_consumer_group_as_classic(group: GroupMetadata) -> dict:
         "group_id": group.group_id,
         "group_state": consumer.state,
         "protocol_type": "consumer",
-        "protocol_data": "",
+        "protocol_data": assignor,
         "members": [
             {
                 "member_id": m.member_id,
                 "group_instance_id": m.instance_id,
                 "client_id": m.metadata.client_id,
                 "client_host": m.metadata.client_host,
-                "member_metadata": b"",
+                "member_metadata": (
+                    m.metadata.classic.protocols[0][1]
+                    if m.metadata.classic is not None and m.metadata.classic.protocols
+                    else encode_subscription(sorted(m.metadata.subscribed_topic_names))
+                ),
                 "member_assignment": encode_assignment(_names_of(m.assigned, names)),
             }
             for m in consumer.members.values()

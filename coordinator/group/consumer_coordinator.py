@@ -143,7 +143,7 @@ class ConsumerGroupOperations:
 
     def assignor_of(self, group: ConsumerGroup) -> str:
         """The assignor the group's target is computed with."""
-        return assignor_of(group.members, self.consumer_limits())
+        return assignor_of(group.members, self.config.consumer_assignors)
 
     def _lock(self, group_id: str) -> trio.Lock:
         lock = self._consumer_locks.get(group_id)

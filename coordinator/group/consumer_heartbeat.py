@@ -259,7 +259,7 @@ def heartbeat(
     if group_epoch > assignment_epoch and not (defer_assignment and group.members):
         members = {mid: m for mid, m in group.members.items() if mid not in (member.member_id, replaced)}
         members[member.member_id] = member
-        new_target = _assign(members, target, subscription, assignor_of(members, limits))
+        new_target = _assign(members, target, subscription, assignor_of(members, limits.assignors))
         for mid in sorted(members):
             if new_target.get(mid, {}) != target.get(mid, {}) or mid not in group.target:
                 records.append(
@@ -372,7 +372,7 @@ def _updated_metadata(old: MemberMetadata, req: HeartbeatRequest) -> MemberMetad
     )
 
 
-def assignor_of(members: Mapping[str, ConsumerMember], limits: ConsumerGroupLimits) -> str:
+def assignor_of(members: Mapping[str, ConsumerMember], assignors: tuple[str, ...] | list[str]) -> str:
     """The assignor most members ask for (Kafka: the most used), else the first configured."""
     asked: dict[str, int] = {}
     for m in members.values():
@@ -380,7 +380,7 @@ def assignor_of(members: Mapping[str, ConsumerMember], limits: ConsumerGroupLimi
             asked[m.metadata.server_assignor] = asked.get(m.metadata.server_assignor, 0) + 1
     if asked:
         return max(sorted(asked), key=lambda name: asked[name])
-    return limits.assignors[0]
+    return assignors[0]
 
 
 def _assign(

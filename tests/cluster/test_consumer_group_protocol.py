@@ -148,3 +148,40 @@ def test_a_coordinator_kill_keeps_assignments_epochs_and_offsets(start_broker, m
     assert [set(m.assigned) for m in group] == before
     read = sorted(r[3] for m in group for r in m.records)
     assert read == sorted(values + more)  # committed offsets kept: nothing read twice
+
+
+def test_admin_clients_list_describe_and_delete_consumer_groups(start_broker, members):
+    """confluent's and kafka-python's admin clients on a consumer group: listed with its type,
+    described with its members and assignments (kafka-python through DescribeGroups), its
+    offsets read, and the group deleted only once empty."""
+    from confluent_kafka import ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+    from kafka.admin import KafkaAdminClient
+
+    broker = start_broker(1, **CONSUMER_BROKER)
+    create_topics(broker.bootstrap, {"ad": 4, "old": 1})
+    produce(broker.bootstrap, "ad", [b"x%d" % i for i in range(8)], partitions=4)
+    pair = [members(broker.bootstrap, "ag", ["ad"]) for _ in range(2)]
+    wait(lambda: shared_exactly_once(pair, all_partitions("ad", 4)), "2 members to own 4 partitions", 60)
+    wait(lambda: sum(len(m.records) for m in pair) >= 8, "the records read and committed", 60)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(30)
+    assert [(g.group_id, g.type) for g in listed.valid] == [("ag", ConsumerGroupType.CONSUMER)]
+    classic_only = admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(30)
+    assert classic_only.valid == []
+    described = admin.describe_consumer_groups(["ag"])["ag"].result(30)
+    assigned = sorted(tp.partition for m in described.members for tp in m.assignment.topic_partitions)
+    assert len(described.members) == 2 and assigned == [0, 1, 2, 3]
+    kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    kp_group = kp.describe_groups(["ag"])["ag"]
+    assert kp_group["protocol_type"] == "consumer" and len(kp_group["members"]) == 2
+    # the group cannot be deleted while it has members
+    futures = admin.delete_consumer_groups(["ag"])
+    with pytest.raises(Exception, match="NON_EMPTY_GROUP"):
+        futures["ag"].result(30)
+    for m in pair:
+        m.stop()
+    committed = kp.list_group_offsets({"ag": None})
+    assert sum(o.offset for o in committed["ag"].values()) == 8
+    admin.delete_consumer_groups(["ag"])["ag"].result(30)
+    assert not kp.list_group_offsets({"ag": None})["ag"]

@@ -128,6 +128,8 @@ async def test_commits_and_fetches_check_the_member_epoch(tmp_path, autojump_clo
         assert [(g["group_id"], g["group_type"], g["group_state"]) for g in listed] == [("g", "consumer", "Stable")]
         assert group_admin.list_groups(coord.manager, [], ["classic"])["groups"] == []
         assert await group_admin.delete_group(coord.manager, "g") == E.NON_EMPTY_GROUP
+        subscribed = await coord.delete_offsets("g", [("t", 0), ("other", 0)])
+        assert subscribed == (E.NONE, {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("other", 0): E.NONE})
         described = group_admin.describe_consumer_group(coord, "g")
         assert described["group_epoch"] == 1 and described["members"][0]["member_epoch"] == epoch
         assert group_admin.describe_consumer_group(coord, "nope")["error_code"] == E.GROUP_ID_NOT_FOUND
