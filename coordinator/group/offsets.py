@@ -24,6 +24,7 @@ from typing import Any
 
 from coordinator.group import consumer_records, records
 from coordinator.group.config import GroupCoordinatorConfig
+from coordinator.group.consumer_group import ConsumerGroup
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import GroupMetadataManager
 from coordinator.group.records import OffsetAndMetadata
@@ -31,6 +32,23 @@ from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
+
+
+def consumer_commit_error(consumer: ConsumerGroup, member_id: str, member_epoch: int) -> ErrorCode:
+    """Kafka's `ConsumerGroup.validateOffsetCommit` (KIP-848): epoch -1 commits (admins,
+    assign() consumers) only while the group has no members; otherwise the member must exist
+    (UNKNOWN_MEMBER_ID) and send its current epoch (a greater one FENCED_MEMBER_EPOCH, a smaller
+    one STALE_MEMBER_EPOCH)."""
+    if member_epoch < 0 and not consumer.members:
+        return ErrorCode.NONE
+    member = consumer.members.get(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if member_epoch > member.member_epoch:
+        return ErrorCode.FENCED_MEMBER_EPOCH
+    if member_epoch < member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE
 
 
 class OffsetOperations:
@@ -76,24 +94,6 @@ class OffsetOperations:
         results.update(dict.fromkeys(valid, error))
         return results
 
-    @staticmethod
-    def _consumer_commit_error(group: GroupMetadata, member_id: str, member_epoch: int) -> ErrorCode:
-        """Kafka's `ConsumerGroup.validateOffsetCommit`: epoch -1 commits (admins, assign()
-        consumers) only while the group has no members; otherwise the member must exist and
-        send its current epoch (a greater one is fenced, a smaller one stale)."""
-        consumer = group.consumer
-        assert consumer is not None
-        if member_epoch < 0 and not consumer.members:
-            return ErrorCode.NONE
-        member = consumer.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch > member.member_epoch:
-            return ErrorCode.FENCED_MEMBER_EPOCH
-        if member_epoch < member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
-
     def check_offsets(
         self, offsets: dict[TopicPartition, OffsetAndMetadata]
     ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetAndMetadata]]:
@@ -123,7 +123,7 @@ class OffsetOperations:
         if group.is_in(GroupState.DEAD):
             return group, ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.consumer is not None:
-            return group, self._consumer_commit_error(group, member_id, generation_id)
+            return group, consumer_commit_error(group.consumer, member_id, generation_id)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return group, ErrorCode.FENCED_INSTANCE_ID
         if generation_id < 0 and group.is_in(GroupState.EMPTY):

@@ -25,6 +25,7 @@ from coordinator.group import records
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import GroupMetadataManager
+from coordinator.group.offsets import consumer_commit_error
 from coordinator.group.records import OffsetAndMetadata
 from protocol.errors import ErrorCode
 
@@ -89,6 +90,11 @@ class TxnOffsetOperations:
         """Kafka's doTxnCommitOffsets checks (the member fields are v3+; defaults skip them)."""
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.consumer is not None:
+            # a consumer group (KIP-848): its member epoch, as OffsetCommit checks it; a stale
+            # epoch is ILLEGAL_GENERATION here (Kafka's validateTransactionalOffsetCommit)
+            error = consumer_commit_error(group.consumer, member_id, generation_id)
+            return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.STALE_MEMBER_EPOCH else error
         if group.is_static_member_fenced(member_id, group_instance_id):
             return ErrorCode.FENCED_INSTANCE_ID
         if member_id and not group.has(member_id):

@@ -120,6 +120,10 @@ async def test_commits_and_fetches_check_the_member_epoch(tmp_path, autojump_clo
         assert await coord.commit_offsets("g", epoch + 1, "a", None, offsets) == {("t", 0): E.FENCED_MEMBER_EPOCH}
         assert await coord.commit_offsets("g", epoch, "zz", None, offsets) == {("t", 0): E.UNKNOWN_MEMBER_ID}
         assert await coord.commit_offsets("g", -1, "", None, offsets) == {("t", 0): E.UNKNOWN_MEMBER_ID}
+        # KIP-447's transactional commits carry the member epoch too
+        assert await coord.txn_commit_offsets("g", 7, 0, epoch, "a", None, offsets) == {("t", 0): E.NONE}
+        stale = await coord.txn_commit_offsets("g", 7, 0, epoch - 1, "a", None, offsets)
+        assert stale == {("t", 0): E.ILLEGAL_GENERATION}
         assert coord.fetch_offsets("g", [("t", 0)], ("a", epoch))[0] == E.NONE
         assert coord.fetch_offsets("g", [("t", 0)], ("a", epoch + 3))[0] == E.STALE_MEMBER_EPOCH
         assert coord.fetch_offsets("g", [("t", 0)], (None, -1))[1][("t", 0)].offset == 5  # an admin's fetch
