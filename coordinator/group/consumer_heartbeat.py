@@ -53,7 +53,8 @@ from protocol.errors import ErrorCode
 #: Kafka 4's code for a regex RE2/J refuses (not in 3.8's table)
 INVALID_REGULAR_EXPRESSION = 128
 _REGEX_CACHE: dict[str, re.Pattern | None] = {}
-_RE2_UNSUPPORTED = re.compile(r"\(\?[=!]|\(\?<[=!]|\\[1-9]|\(\?P=")
+#: what Python's re accepts and RE2/J refuses: lookaround, backreferences, atomic groups
+_RE2_UNSUPPORTED = re.compile(r"\(\?[=!>]|\(\?<[=!]|\\[1-9]|\(\?P=")
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class HeartbeatError(Exception):
 
 def compile_regex(pattern: str) -> re.Pattern:
     """A subscription regex as the broker evaluates it (full match, RE2/J's syntax: no
-    backreferences or lookaround). Raises HeartbeatError(INVALID_REGULAR_EXPRESSION)."""
+    backreferences, lookaround or atomic groups). Raises HeartbeatError(INVALID_REGULAR_EXPRESSION)."""
     if pattern in _REGEX_CACHE:
         found = _REGEX_CACHE[pattern]
     else:

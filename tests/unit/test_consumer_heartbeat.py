@@ -138,6 +138,14 @@ def test_fencing_and_unknown_members():
             HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_regex=r"(t)\1", owned={}),
             INVALID_REGULAR_EXPRESSION,
         ),
+        (
+            HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_regex=r"(?>t.*)", owned={}),
+            INVALID_REGULAR_EXPRESSION,
+        ),
+        (
+            HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_regex=r"t(?=x)", owned={}),
+            INVALID_REGULAR_EXPRESSION,
+        ),
     ],
 )
 def test_invalid_requests_are_refused_with_kafkas_codes(req, error):
