@@ -67,36 +67,23 @@ async def _consumer_member(bootstrap: str, run: _Run, i: int, group: str) -> Non
         await _consume(ConsumerGroupMember(cluster, group, [TOPIC]), run, i)
 
 
-async def _consume(member: ConsumerGroupMember, run: _Run, i: int) -> None:
-    await member.join()
-    while not run.stop.is_set():
-        run.assignments[i] = {(t, p) for t, ps in member.assignment.items() for p in ps}
-        run.generations[i] = member.member_epoch
-        run.check()
-        with trio.move_on_after(member.heartbeat_interval_s):
-            await run.stop.wait()
-        if run.stop.is_set():
-            break
-        run.heartbeats += 1
-        if not await member.heartbeat():
-            await member.join()
-    await member.leave()
-
-
 async def _classic_member(bootstrap: str, run: _Run, i: int, group: str) -> None:
     async with Cluster.open(bootstrap) as cluster:
         member = g.GroupMember(cluster, group, [TOPIC], session_timeout_ms=30000, rebalance_timeout_ms=60000)
-        await _classic(member, run, i)
+        await _consume(member, run, i)
 
 
-async def _classic(member: g.GroupMember, run: _Run, i: int) -> None:
+async def _consume(member: ConsumerGroupMember | g.GroupMember, run: _Run, i: int) -> None:
+    """Join, then report the assignment and heartbeat (at the broker's interval, or every 0.5 s
+    for a classic member), rejoining when told, until the run stops."""
     await member.join()
-    await member.cluster.refresh_metadata([TOPIC])  # where to fetch its partitions, as a consumer must
+    if isinstance(member, g.GroupMember):
+        await member.cluster.refresh_metadata([TOPIC])  # where to fetch its partitions, as a consumer must
     while not run.stop.is_set():
         run.assignments[i] = {(t, p) for t, ps in member.assignment.items() for p in ps}
-        run.generations[i] = member.generation
+        run.generations[i] = member.member_epoch if isinstance(member, ConsumerGroupMember) else member.generation
         run.check()
-        with trio.move_on_after(0.5):
+        with trio.move_on_after(getattr(member, "heartbeat_interval_s", 0.5)):
             await run.stop.wait()
         if run.stop.is_set():
             break

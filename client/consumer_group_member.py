@@ -21,8 +21,7 @@ import trio
 
 from client.cluster import Cluster
 from client.connection import Connection
-from client.groups import _raise, committed_offsets, coordinator_connection
-from client.reads import list_offset
+from client.groups import _raise, committed_offsets, coordinator_connection, starting_positions
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -139,12 +138,7 @@ class ConsumerGroupMember:
         return await committed_offsets(self.cluster, self.group_id)
 
     async def starting_positions(self, topic: str, reset: int) -> dict[int, int]:
-        committed = await self.committed()
-        positions = {}
-        for p in self.assignment.get(topic, []):
-            found = committed.get((topic, p), -1)
-            positions[p] = found if found >= 0 else await list_offset(self.cluster, topic, p, reset)
-        return positions
+        return await starting_positions(self.cluster, self.group_id, topic, self.assignment.get(topic, []), reset)
 
     async def commit(self, offsets: dict[TopicPartition, int]) -> bool:
         """Commit with the member epoch (OffsetCommit v9); False when the member must rejoin."""

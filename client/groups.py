@@ -241,6 +241,19 @@ async def delete_offsets(cluster: Cluster, group_id: str, partitions: list[Topic
 
 
 # ---- membership --------------------------------------------------------------------------------
+async def starting_positions(
+    cluster: Cluster, group_id: str, topic: str, partitions: list[int], reset: int
+) -> dict[int, int]:
+    """Where a member reads each of its `partitions` of `topic`: the group's committed offset,
+    else ListOffsets at `reset` (EARLIEST or LATEST, as a consumer's auto.offset.reset)."""
+    committed = await committed_offsets(cluster, group_id)
+    positions = {}
+    for p in partitions:
+        found = committed.get((topic, p), -1)
+        positions[p] = found if found >= 0 else await list_offset(cluster, topic, p, reset)
+    return positions
+
+
 class GroupMember:
     """One member of a consumer group (classic protocol). Timeouts in ms; `assignors` in order of
     preference (the group votes, as Kafka's brokers count them).
@@ -377,14 +390,7 @@ class GroupMember:
         return await committed_offsets(self.cluster, self.group_id)
 
     async def starting_positions(self, topic: str, reset: int) -> dict[int, int]:
-        """Where to read each assigned partition of `topic`: the group's committed offset, else
-        ListOffsets at `reset` (EARLIEST or LATEST, as a consumer's auto.offset.reset)."""
-        committed = await self.committed()
-        positions = {}
-        for p in self.assignment.get(topic, []):
-            found = committed.get((topic, p), -1)
-            positions[p] = found if found >= 0 else await list_offset(self.cluster, topic, p, reset)
-        return positions
+        return await starting_positions(self.cluster, self.group_id, topic, self.assignment.get(topic, []), reset)
 
     async def commit(self, offsets: dict[TopicPartition, int]) -> bool:
         if not offsets:
