@@ -59,12 +59,19 @@ def _produce(bootstrap: str, user: str, value: bytes):
     return errors[0] if errors else "no delivery report"
 
 
-def _consume(bootstrap: str, user: str):
-    """The first record or the first error a consumer of `orders` in group `billing` gets."""
+def _consume(bootstrap: str, user: str, group: str = "billing", protocol: str = "classic"):
+    """The first record or the first error a consumer of `orders` in `group` gets, with the
+    classic group protocol or KIP-848's consumer protocol."""
     from confluent_kafka import Consumer
 
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "billing", "auto.offset.reset": "earliest", **_as(user)}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": protocol,
+            "auto.offset.reset": "earliest",
+            **_as(user),
+        }
     )
     consumer.subscribe(["orders"])
     try:
@@ -120,15 +127,27 @@ def test_acls_decide_who_may_do_what_on_every_broker(start_broker, tmp_path):
     wait(lambda: _produce(b2, "alice", b"allowed") is None, "alice's WRITE on broker 2")
     # ... but not READ: a consumer is refused the group, then the topic
     assert _consume(b2, "alice").name() in ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED")
+    # DESCRIBE on a group finds its coordinator; its ConsumerGroupHeartbeat needs READ as well
+    described = _cli(
+        "acls --add --allow-principal User:alice --operation Describe --group billing-848", b1, admin_config
+    )
+    assert described.returncode == 0, described.stdout + described.stderr
+    refused = _consume(b2, "alice", "billing-848", protocol="consumer")
+    # (librdkafka makes a heartbeat's GROUP_AUTHORIZATION_FAILED a fatal error naming it)
+    assert refused is not None and "Group authorization failed: ConsumerGroupHeartbeat" in refused.str(), refused
+    listed = admin.list_consumer_groups().result(TIMEOUT).valid
+    assert "billing-848" not in [g.group_id for g in listed]  # her heartbeat joined nothing
     listed = _cli("acls --list --topic orders", b2, admin_config)
     assert "principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW" in listed.stdout, listed.stdout
     # bob has READ on the orders-prefixed topics and the group: he reads what alice wrote
     for command in (
         "acls --add --allow-principal User:bob --operation Read --topic ord --resource-pattern-type prefixed",
         "acls --add --allow-principal User:bob --operation Read --group billing",
+        "acls --add --allow-principal User:bob --operation Read --group billing-848",
     ):
         assert _cli(command, b1, admin_config).returncode == 0
     wait(lambda: _consume(b2, "bob") == b"allowed", "bob reading through a prefixed ACL")
+    wait(lambda: _consume(b2, "bob", "billing-848", "consumer") == b"allowed", "bob in a consumer-protocol group")
     # a non-broker principal (ANONYMOUS on the PLAINTEXT listener) forging controller requests
     before = admin.list_topics("orders", timeout=TIMEOUT).topics["orders"].partitions
     assert trio.run(_forge, brokers[2]) == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED] * 3
