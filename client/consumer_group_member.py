@@ -21,7 +21,7 @@ import trio
 
 from client.cluster import Cluster
 from client.connection import Connection
-from client.groups import _raise, committed_offsets, coordinator_connection, starting_positions
+from client.groups import _commit_body, _raise, committed_offsets, coordinator_connection, starting_positions
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -144,23 +144,9 @@ class ConsumerGroupMember:
         """Commit with the member epoch (OffsetCommit v9); False when the member must rejoin."""
         if not offsets:
             return True
-        by_topic: dict[str, list] = {}
-        for (t, p), o in offsets.items():
-            by_topic.setdefault(t, []).append(
-                {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1, "committed_metadata": ""}
-            )
         conn = await self._coordinator()
-        r = await conn.request(
-            ApiKey.OFFSET_COMMIT,
-            {
-                "group_id": self.group_id,
-                "generation_id_or_member_epoch": self.member_epoch,
-                "member_id": self.member_id,
-                "group_instance_id": self.instance_id,
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-            },
-            version=9,
-        )
+        body = _commit_body(self.group_id, offsets, self.member_epoch, self.member_id, self.instance_id)
+        r = await conn.request(ApiKey.OFFSET_COMMIT, body, version=9)
         codes = {p.error_code for t in r.topics for p in t.partitions}
         if codes & (FENCED | {ErrorCode.STALE_MEMBER_EPOCH}):
             if codes & FENCED:

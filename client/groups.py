@@ -196,7 +196,14 @@ async def committed_offsets(cluster: Cluster, group_id: str, require_stable: boo
     return {(t.name, p.partition_index): p.committed_offset for t in r.topics for p in t.partitions}
 
 
-def _commit_body(group_id: str, offsets: dict[TopicPartition, int], generation: int, member_id: str) -> dict:
+def _commit_body(
+    group_id: str,
+    offsets: dict[TopicPartition, int],
+    generation: int,
+    member_id: str,
+    group_instance_id: str | None = None,
+) -> dict:
+    """An OffsetCommit body; `generation` is the member epoch for a consumer group (v9)."""
     topics: dict[str, list] = {}
     for (topic, partition), offset in offsets.items():
         topics.setdefault(topic, []).append(
@@ -206,7 +213,7 @@ def _commit_body(group_id: str, offsets: dict[TopicPartition, int], generation: 
         "group_id": group_id,
         "generation_id_or_member_epoch": generation,
         "member_id": member_id,
-        "group_instance_id": None,
+        "group_instance_id": group_instance_id,
         "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
     }
 

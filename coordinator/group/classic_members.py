@@ -82,7 +82,6 @@ class ClassicMemberOperations:
         def _lock(self, group_id: str) -> Any: ...
         async def _write(self, group_id, group, holder, conversion, changes) -> ErrorCode: ...
         async def _fence(self, holder: GroupMetadata, member_id: str, reason: str) -> None: ...
-        def _fail_waiters(self, group: GroupMetadata, error: ErrorCode) -> None: ...
         def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None: ...
 
     # ---- conversions -------------------------------------------------------------------------
@@ -113,8 +112,9 @@ class ClassicMemberOperations:
     async def downgrade(self, holder: GroupMetadata, leaving: str) -> ErrorCode:
         """Convert the group to a classic one without `leaving` (the caller holds the group's
         lock and checked `downgrades`), then rebalance it; NONE, or the append's error (nothing
-        changed), or NOT_COORDINATOR when the members share no protocol (the leave proceeds as
-        usual then)."""
+        changed), or NOT_COORDINATOR when the partition moved meanwhile, or
+        INCONSISTENT_GROUP_PROTOCOL when the members share no protocol (nothing is written; the
+        leave proceeds as usual then)."""
         group = holder.consumer
         assert group is not None
         classic = to_classic(group, leaving, self.now_ms(), self.wall_clock_ms())
@@ -181,7 +181,7 @@ class ClassicMemberOperations:
             error = await self._write(holder.group_id, group, holder, [], outcome.records)
             if error != ErrorCode.NONE:
                 return _join_answer(member_id, error)
-            self._session_deadlines[(holder.group_id, member_id)] = self.now_ms() + req.session_timeout_ms
+            self._touch_classic(holder.group_id, member_id, classic)
             return _join_answer(member_id, ErrorCode.NONE, outcome.member_epoch, req.protocols[0][0])
 
     def classic_sync_consumer_group(

@@ -101,31 +101,29 @@ class ConsumerGroupOperations:
         #: target assignments computed (Kafka's consumer-group-rebalance-count)
         self.consumer_rebalances = 0
         self._epoch_changed_at: dict[str, float] = {}  # group id -> when its epoch last changed (ms)
-
-    def consumer_limits(self) -> ConsumerGroupLimits:
         c = self.config
-        return ConsumerGroupLimits(
+        self._limits = ConsumerGroupLimits(
             c.consumer_heartbeat_interval_ms,
             c.consumer_session_timeout_ms,
             c.consumer_max_size,
             tuple(c.consumer_assignors),
         )
 
+    def consumer_limits(self) -> ConsumerGroupLimits:
+        return self._limits
+
     def consumer_topics(self) -> dict[str, TopicMetadata]:
         """The topics a consumer may subscribe to, by name (from the metadata cache, rebuilt
         when the cache changed)."""
         cache = self.metadata_cache
-        version = getattr(cache, "version", None)
-        if version is not None and self._topics_view[0] == version:
-            return self._topics_view[1]
-        view = {
-            name: TopicMetadata(cache.topic_ids.get(name, uuid.UUID(int=0)), name, len(parts))
-            for name, parts in cache.partitions.items()
-            if name not in INTERNAL_TOPICS and parts and cache.topic_ids.get(name) is not None
-        }
-        if version is not None:
-            self._topics_view = (version, view)
-        return view
+        if self._topics_view[0] != cache.version:
+            view = {
+                name: TopicMetadata(cache.topic_ids[name], name, len(parts))
+                for name, parts in cache.partitions.items()
+                if name not in INTERNAL_TOPICS and parts and name in cache.topic_ids
+            }
+            self._topics_view = (cache.version, view)
+        return self._topics_view[1]
 
     def heartbeat_interval_ms(self, group: ConsumerGroup) -> int:
         """The interval a member is told to heartbeat at: `group.consumer.heartbeat.interval.ms`,
@@ -176,7 +174,6 @@ class ConsumerGroupOperations:
                 return heartbeat_result(error, member_id=req.member_id, member_epoch=-1)
         conversion: list[tuple[bytes, bytes | None]] = []
         group = holder.consumer if holder is not None else None
-        upgrading = False
         if holder is not None and group is None:
             if holder.members:  # an online upgrade of a classic group (KIP-848)
                 group, conversion = self.upgrade_records(holder)
@@ -184,7 +181,6 @@ class ConsumerGroupOperations:
                     return heartbeat_result(
                         ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."
                     )
-                upgrading = True
             elif holder.generation_id > 0:  # an Empty classic group becomes a consumer group
                 conversion.append((records.group_key(req.group_id), None))
         if group is None:
@@ -203,12 +199,6 @@ class ConsumerGroupOperations:
         error = await self._write(req.group_id, group, holder, conversion, outcome.records)
         if error != ErrorCode.NONE:
             return heartbeat_result(error)
-        holder = self.manager.groups.get(req.group_id)
-        if upgrading and holder is not None:
-            log.info("classic group %s converted to a consumer group (epoch %d)", req.group_id, group.group_epoch)
-            self._fail_waiters(holder, ErrorCode.REBALANCE_IN_PROGRESS)
-            holder.members, holder.static_members, holder.pending_members = {}, {}, set()
-            holder.state = GroupState.EMPTY
         key = (req.group_id, outcome.member_id or "")
         if outcome.member_epoch == -1:
             self._forget(key)
@@ -251,9 +241,12 @@ class ConsumerGroupOperations:
         if holder is None:
             holder = self.manager.groups[group_id] = GroupMetadata(group_id)
         holder.consumer = group
-        if conversion:
-            holder.generation_id = 0
+        if conversion:  # the classic group's members (if any) are the consumer group's now
+            self._fail_waiters(holder, ErrorCode.REBALANCE_IN_PROGRESS)
+            holder.members, holder.static_members, holder.pending_members = {}, {}, set()
+            holder.state, holder.generation_id = GroupState.EMPTY, 0
             holder.protocol_type = holder.protocol_name = holder.leader_id = None
+            log.info("classic group %s converted to a consumer group", group_id)
         for record in changes:
             group.replay(record)
             if record.kind == cr.TARGET_ASSIGNMENT_METADATA and record.value is not None:

@@ -93,6 +93,9 @@ class ConsumerGroup:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self._owners: dict[tuple[uuid.UUID, int], str] = {}
         self.exists = False  # a group epoch record is live (not tombstoned)
+        #: a memo, not state: the topics mapping `subscription_metadata` was last found equal to
+        #: a recomputation against, while no member's metadata changed (cleared when one does)
+        self._subscription_checked_against: object | None = None
 
     # ---- reading ---------------------------------------------------------------------------------
     @property
@@ -108,6 +111,15 @@ class ConsumerGroup:
 
     def owner_of(self, topic_id: uuid.UUID, partition: int) -> str | None:
         return self._owners.get((topic_id, partition))
+
+    def subscription_checked(self, topics: object, mark: bool = False) -> bool:
+        """Whether `subscription_metadata` is known to be what the members' subscriptions give
+        against `topics` (the very mapping object: the coordinator builds a new one whenever the
+        cluster's topics change); `mark` records that it was just found so. A heartbeat that
+        changes nothing skips the recomputation over every member."""
+        if mark:
+            self._subscription_checked_against = topics
+        return self._subscription_checked_against is topics
 
     def subscribed_topic_names(self) -> set[str]:
         """The names of the topics some member subscribes to and the cluster has."""
@@ -126,6 +138,7 @@ class ConsumerGroup:
                 self.group_epoch = value
         elif kind == cr.SUBSCRIPTION_METADATA:
             self.subscription_metadata = dict(value or {})
+            self._subscription_checked_against = None
         elif kind == cr.TARGET_ASSIGNMENT_METADATA:
             self.assignment_epoch = value if value is not None else 0
         elif kind == cr.TARGET_ASSIGNMENT_MEMBER:
@@ -139,6 +152,7 @@ class ConsumerGroup:
             self._replay_current(member_id, value)
 
     def _replay_member_metadata(self, member_id: str, metadata: MemberMetadata | None) -> None:
+        self._subscription_checked_against = None  # a subscription may have changed
         old = self.members.get(member_id)
         if old is not None and old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]

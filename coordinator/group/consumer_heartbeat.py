@@ -1,7 +1,8 @@
 """ConsumerGroupHeartbeat (API key 68, KIP-848) decided as a pure function: from a group, a request
 and the cluster's topics to the records to write and the answer to give (Kafka's
 `GroupMetadataManager.consumerGroupHeartbeat` and `CurrentAssignmentBuilder`). Nothing here
-changes the group: the shell appends the records and replays them onto it.
+changes the group's state (only its subscription memo, `ConsumerGroup.subscription_checked`): the
+shell appends the records and replays them onto it.
 
 One heartbeat:
 1. validates the request (INVALID_REQUEST with a message, UNSUPPORTED_ASSIGNOR,
@@ -225,10 +226,11 @@ def heartbeat(
     else:
         member = _known_member(group, req)
     metadata = _updated_metadata(member.metadata, req)
-    bump = replaced is None and member.member_id not in group.members
+    joined = member.member_id not in group.members or replaced is not None
+    bump = joined and replaced is None  # a new member; a static one taking its place is not
     if replaced is not None:
         records += group.member_tombstones(replaced)
-    if metadata != member.metadata or replaced is not None or member.member_id not in group.members:
+    if metadata != member.metadata or joined:
         records.append(ConsumerRecord(cr.MEMBER_METADATA, group.group_id, member.member_id, metadata))
         old = member.metadata
         if (
@@ -237,10 +239,16 @@ def heartbeat(
             or old.server_assignor != metadata.server_assignor
         ):
             bump = True
+    unchanged = not joined and metadata == member.metadata
     member = replace(member, metadata=metadata)
-    all_metadata = [m.metadata for mid, m in group.members.items() if mid not in (member.member_id, replaced)]
-    all_metadata.append(metadata)
-    subscription = _subscription_metadata(all_metadata, topics)
+    if unchanged and group.subscription_checked(topics):
+        subscription = group.subscription_metadata  # nobody's subscription nor the topics changed
+    else:
+        all_metadata = [m.metadata for mid, m in group.members.items() if mid not in (member.member_id, replaced)]
+        all_metadata.append(metadata)
+        subscription = _subscription_metadata(all_metadata, topics)
+        if unchanged and subscription == group.subscription_metadata:
+            group.subscription_checked(topics, mark=True)
     if subscription != group.subscription_metadata:
         records.append(ConsumerRecord(cr.SUBSCRIPTION_METADATA, group.group_id, value=subscription))
         bump = True
@@ -276,14 +284,14 @@ def heartbeat(
         return None if found in (member.member_id, replaced) else found
 
     reconciled = reconcile(member, target.get(member.member_id, {}), assignment_epoch, req.owned, owner)
-    joined = member.member_id not in group.members or replaced is not None
-    if reconciled.current_assignment() != member.current_assignment() or joined:
+    moved = reconciled.current_assignment() != member.current_assignment()
+    if moved or joined:
         records.append(
             ConsumerRecord(cr.CURRENT_ASSIGNMENT, group.group_id, member.member_id, reconciled.current_assignment())
         )
     send_assignment = (
         req.member_epoch == JOIN_EPOCH
-        or reconciled.current_assignment() != member.current_assignment()
+        or moved
         or (req.owned is not None and partitions_of(req.owned) != partitions_of(reconciled.assigned))
     )
     return HeartbeatOutcome(

@@ -305,3 +305,24 @@ def test_a_nullable_struct_is_a_marker_byte_then_the_struct():
     assert wire(None)[-2:] == b"\xff\x00"  # null marker, then the tagged-field count
     present = wire({"topic_partitions": []})
     assert present[-4:] == b"\x01\x01\x00\x00"  # present, an empty compact array, the two tag sections
+
+
+def test_a_heartbeat_that_changes_nothing_does_not_recompute_the_subscription(monkeypatch):
+    from coordinator.group import consumer_heartbeat
+
+    g = ConsumerGroup("g")
+    join(g, "a")
+    join(g, "b", topics=("t1", "t2"))
+    settle(g)
+    calls = []
+    real = consumer_heartbeat._subscription_metadata
+    monkeypatch.setattr(consumer_heartbeat, "_subscription_metadata", lambda *a: calls.append(1) or real(*a))
+    for _ in range(3):
+        ack(g, "a")
+    assert calls == []  # known to hold for the same topics since the group settled
+    t3 = TopicMetadata(uuid.UUID(int=3), "t3", 2)
+    m = g.members["a"]
+    beat(g, HeartbeatRequest("g", "a", m.member_epoch, owned=dict(m.assigned)), topics={**TOPICS, "t3": t3})
+    assert len(calls) == 1  # other topics: computed again
+    beat(g, HeartbeatRequest("g", "a", g.members["a"].member_epoch, subscribed_topic_names=("t1", "t2")))
+    assert len(calls) == 2 and g.subscription_metadata == {"t1": T1, "t2": T2}  # a's subscription changed
