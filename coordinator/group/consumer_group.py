@@ -53,6 +53,10 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    #: KIP-1251: (topic id, partition) -> the member epoch at which this member was given the
+    #: partition (derived on replay; after compaction only the latest record is left, which
+    #: gives the member's current epoch: stricter, never looser)
+    assignment_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
 
     @property
     def instance_id(self) -> str | None:
@@ -68,14 +72,25 @@ class ConsumerMember:
             state = MemberState(current.state)
         except ValueError:
             state = MemberState.UNKNOWN
+        assigned = dict(current.assigned or {})
+        epochs = {tp: self.assignment_epochs.get(tp, current.member_epoch) for tp in partitions_of(assigned)}
         return replace(
             self,
             member_epoch=current.member_epoch,
             previous_member_epoch=current.previous_member_epoch,
             state=state,
-            assigned=dict(current.assigned or {}),
+            assigned=assigned,
             pending_revocation=dict(current.pending_revocation or {}),
+            assignment_epochs=epochs,
         )
+
+    def may_commit_at(self, member_epoch: int, partitions: list[tuple[uuid.UUID, int] | None]) -> bool:
+        """KIP-1251's rule for a commit carrying an older epoch than the member's: each
+        partition (None: a topic the group does not know) must be assigned to this member since
+        an epoch no later than the one sent. A commit that raced the heartbeat bumping the epoch
+        is accepted; a zombie's commit for a partition since moved is not."""
+        epochs = self.assignment_epochs
+        return all(tp is not None and epochs.get(tp, member_epoch + 1) <= member_epoch for tp in partitions)
 
 
 def partitions_of(assignment: Assignment) -> set[tuple[uuid.UUID, int]]:

@@ -19,7 +19,7 @@ expiry, as Kafka's GroupCoordinator and GroupMetadataManager handle them (mixed 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from coordinator.group import consumer_records, records
@@ -34,11 +34,15 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 
-def consumer_commit_error(consumer: ConsumerGroup, member_id: str, member_epoch: int) -> ErrorCode:
-    """Kafka's `ConsumerGroup.validateOffsetCommit` (KIP-848): epoch -1 commits (admins,
-    assign() consumers) only while the group has no members; otherwise the member must exist
-    (UNKNOWN_MEMBER_ID) and send its current epoch (a greater one FENCED_MEMBER_EPOCH, a smaller
-    one STALE_MEMBER_EPOCH)."""
+def consumer_commit_error(
+    consumer: ConsumerGroup, member_id: str, member_epoch: int, topics: Iterable[TopicPartition] = ()
+) -> ErrorCode:
+    """Kafka's `ConsumerGroup.validateOffsetCommit` (KIP-848, with KIP-1251's assignment epochs):
+    epoch -1 commits (admins, assign() consumers) only while the group has no members; otherwise
+    the member must exist (UNKNOWN_MEMBER_ID) and send its current epoch (a greater one
+    FENCED_MEMBER_EPOCH). A smaller one is STALE_MEMBER_EPOCH unless the member speaks the
+    consumer protocol and every partition of `topics` ((name, partition) pairs) has been its own
+    since that epoch or earlier: a commit sent while a heartbeat was bumping the epoch."""
     if member_epoch < 0 and not consumer.members:
         return ErrorCode.NONE
     member = consumer.members.get(member_id)
@@ -47,6 +51,11 @@ def consumer_commit_error(consumer: ConsumerGroup, member_id: str, member_epoch:
     if member_epoch > member.member_epoch:
         return ErrorCode.FENCED_MEMBER_EPOCH
     if member_epoch < member.member_epoch:
+        if member.metadata.classic is None and member_epoch >= 0:
+            known = consumer.subscription_metadata
+            ids = [(known[t].topic_id, p) if t in known else None for t, p in topics]
+            if ids and member.may_commit_at(member_epoch, ids):
+                return ErrorCode.NONE
         return ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE
 
@@ -78,7 +87,7 @@ class OffsetOperations:
         """Commit `offsets`; returns an error per partition (NONE when committed)."""
         error = self.group_error(group_id, allow_empty=True)
         if error == ErrorCode.NONE:
-            group, error = self._group_for_commit(group_id, generation_id, member_id, group_instance_id)
+            group, error = self._group_for_commit(group_id, generation_id, member_id, group_instance_id, offsets)
         if error != ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
         results, valid = self.check_offsets(offsets)
@@ -111,7 +120,12 @@ class OffsetOperations:
         return results, valid
 
     def _group_for_commit(
-        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: Iterable[TopicPartition],
     ) -> tuple[GroupMetadata, ErrorCode]:
         groups = self.manager.groups
         group = groups.get(group_id)
@@ -123,7 +137,7 @@ class OffsetOperations:
         if group.is_in(GroupState.DEAD):
             return group, ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.consumer is not None:
-            return group, consumer_commit_error(group.consumer, member_id, generation_id)
+            return group, consumer_commit_error(group.consumer, member_id, generation_id, offsets)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return group, ErrorCode.FENCED_INSTANCE_ID
         if generation_id < 0 and group.is_in(GroupState.EMPTY):

@@ -18,7 +18,7 @@ GroupMetadataManager.handleTxnCompletion).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from coordinator.group import records
@@ -67,7 +67,7 @@ class TxnOffsetOperations:
             group = self.manager.groups.get(group_id)
             if group is None:
                 group = self.manager.groups[group_id] = GroupMetadata(group_id)
-            error = self._txn_member_error(group, generation_id, member_id, group_instance_id)
+            error = self._txn_member_error(group, generation_id, member_id, group_instance_id, offsets)
         if error != ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
         assert group is not None
@@ -85,7 +85,11 @@ class TxnOffsetOperations:
 
     @staticmethod
     def _txn_member_error(
-        group: GroupMetadata, generation_id: int, member_id: str, group_instance_id: str | None
+        group: GroupMetadata,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: Iterable[TopicPartition],
     ) -> ErrorCode:
         """Kafka's doTxnCommitOffsets checks (the member fields are v3+; defaults skip them)."""
         if group.is_in(GroupState.DEAD):
@@ -93,7 +97,7 @@ class TxnOffsetOperations:
         if group.consumer is not None:
             # a consumer group (KIP-848): its member epoch, as OffsetCommit checks it; a stale
             # epoch is ILLEGAL_GENERATION here (Kafka's validateTransactionalOffsetCommit)
-            error = consumer_commit_error(group.consumer, member_id, generation_id)
+            error = consumer_commit_error(group.consumer, member_id, generation_id, offsets)
             return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.STALE_MEMBER_EPOCH else error
         if group.is_static_member_fenced(member_id, group_instance_id):
             return ErrorCode.FENCED_INSTANCE_ID

@@ -143,6 +143,39 @@ async def test_commits_and_fetches_check_the_member_epoch(tmp_path, autojump_clo
         assert "g" not in coord.manager.groups
 
 
+async def test_a_commit_that_raced_an_epoch_bump_is_accepted_for_partitions_still_owned(tmp_path, autojump_clock):
+    """KIP-1251: a commit sent at the epoch before the heartbeat that bumped it is accepted for
+    the partitions the member has held since that epoch, and refused (STALE_MEMBER_EPOCH, or
+    ILLEGAL_GENERATION when transactional) for one it gave up."""
+    async with coordinator(tmp_path, **CONSUMER) as coord:
+        _with_ids(coord)
+        a = await coord.consumer_group_heartbeat(hb("a", 0))
+        old = a["member_epoch"]
+        owned = {TOPIC_ID: frozenset(parts(a))}
+        await coord.consumer_group_heartbeat(hb("b", 0))
+        kept = parts(await coord.consumer_group_heartbeat(hb("a", old, owned)))
+        bumped = await coord.consumer_group_heartbeat(hb("a", old, {TOPIC_ID: frozenset(kept)}))
+        assert bumped["member_epoch"] > old and len(kept) == 2
+        given_up = ({0, 1, 2, 3} - kept).pop()
+        still = {("t", min(kept)): OffsetAndMetadata(5)}
+        moved = {("t", given_up): OffsetAndMetadata(5)}
+        assert await coord.commit_offsets("g", old, "a", None, still) == {("t", min(kept)): E.NONE}
+        assert await coord.commit_offsets("g", old, "a", None, moved) == {("t", given_up): E.STALE_MEMBER_EPOCH}
+        both = {**still, **moved}
+        assert set((await coord.commit_offsets("g", old, "a", None, both)).values()) == {E.STALE_MEMBER_EPOCH}
+        assert await coord.txn_commit_offsets("g", 7, 0, old, "a", None, still) == {("t", min(kept)): E.NONE}
+        stale = await coord.txn_commit_offsets("g", 7, 0, old, "a", None, moved)
+        assert stale == {("t", given_up): E.ILLEGAL_GENERATION}
+        # b was given its partitions at its current epoch: an older one is stale for them
+        group = coord.manager.groups["g"].consumer
+        b = await coord.consumer_group_heartbeat(hb("b", group.members["b"].member_epoch, {}))
+        mine = {("t", min(parts(b))): OffsetAndMetadata(1)}
+        assert await coord.commit_offsets("g", b["member_epoch"] - 1, "b", None, mine) == {
+            ("t", min(parts(b))): E.STALE_MEMBER_EPOCH
+        }
+        assert await coord.commit_offsets("g", b["member_epoch"], "b", None, mine) == {("t", min(parts(b))): E.NONE}
+
+
 async def test_a_classic_group_upgrades_when_a_consumer_member_joins_and_downgrades_when_it_leaves(
     tmp_path, autojump_clock
 ):
