@@ -22,7 +22,7 @@ venv: $(STAMP)
 
 # native/ (the compiled record validator, Rust + PyO3, built by maturin through pip) needs cargo:
 # rustup's toolchain lives in ~/.cargo/bin.
-$(STAMP): pyproject.toml native/pyproject.toml native/Cargo.toml native/src/lib.rs
+$(STAMP): pyproject.toml native/pyproject.toml native/Cargo.toml $(wildcard native/src/*.rs)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,spark,run,bench]'

@@ -30,6 +30,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
@@ -113,9 +114,20 @@ class Delivery:
         return self.metadata
 
 
+@dataclass(frozen=True)
+class EncodedRecords:
+    """Records already encoded as a v2 records payload (offset deltas 0..count-1, timestamp
+    deltas from `timestamp_ms`), sent as one batch of their own (`Producer.send_encoded`)."""
+
+    payload: bytes
+    count: int
+    size: int  # bytes of keys and values, counted against buffer_memory
+    timestamp_ms: int
+
+
 @dataclass
 class _Batch:
-    records: list  # (key, value, headers, timestamp)
+    records: list  # (key, value, headers, timestamp), or one EncodedRecords
     deliveries: list
     epoch: int = -1
     base_sequence: int = -1
@@ -258,7 +270,22 @@ class Producer:
                 partition = partition_for_key(key, count)
             else:
                 partition = next(self._round_robin.setdefault(topic, itertools.count())) % count
-        tp = (topic, partition)
+        return await self._enqueue(
+            (topic, partition), (key, value, list(headers), timestamp_ms), _record_size(key, value)
+        )
+
+    async def send_encoded(
+        self, topic: str, partition: int, payload: bytes, count: int, size: int, timestamp_ms: int | None = None
+    ) -> Delivery:
+        """Queue `count` records already encoded as a v2 records payload (offset deltas
+        0..count-1; `protocol.arrow_encode.encode_runs` makes them) for one partition; they go
+        as one batch of their own, with this producer's sequence numbers, transaction and
+        retries. `size`: their keys' and values' bytes. One Delivery for all of them (its offset
+        is the first record's)."""
+        now = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        return await self._enqueue((topic, partition), EncodedRecords(payload, count, size, now), size)
+
+    async def _enqueue(self, tp: tuple[str, int], record, size: int) -> Delivery:
         if self.txn is not None:
             await self.txn.add_partition(tp)  # raises outside a transaction or after a failed batch
         state = self.partitions.get(tp)
@@ -267,10 +294,10 @@ class Producer:
             state.idle.set()
             self._nursery.start_soon(self._sender, tp, state)
         delivery = Delivery()
-        state.queue.append(((key, value, list(headers), timestamp_ms), delivery))
+        state.queue.append((record, delivery))
         state.idle = trio.Event() if state.idle.is_set() else state.idle
         state.wakeup.set()
-        self._buffered += _record_size(key, value)
+        self._buffered += size
         self._sends += 1
         if self._buffered >= self.buffer_memory:
             while self._buffered >= self.buffer_memory:
@@ -321,23 +348,41 @@ class Producer:
         deliveries: list = []
         size = 0
         while state.queue and (not records or size < self.batch_size):
+            if isinstance(state.queue[0][0], EncodedRecords) and records:
+                break  # encoded records go in a batch of their own
             record, delivery = state.queue.popleft()
             records.append(record)
             deliveries.append(delivery)
+            if isinstance(record, EncodedRecords):
+                size = record.size
+                break
             size += _record_size(record[0], record[1])
         batch = _Batch(records, deliveries, size=size)
+        self._number(state, batch)
+        return batch
+
+    def _number(self, state: _PartitionState, batch: _Batch) -> None:
+        """Give `batch` the partition's next sequence numbers (idempotent) and encode it."""
+        records = batch.records
+        encoded = records[0] if isinstance(records[0], EncodedRecords) else None
+        count = encoded.count if encoded is not None else len(records)
         if self.idempotent:
             batch.epoch, batch.base_sequence = state.epoch, state.next_sequence
-            state.next_sequence = (state.next_sequence + len(records)) % SEQUENCE_LIMIT
-        batch.data = rb.build_batch(
-            records,
-            compression=self.compression,
-            producer_id=self.producer_id,
-            producer_epoch=batch.epoch,
-            base_sequence=batch.base_sequence,
-            transactional=self.txn is not None,
-        )
-        return batch
+            state.next_sequence = (state.next_sequence + count) % SEQUENCE_LIMIT
+        fields: dict[str, Any] = {
+            "compression": self.compression,
+            "producer_id": self.producer_id,
+            "producer_epoch": batch.epoch,
+            "base_sequence": batch.base_sequence,
+            "transactional": self.txn is not None,
+        }
+        if encoded is None:
+            batch.data = rb.build_batch(records, **fields)
+        else:
+            stamp = encoded.timestamp_ms
+            batch.data = rb.batch_from_payload(
+                encoded.payload, count, base_timestamp=stamp, max_timestamp=stamp, **fields
+            )
 
     async def _sender(self, tp: tuple[str, int], state: _PartitionState) -> None:
         while True:
@@ -432,16 +477,7 @@ class Producer:
             state.epoch += 1
             state.next_sequence = 0
             for later in state.unacked:
-                later.epoch, later.base_sequence = state.epoch, state.next_sequence
-                state.next_sequence = (state.next_sequence + len(later.records)) % SEQUENCE_LIMIT
-                later.data = rb.build_batch(
-                    later.records,
-                    compression=self.compression,
-                    producer_id=self.producer_id,
-                    producer_epoch=later.epoch,
-                    base_sequence=later.base_sequence,
-                    transactional=self.txn is not None,
-                )
+                self._number(state, later)
 
     def _expire(self, tp, state: _PartitionState) -> None:
         now = time.monotonic()

@@ -322,6 +322,12 @@ def decode_records(buf, pos: int = 0, header: BatchHeader | None = None) -> list
     payload: memoryview | bytes = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
     if header.compression != NONE:
         payload = decompress(header.compression, payload)
+    return decode_payload(payload, header)
+
+
+def decode_payload(payload, header: BatchHeader) -> list[Record]:
+    """The records of a batch's records payload (already decompressed), with offsets and
+    timestamps from `header`'s bases. Raises CorruptRecordBatch as `decode_records`."""
     records: list[Record] = []
     p, end = 0, len(payload)
     while p < end:
@@ -423,6 +429,42 @@ def build_batch(
         encode_record(i, ts - base_ts, r[0], r[1], r[2] if len(r) > 2 else ())
         for i, (r, ts) in enumerate(zip(records, stamps))
     )
+    return batch_from_payload(
+        body,
+        len(records),
+        base_timestamp=base_ts,
+        max_timestamp=max(stamps),
+        base_offset=base_offset,
+        compression=compression,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+        transactional=transactional,
+        control=control,
+        log_append_time=log_append_time,
+    )
+
+
+def batch_from_payload(
+    body,
+    records_count: int,
+    *,
+    base_timestamp: int,
+    max_timestamp: int,
+    base_offset: int = 0,
+    compression: int = NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    transactional: bool = False,
+    control: bool = False,
+    log_append_time: bool = False,
+) -> bytes:
+    """A v2 batch around `body`, `records_count` encoded records (offset deltas 0..count-1,
+    timestamp deltas from `base_timestamp`): compressed with `compression`, header and CRC
+    written."""
     attributes = (
         compression
         | (TIMESTAMP_TYPE_BIT if log_append_time else 0)
@@ -440,13 +482,13 @@ def build_batch(
         MAGIC,
         0,
         attributes,
-        len(records) - 1,
-        base_ts,
-        max(stamps),
+        records_count - 1,
+        base_timestamp,
+        max_timestamp,
         producer_id,
         producer_epoch,
         base_sequence,
-        len(records),
+        records_count,
     )
     _U32.pack_into(buf, 17, compute_crc(buf, 0, len(buf)))
     return bytes(buf)

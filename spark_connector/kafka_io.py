@@ -11,7 +11,9 @@ import trio
 from client import Cluster, KafkaError
 from client.reads import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, fetch, list_offset, reader_batches
 from protocol import record_batch as rb
+from protocol.arrow_columns import ColumnBuilder
 from protocol.errors import ErrorCode
+from protocol.record_filter import batch_payload
 from security.config import client_security
 
 
@@ -19,13 +21,17 @@ class KafkaReadError(RuntimeError):
     pass
 
 
-class SparkRecord(NamedTuple):
-    key: bytes | None
-    value: bytes | None
-    offset: int
-    timestamp: int
-    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
-    headers: tuple
+class ColumnChunk(NamedTuple):
+    """Up to `CHUNK_ROWS` records of one partition as Arrow column buffers
+    (`protocol.arrow_columns`), with their timestamp types as runs of (rows, type: 0 CreateTime,
+    1 LogAppendTime)."""
+
+    columns: dict
+    timestamp_types: list[tuple[int, int]]
+
+
+CHUNK_ROWS = 32768
+CHUNK_BYTES = 64 << 20
 
 
 def _open(bootstrap: str, security: dict | None):
@@ -104,21 +110,53 @@ def fetch_range(
     isolation_level: int = READ_UNCOMMITTED,
     security: dict | None = None,
     fail_on_data_loss: bool = False,
-) -> list[SparkRecord]:
+    headers: bool = False,
+) -> list[ColumnChunk]:
     """Every record with start <= offset < end (end at or below the HW, or the LSO for
-    READ_COMMITTED, when planned); never transaction markers, and under READ_COMMITTED no record
-    of an aborted transaction. Offsets in the range that Kafka no longer has (below the log start
-    offset, or removed by compaction; not those of markers or aborted batches) raise
-    DataLossError with `fail_on_data_loss` and are skipped without it. Raises KafkaReadError if
-    the range cannot be read within `timeout_s` (e.g. an unclean election shortened the log below
-    the planned end)."""
+    READ_COMMITTED, when planned), decoded straight into column chunks (no Python object per
+    record; `headers` adds the headers column); never transaction markers, and under
+    READ_COMMITTED no record of an aborted transaction. Offsets in the range that Kafka no longer
+    has (below the log start offset, or removed by compaction; not those of markers or aborted
+    batches) raise DataLossError with `fail_on_data_loss` and are skipped without it. Raises
+    KafkaReadError if the range cannot be read within `timeout_s` (e.g. an unclean election
+    shortened the log below the planned end)."""
 
     def lost(first: int, stop: int) -> None:
         if fail_on_data_loss and first < min(stop, end):
             raise DataLossError(topic, partition, first, min(stop, end))
 
+    builder = ColumnBuilder(headers)
+    chunks: list[ColumnChunk] = []
+    types: list[tuple[int, int]] = []
+
+    def cut() -> None:
+        chunks.append(ColumnChunk(builder.finish(), list(types)))
+        types.clear()
+
+    def add(data, pos: int, header: rb.BatchHeader, position: int) -> int:
+        """Append the batch's records in [position, end); returns the next position."""
+        payload = batch_payload(data, pos, header)
+        added, first, last = builder.add(
+            payload, header.base_offset, header.base_timestamp, header.records_count, position, end
+        )
+        if added:
+            lost(position, first)  # records compacted out of the batch's start
+            if fail_on_data_loss and last - first + 1 != added:  # ... or out of its middle
+                offsets = [r.offset for r in rb.decode_payload(payload, header) if position <= r.offset < end]
+                gap = next(i for i in range(1, len(offsets)) if offsets[i] != offsets[i - 1] + 1)
+                lost(offsets[gap - 1] + 1, offsets[gap])
+            t = 1 if header.is_log_append_time else 0
+            if types and types[-1][1] == t:
+                types[-1] = (types[-1][0] + added, t)
+            else:
+                types.append((added, t))
+            position = last + 1
+            if len(builder) >= CHUNK_ROWS or builder.data_bytes() >= CHUNK_BYTES:
+                cut()
+        return position
+
     async def run():
-        records, position = [], start
+        position = start
         async with _open(bootstrap, security) as cluster:
             with trio.fail_after(timeout_s):
                 while position < end:
@@ -153,26 +191,13 @@ def fetch_range(
                             continue
                         lost(position, header.base_offset)  # whole batches gone before this one
                         position = max(position, header.base_offset)
-                        for r in rb.decode_records(data, pos, header) if visible else ():
-                            if r.offset < position:
-                                continue
-                            lost(position, r.offset)  # records compacted out of the batch
-                            position = r.offset + 1
-                            if r.offset < end:
-                                records.append(
-                                    SparkRecord(
-                                        r.key,
-                                        r.value,
-                                        r.offset,
-                                        r.timestamp,
-                                        1 if header.is_log_append_time else 0,
-                                        r.headers,
-                                    )
-                                )
                         if visible:
+                            position = add(data, pos, header, position)
                             lost(position, header.next_offset)  # the batch's last records compacted away
                         position = max(position, header.next_offset)
-        return records
+        if len(builder):
+            cut()
+        return chunks
 
     try:
         return trio.run(run)

@@ -16,6 +16,7 @@ or by a query restarted from its checkpoint, writes each row once.
 from __future__ import annotations
 
 import contextlib
+import random
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ import trio
 from client import Cluster, KafkaError
 from client.groups import committed_offsets
 from client.producer import Delivery, Producer
+from protocol.arrow_encode import encode_runs, partition_rows
+from protocol.errors import ErrorCode
 from security.config import client_security
 
 
@@ -47,6 +50,18 @@ class ProducerSettings:
 
 
 OutRecord = tuple  # (topic, partition | None, key | None, value | None, headers)
+
+
+@dataclass(frozen=True)
+class ColumnRows:
+    """Rows for one topic as Arrow column buffers (`protocol.arrow_encode`'s column tuples):
+    values, keys (None: every key null) and explicit partitions (None: none). They are
+    partitioned and encoded compiled, with no Python object per row."""
+
+    topic: str
+    values: tuple
+    keys: tuple | None
+    partitions: tuple | None
 
 
 @dataclass(frozen=True)
@@ -78,16 +93,25 @@ async def _write(settings: ProducerSettings, records: Iterable[OutRecord], txn_i
             if txn_id is not None:
                 producer.begin_transaction()
             sent, first_topic = 0, None
-            pending: deque[Delivery] = deque()  # sent and not yet known to be written, oldest first
+            pending: deque[tuple[int, Delivery]] = deque()  # (records, delivery) not yet known written
+            sticky: dict[str, tuple[int, int]] = {}  # topic -> (partition, bytes sent to it)
             try:
-                for topic, partition, key, value, headers in records:
-                    first_topic = first_topic or topic
-                    pending.append(await producer.send(topic, value, key=key, headers=headers, partition=partition))
-                    sent += 1
-                    while pending and pending[0].done:  # memory stays bounded by what is in flight
-                        await pending.popleft().wait()  # raises a failure at once
+                for item in records:
+                    if isinstance(item, ColumnRows):
+                        first_topic = first_topic or item.topic
+                        for count, delivery in await _send_columns(producer, cluster, item, sticky, settings):
+                            pending.append((count, delivery))
+                            sent += count
+                    else:
+                        topic, partition, key, value, headers = item
+                        first_topic = first_topic or topic
+                        delivery = await producer.send(topic, value, key=key, headers=headers, partition=partition)
+                        pending.append((1, delivery))
+                        sent += 1
+                    while pending and pending[0][1].done:  # memory stays bounded by what is in flight
+                        await pending.popleft()[1].wait()  # raises a failure at once
                 await producer.flush()
-                for delivery in pending:
+                for _, delivery in pending:
                     await delivery.wait()  # raises the first failure
                 if txn_id is not None:
                     if batch_id >= 0 and first_topic is not None:
@@ -99,6 +123,24 @@ async def _write(settings: ProducerSettings, records: Iterable[OutRecord], txn_i
                         await producer.abort_transaction()  # best effort: the original error matters
                 raise
             return TaskResult(sent, False)
+
+
+async def _send_columns(
+    producer: Producer, cluster: Cluster, rows: ColumnRows, sticky: dict, settings: ProducerSettings
+) -> list[tuple[int, Delivery]]:
+    """Partition `rows` as Kafka's default partitioner (`partition_rows`), encode each
+    partition's rows into payloads of up to `batch.size` bytes and queue them: [(records,
+    delivery)]."""
+    count = len(await cluster.partitions(rows.topic, auto_create=True))
+    start = sticky.get(rows.topic) or (random.randrange(count), 0)
+    parts, *state = partition_rows(rows.keys, rows.values, rows.partitions, count, *start, settings.batch_size)
+    sticky[rows.topic] = tuple(state)
+    out = []
+    for partition, payload, n, size in encode_runs(rows.keys, rows.values, parts, settings.batch_size):
+        if not 0 <= partition < count:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{rows.topic} has no partition {partition}")
+        out.append((n, await producer.send_encoded(rows.topic, partition, payload, n, size)))
+    return out
 
 
 def write_records(

@@ -39,8 +39,9 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
+from protocol import arrow_encode as ae
 from protocol import record_batch as rb
-from spark_connector.kafka_write import KafkaWriteError, OutRecord, ProducerSettings, write_records
+from spark_connector.kafka_write import ColumnRows, KafkaWriteError, OutRecord, ProducerSettings, write_records
 from spark_connector.options import bootstrap_of, security_of
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,23 @@ def _headers_like(kind) -> bool:
     if not isinstance(kind, ArrayType) or not isinstance(kind.elementType, StructType):
         return False
     return [(f.name, f.dataType) for f in kind.elementType.fields] == [("key", StringType()), ("value", BinaryType())]
+
+
+def _column_rows(topic: str, batch) -> ColumnRows:
+    """A batch's value, key and partition columns as buffers (large binary and string types are
+    cast to their 32-bit-offset forms, as Kafka records hold at most 2 GiB anyway)."""
+    import pyarrow as pa
+
+    def binary(name: str):
+        column = batch.column(name)
+        if pa.types.is_large_binary(column.type) or pa.types.is_large_string(column.type):
+            column = column.cast(pa.binary())
+        return ae.column_buffers(column)
+
+    names = batch.schema.names
+    keys = binary("key") if "key" in names and batch.column("key").null_count < batch.num_rows else None
+    partitions = ae.int32_buffers(batch.column("partition")) if "partition" in names else None
+    return ColumnRows(topic, binary("value"), keys, partitions)
 
 
 def _bytes(value) -> bytes | None:
@@ -119,9 +137,14 @@ class _Sink:
             transaction_timeout_ms=int(options.get("kafka.transaction.timeout.ms", 60000)),
         )
 
-    def _records(self, batches: Iterator) -> Iterator[OutRecord]:
-        """The records of Spark's Arrow batches (columns converted once per batch, not per row)."""
+    def _records(self, batches: Iterator) -> Iterator[OutRecord | ColumnRows]:
+        """The records of Spark's Arrow batches: with the `topic` option and no headers column,
+        each batch's columns as they are (encoded compiled, nothing made per row); otherwise one
+        tuple per row (columns converted once per batch)."""
         for batch in batches:
+            if self.topic and "headers" not in batch.schema.names and batch.num_rows:
+                yield _column_rows(self.topic, batch)
+                continue
             columns = {name: batch.column(name).to_pylist() for name in batch.schema.names}
             n = batch.num_rows
             topics = [self.topic] * n if self.topic else columns["topic"]

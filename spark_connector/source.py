@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from spark_connector.kafka_io import DataLossError, KafkaReadError, fetch_range, offsets_for_times, offsets_of
+from spark_connector.kafka_io import (
+    ColumnChunk,
+    DataLossError,
+    KafkaReadError,
+    fetch_range,
+    offsets_for_times,
+    offsets_of,
+)
 from spark_connector.source_options import EARLIEST, LATEST, Bound, SourceOptions
 
 COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
@@ -41,12 +48,7 @@ class OffsetRange(InputPartition):
     end: int  # exclusive: never read at or beyond it
 
 
-ARROW_BATCH_ROWS = 8192
-
-
-def _arrow_batches(topic: str, partition: int, records: list, headers: bool):
-    """The records as pyarrow RecordBatches of the source's schema (Spark takes them without a
-    per-row conversion)."""
+def _schema(headers: bool):
     import pyarrow as pa
 
     fields = [
@@ -60,25 +62,43 @@ def _arrow_batches(topic: str, partition: int, records: list, headers: bool):
     ]
     if headers:
         fields.append(("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))))
-    schema = pa.schema(fields)
-    for first in range(0, len(records), ARROW_BATCH_ROWS):
-        chunk = records[first : first + ARROW_BATCH_ROWS]
-        n = len(chunk)
+    return pa.schema(fields)
+
+
+def _binary(kind, column: tuple, length: int):
+    import pyarrow as pa
+
+    bitmap, offsets, data, nulls = column
+    buffers = [pa.py_buffer(bitmap) if bitmap else None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(kind, length, buffers, null_count=nulls)
+
+
+def _arrow_batches(topic: str, partition: int, chunks: list[ColumnChunk], headers: bool):
+    """The chunks as pyarrow RecordBatches of the source's schema: the decoded buffers are
+    wrapped, not copied, and nothing is made per record (Spark takes the batches as they are)."""
+    import pyarrow as pa
+
+    schema = _schema(headers)
+    for chunk in chunks:
+        cols, n = chunk.columns, chunk.columns["rows"]
+        types = [pa.repeat(pa.scalar(t, pa.int32()), rows) for rows, t in chunk.timestamp_types]
         columns = [
-            pa.array([r.key for r in chunk], pa.binary()),
-            pa.array([r.value for r in chunk], pa.binary()),
-            pa.array([topic] * n, pa.string()),
-            pa.array([partition] * n, pa.int32()),
-            pa.array([r.offset for r in chunk], pa.int64()),
-            pa.array([r.timestamp * 1000 for r in chunk], pa.timestamp("us", tz="UTC")),
-            pa.array([r.timestamp_type for r in chunk], pa.int32()),
+            _binary(pa.binary(), cols["key"], n),
+            _binary(pa.binary(), cols["value"], n),
+            pa.repeat(pa.scalar(topic, pa.string()), n),
+            pa.repeat(pa.scalar(partition, pa.int32()), n),
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["offset"])]),
+            pa.Array.from_buffers(schema.field("timestamp").type, n, [None, pa.py_buffer(cols["timestamp"])]),
+            pa.concat_arrays(types) if len(types) != 1 else types[0],
         ]
         if headers:
-            columns.append(
-                pa.array(
-                    [[{"key": h.key, "value": h.value} for h in r.headers] for r in chunk], schema.field("headers").type
-                )
+            ends, keys, values = cols["headers"]
+            total = len(keys[1]) // 4 - 1
+            entries = pa.StructArray.from_arrays(
+                [_binary(pa.string(), keys, total), _binary(pa.binary(), values, total)], names=["key", "value"]
             )
+            lists = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(ends)])
+            columns.append(pa.ListArray.from_arrays(lists, entries))
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
@@ -138,6 +158,7 @@ class _Reader:
             isolation_level=o.isolation_level,
             security=o.security,
             fail_on_data_loss=o.fail_on_data_loss,
+            headers=o.include_headers,
         )
         yield from _arrow_batches(partition.topic, partition.partition, records, o.include_headers)
 

@@ -4,10 +4,16 @@
 //! `record_spans(payload)` walks a payload once for the log cleaner (keys, offset deltas, null
 //! values and record spans, as parallel lists).
 //!
+//! `ColumnBuilder` (columns.rs) decodes records into Arrow's column layout for the Spark source;
+//! `partition_rows` and `encode_runs` (encode.rs) encode Arrow columns as records for the sink.
+//!
 //! `validate_records(payload, records_count)` returns None when the payload is exactly
 //! `records_count` well-formed records, else `(record index, message)` for the first bad record.
 //! `protocol/record_validation.py` is the reference implementation: the same checks, in the same
 //! order, with the same messages; a property test holds the two equal.
+
+mod columns;
+mod encode;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -333,5 +339,7 @@ fn minikafka_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_records, m)?)?;
     m.add_function(wrap_pyfunction!(record_spans, m)?)?;
     m.add_class::<OffsetMap>()?;
+    m.add_class::<columns::ColumnBuilder>()?;
+    encode::register(m)?;
     Ok(())
 }

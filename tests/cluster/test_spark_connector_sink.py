@@ -70,6 +70,68 @@ async def test_batch_write_with_the_kafka_sink_schema(spark, start_broker):
     assert sorted((k, v) for _, k, v, _ in other) == [(b"\x00\x01", b"bin"), (b"gone", None)]
 
 
+async def test_columns_without_headers_are_partitioned_as_kafka_does_and_written_in_order(spark, start_broker):
+    """The compiled path (topic option, no headers column): an explicit partition wins, a key
+    goes where Kafka's default partitioner puts it (judged by confluent-kafka's own murmur2
+    partitioner), null keys are spread, values and nulls arrive intact, and each partition holds
+    its rows in the DataFrame's order; also transactionally."""
+    from confluent_kafka import Producer
+
+    broker = start_broker(1, **TXN_BROKER)
+    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"cols": 4, "cols-txn": 4})
+    rows = [
+        (f"k{i}" if i % 4 else None, None if i % 7 == 0 and i % 4 else f"v{i:05d}", 3 if i % 10 == 0 else None)
+        for i in range(5000)
+    ]
+
+    def write(topic, **extra):
+        writer = (
+            spark.createDataFrame(rows, "key string, value string, partition int")
+            .coalesce(1)
+            .write.format("minikafka")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("topic", topic)
+            .option("kafka.batch.size", "2000")
+        )
+        for k, v in extra.items():
+            writer = writer.option(k, v)
+        writer.mode("append").save()
+
+    def murmur2_partitions(keys):
+        placed = {}
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "partitioner": "murmur2_random"})
+        for key in keys:
+            producer.produce(
+                "cols-probe", b"", key.encode(), on_delivery=lambda e, m: placed.setdefault(m.key(), m.partition())
+            )
+        producer.flush(30)
+        return placed
+
+    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"cols-probe": 4})
+    for topic, extra in (("cols", {}), ("cols-txn", {"kafka.transactional.id": "cols"})):
+        await trio.to_thread.run_sync(lambda: write(topic, **extra))
+        got = await trio.to_thread.run_sync(consume_records, broker.bootstrap, topic, len(rows))
+        assert len(got) == len(rows)
+        keyed = {k for k, _, p in rows if k is not None and p is None}
+        expected_partition = await trio.to_thread.run_sync(murmur2_partitions, sorted(keyed))
+        by_partition: dict = {}
+        for partition, key, value, headers in got:
+            by_partition.setdefault(partition, []).append((key, value))
+            assert headers == []
+        order = {(k.encode() if k else None, v.encode() if v else None): i for i, (k, v, _) in enumerate(rows)}
+        for records in by_partition.values():
+            assert [order[r] for r in records] == sorted(order[r] for r in records)  # in order
+        where = {r: p for p, rs in by_partition.items() for r in rs}
+        for key, value, explicit in rows:
+            partition = where[(key.encode() if key else None, value.encode() if value else None)]
+            if explicit is not None:
+                assert partition == explicit
+            elif key is not None:
+                assert partition == expected_partition[key.encode()]
+        null_keys = {p for p, rs in by_partition.items() for k, _ in rs if k is None}
+        assert len(null_keys) > 1  # sticky, but moving on
+
+
 def test_the_sink_refuses_what_spark_kafka_refuses(spark):
     def save(df, mode="append", **options):
         writer = df.write.format("minikafka").option("kafka.bootstrap.servers", "127.0.0.1:1").mode(mode)
