@@ -43,7 +43,11 @@ def _rate(records: int, seconds: float) -> str:
 
 def _read(spark, bootstrap: str, topic: str) -> int:
     return (
-        spark.read.format("minikafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load().count()
+        spark.read.format("minikafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .load()
+        .count()
     )
 
 
@@ -147,5 +151,7 @@ def run(quick: bool) -> list[targets.Row]:
 
 if __name__ == "__main__":
     sys.exit(
-        targets.main(sys.argv[1:], "the Spark connector and the metrics (issues 23, 37)", run, issue=37, name="connector")
+        targets.main(
+            sys.argv[1:], "the Spark connector and the metrics (issues 23, 37)", run, issue=37, name="connector"
+        )
     )
