@@ -40,7 +40,9 @@ BROKER = {
 }
 
 
-def _producer_process(bootstrap: str, index: int, records: int, seconds: float, out, spread: bool = False) -> None:
+def _producer_process(
+    bootstrap: str, index: int, records: int, seconds: float, out, spread: bool = False, topic: str = TOPIC
+) -> None:
     from confluent_kafka import Producer
 
     producer = Producer(
@@ -55,10 +57,10 @@ def _producer_process(bootstrap: str, index: int, records: int, seconds: float, 
         producer.begin_transaction()
         for _ in range(records):
             if spread:  # every transaction touches every partition it can
-                producer.produce(TOPIC, value=value, partition=partition % PARTITIONS)
+                producer.produce(topic, value=value, partition=partition % PARTITIONS)
                 partition += 1
             else:  # the client's default partitioner (sticky for keyless records), as kafka-producer-perf-test
-                producer.produce(TOPIC, value=value)
+                producer.produce(topic, value=value)
         started = time.monotonic()
         producer.commit_transaction(60)
         commit_s += time.monotonic() - started
@@ -76,13 +78,14 @@ def _cpu_s(pids: list[int]) -> float:
 
 
 def transaction_rate(
-    bootstrap: str, records: int, seconds: float, producers: int, spread: bool = False
+    bootstrap: str, records: int, seconds: float, producers: int, spread: bool = False, topic: str = TOPIC
 ) -> tuple[float, float]:
-    """(transactions/s over all producers, mean commit latency in ms)."""
+    """(transactions/s over all producers, mean commit latency in ms) on `topic` (`spread`: over
+    its first `PARTITIONS` partitions, else where the client's partitioner puts them)."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     procs = [
-        ctx.Process(target=_producer_process, args=(bootstrap, i, records, seconds, out, spread))
+        ctx.Process(target=_producer_process, args=(bootstrap, i, records, seconds, out, spread, topic))
         for i in range(producers)
     ]
     started = time.monotonic()

@@ -247,3 +247,22 @@ def test_quick_consumer_group_bench_prints_measured_against_targets():
     assert "| measurement (issue 36) | measured | target | met |" in r.stdout
     assert "10 members to a stable assignment, 200 partitions: consumer vs classic" in r.stdout
     assert "broker CPU per heartbeat, 10 stable members: consumer vs classic" in r.stdout
+
+
+def test_quick_goals_bench_prints_every_goal_of_issue_37():
+    r = subprocess.run([sys.executable, "-m", "bench.goals_bench", "--quick"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 37) | measured | target | met |" in r.stdout
+    for row in (
+        "end-to-end, linger.ms=0, 10k records/s over 6 partitions",
+        "transactions/s, 10 records each, 1 partition",
+        "transactions/s, 10 records each, over 6 partitions",
+        "leader CPU per one-record RF 3 acks=all Produce",
+        "100 connections x 100 requests/s",
+        "RF 3 acks=all, 100 B, confluent, 6 partitions",
+        "SASL_SSL / PLAINTEXT throughput",
+        "Spark source, batch read",
+        "Spark sink, batch write",
+        "`make test` wall time",
+    ):
+        assert row in r.stdout, row

@@ -1,0 +1,206 @@
+"""`make bench`, issue 37's goal table: each goal of the issue measured (or, where another bench of
+the same `make bench` run measures it, read from that bench's results) and printed beside the
+value the issue started from and the goal. Runs last in `make bench`.
+
+Measured here, on ZooKeeper and 3 broker processes (`LocalCluster`, this machine's 2 cores):
+1. end-to-end, RF 3 acks=all, linger.ms=0, 10k records/s offered over a 6-partition topic whose
+   leaders are spread over the 3 brokers (`minikafka perf end-to-end`, confluent-kafka);
+2. transactions/s of 10 records (confluent-kafka, 8 producer processes, `bench.txn_bench`): on a
+   1-partition topic, and spread over all 6 partitions of a topic;
+3. the leader's CPU per one-record RF 3 acks=all Produce: `perf.connections` offers 3,000
+   one-record requests/s for 10 s; the leader process's CPU seconds (psutil) over the requests
+   answered (the leader also serves the followers' fetches of those records: part of the cost);
+4. 100 connections x 100 one-record Produce requests/s, 5 runs of 15 s, p99 of each;
+5. RF 3 acks=all, 100-byte records, confluent-kafka, 6 partitions: records/s.
+Read from this run's other results: SASL_SSL / PLAINTEXT (`bench/results/security.md`), the Spark
+sink and source (`connector.md`), and `make test`'s wall time (`bench/results/make_test.txt`,
+written by the Makefile's test target on this machine).
+
+Results: a markdown table, `bench/results/goals.md`, README's `bench:goals` section (unless
+--quick, which runs tiny sizes to keep the script working; its numbers mean nothing).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from bench import targets, txn_bench
+from bench.cluster_bench import LocalCluster, perf
+from bench.request_bench import _connections
+
+RESULTS = targets.ROOT / "bench" / "results"
+#: where issue 37 started (its table)
+BEFORE = {
+    "e2e6": "37-43% delivered, p50 5-6 s",
+    "txn1": "152 txn/s",
+    "txn6": "80 txn/s",
+    "tls": "54%",
+    "cpu": "92-147 µs",
+    "conns": "29.6 / 50.4 / 207.8 ms in 3 runs",
+    "rf3": "950k records/s",
+    "source": "97k records/s",
+    "sink": "37.6k records/s",
+    "test": "19-21 min",
+}
+
+
+def _row(name: str, measured: str, key: str, goal: str, ok: bool) -> targets.Row:
+    print(f"  {name}: {measured} (goal {goal})", flush=True)
+    return (name, f"{measured} (issue: {BEFORE[key]})", goal, ok)
+
+
+def _leader_of(cluster: LocalCluster, topic: str) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=30)
+    return md.topics[topic].partitions[0].leader
+
+
+def _from_results(name: str, row_prefix: str) -> tuple[str, bool] | None:
+    """(measured, met) of the first row of `bench/results/<name>.md` starting with
+    `row_prefix`, or None when that bench did not run on this checkout."""
+    path = RESULTS / f"{name}.md"
+    if not path.exists():
+        return None
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith(row_prefix):
+            return cells[1], cells[3] == "yes"
+    return None
+
+
+def _rate_of(measured: str) -> float:
+    match = re.match(r"([\d,]+) records/s", measured)
+    return float(match.group(1).replace(",", "")) if match else 0.0
+
+
+def measured_rows(quick: bool) -> list[targets.Row]:
+    rows: list[targets.Row] = []
+    settings = {"transaction_state_log_num_partitions": "6", "offsets_topic_num_partitions": "3"}
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = LocalCluster(Path(tmp) / "cluster", **settings)
+        try:
+            isr2 = {"min.insync.replicas": "2"}
+            for name, partitions in (("e2e6", 6), ("lat", 1), ("rf3", 6), ("txn1", 1), (txn_bench.TOPIC, 6)):
+                cluster.create_topic(name, partitions, 3, isr2)
+            cluster.create_offsets_topic()
+            n = 2_000 if quick else 100_000
+            e2e = perf("end-to-end", cluster.bootstrap, "e2e6", "--num-records", str(n), "--throughput", "10000",
+                       "--acks", "all", "--linger-ms", "0")  # fmt: skip
+            p99 = e2e.latency.p99 if e2e.latency else float("inf")
+            rows.append(
+                _row(
+                    "end-to-end, linger.ms=0, 10k records/s over 6 partitions RF 3 (3 leaders), acks=all",
+                    f"{e2e.records_per_s:,.0f} records/s, p99 {p99:.1f} ms",
+                    "e2e6",
+                    "sustained, p99 <= 20 ms",
+                    e2e.records_per_s >= 9_900 and p99 <= 20,
+                )
+            )
+            seconds, producers = (3, 2) if quick else (15, txn_bench.PRODUCERS)
+            for key, topic, spread, goal in (("txn1", "txn1", False, 500), ("txn6", txn_bench.TOPIC, True, 300)):
+                cpu0, t0 = cluster.cpu_s(), time.monotonic()
+                rate, commit_ms = txn_bench.transaction_rate(cluster.bootstrap, 10, seconds, producers, spread, topic)
+                cores = (cluster.cpu_s() - cpu0) / (time.monotonic() - t0)
+                where = "1 partition" if not spread else "over 6 partitions"
+                rows.append(
+                    _row(
+                        f"transactions/s, 10 records each, {where}, {producers} confluent producers",
+                        f"{rate:,.0f} txn/s, commit {commit_ms:.1f} ms, brokers {cores:.2f} cores",
+                        key,
+                        f">= {goal} txn/s",
+                        rate >= goal,
+                    )
+                )
+            leader = psutil.Process(cluster.brokers[_leader_of(cluster, "lat")].process.pid)
+            cpu0 = sum(leader.cpu_times()[:2])
+            result, _ = _connections(cluster, "lat", 10, 300, 3 if quick else 10)
+            answered = result.records_per_s * result.seconds
+            per_request_us = (sum(leader.cpu_times()[:2]) - cpu0) / max(answered, 1) * 1e6
+            rows.append(
+                _row(
+                    "leader CPU per one-record RF 3 acks=all Produce (3,000 requests/s offered)",
+                    f"{per_request_us:.0f} µs",
+                    "cpu",
+                    "<= 60 µs",
+                    per_request_us <= 60,
+                )
+            )
+            p99s, errors = [], 0
+            for _ in range(2 if quick else 5):
+                result, _ = _connections(cluster, "lat", 20 if quick else 100, 100, 3 if quick else 15)
+                p99s.append(result.latency.p99 if result.latency else float("inf"))
+                errors += result.errors
+            rows.append(
+                _row(
+                    "100 connections x 100 requests/s, RF 3 acks=all: p99 per run",
+                    " / ".join(f"{p:.1f}" for p in p99s) + f" ms, {errors} errors",
+                    "conns",
+                    "<= 50 ms in 5 runs of 5",
+                    max(p99s) <= 50 and errors == 0,
+                )
+            )
+            records = 50_000 if quick else 3_000_000
+            rf3 = perf("produce", cluster.bootstrap, "rf3", "--num-records", str(records), "--record-size", "100",
+                       "--acks", "all")  # fmt: skip
+            rows.append(
+                _row(
+                    "RF 3 acks=all, 100 B, confluent, 6 partitions",
+                    f"{rf3.records_per_s:,.0f} records/s",
+                    "rf3",
+                    ">= 1,200,000 records/s",
+                    rf3.records_per_s >= 1_200_000,
+                )
+            )
+        finally:
+            cluster.close()
+    return rows
+
+
+def read_rows() -> list[targets.Row]:
+    rows: list[targets.Row] = []
+    for key, bench, prefix, name, goal in (
+        (
+            "tls",
+            "security",
+            "SASL_SSL throughput / PLAINTEXT",
+            "SASL_SSL / PLAINTEXT throughput, RF 3 acks=all",
+            ">= 70%",
+        ),
+        ("source", "connector", "Spark source, batch read", "Spark source, batch read", ">= 1,000,000 records/s"),
+        (
+            "sink",
+            "connector",
+            "Spark sink, batch write",
+            "Spark sink, batch write (idempotent)",
+            ">= 300,000 records/s",
+        ),
+    ):
+        found = _from_results(bench, prefix)
+        if found is None:
+            rows.append(_row(name, f"not measured: run `python -m bench.{bench}_bench` first", key, goal, False))
+        else:
+            rows.append(_row(name, f"{found[0]} (bench/results/{bench}.md)", key, goal, found[1]))
+    path = RESULTS / "make_test.txt"
+    if path.exists():
+        minutes = float(path.read_text().split()[0]) / 60
+        rows.append(_row("`make test` wall time on 2 cores", f"{minutes:.1f} min", "test", "<= 12 min", minutes <= 12))
+    else:
+        rows.append(
+            _row("`make test` wall time on 2 cores", "not measured: run `make test`", "test", "<= 12 min", False)
+        )
+    return rows
+
+
+def run(quick: bool) -> list[targets.Row]:
+    return measured_rows(quick) + read_rows()
+
+
+if __name__ == "__main__":
+    sys.exit(targets.main(sys.argv[1:], "issue 37's goals", run, issue=37, name="goals"))
