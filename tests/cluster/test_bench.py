@@ -250,7 +250,9 @@ def test_quick_consumer_group_bench_prints_measured_against_targets():
 
 
 def test_quick_goals_bench_prints_every_goal_of_issue_37():
-    r = subprocess.run([sys.executable, "-m", "bench.goals_bench", "--quick"], capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.goals_bench", "--quick"], capture_output=True, text=True, timeout=900
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "| measurement (issue 37) | measured | target | met |" in r.stdout
     for row in (
