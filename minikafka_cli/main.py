@@ -4,7 +4,7 @@
 `produce`, `consume`, `groups`, `transactions`, `acls`, `users`, `leader-election`, `health`, `perf` (Kafka-style perf tools), and `run`, the main job
 (examples/flights.py). Bad arguments exit 2 with argparse's one-line message. When the reader of the
 output goes away (`minikafka consume ... | head`) the command stops quietly with status 141, as a
-Unix tool killed by SIGPIPE does.
+Unix tool killed by SIGPIPE does. `minikafka --version` prints the version and exits 0.
 """
 
 from __future__ import annotations
@@ -58,8 +58,21 @@ COMMANDS = {
 }
 
 
+def version() -> str:
+    """`minikafka --version`: the installed package's version and the Kafka protocol it speaks."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        ours = installed("minikafka")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        ours = "unknown (not installed)"
+    return f"minikafka {ours} (the wire protocol of Kafka 3.8, and KIP-848's consumer groups of Kafka 4)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minikafka", description="A Kafka-compatible broker in Python.")
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, text) in COMMANDS.items():
         module.add_arguments(sub.add_parser(name, help=text))

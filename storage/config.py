@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from storage import metadata_version
+
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
 
@@ -100,12 +102,13 @@ def _throttled_replicas(key: str, value: str) -> list[str]:
     return items
 
 
-_METADATA_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?(-IV\d+)?$")
-
-
 def _message_format_version(key: str, value: str) -> str:
-    if not _METADATA_VERSION.match(value.strip()):
-        raise ValueError(f"{key} must be a Kafka version such as 2.8 or 3.0-IV1, got {value!r}")
+    """Kafka's MetadataVersionValidator: any version string Kafka 3.8 parses (0.10.0.0, 2.8.1,
+    3.0-IV1, ...), kept as given; ignored since Kafka 3.0."""
+    try:
+        metadata_version.parse(value.strip())
+    except ValueError as e:
+        raise ValueError(f"{key} must be a Kafka version such as 2.8, 0.10.0.0 or 3.0-IV1: {e}") from None
     return value.strip()
 
 

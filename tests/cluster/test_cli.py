@@ -25,3 +25,11 @@ def test_every_command_has_help():
     for command in ("broker", "cluster", "topics", "produce", "consume", "run"):
         result = subprocess.run(CLI + [command, "--help"], capture_output=True, text=True)
         assert result.returncode == 0 and "usage: minikafka " + command in result.stdout, command
+
+
+def test_version_prints_the_installed_version_and_exits_0():
+    from importlib.metadata import version
+
+    result = subprocess.run(CLI + ["--version"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"minikafka {version('minikafka')} ") and "Kafka 3.8" in result.stdout

@@ -88,6 +88,8 @@ def test_kafka_values_are_accepted(configs):
         ({"retention.ms": "-2"}, "retention.ms must be >= -1"),
         ({"unclean.leader.election.enable": "yes"}, "must be true or false"),
         ({"message.format.version": "latest"}, "must be a Kafka version"),
+        ({"message.format.version": "3.9"}, "Version 3.9 is not a valid version"),
+        ({"message.format.version": "0.7.0"}, "must be a Kafka version"),
         ({"leader.replication.throttled.replicas": "0-1"}, "partitionId:brokerId"),
         ({"no.such.config": "1"}, "unknown topic config name: no.such.config"),
         ({"min.compaction.lag.ms": "11", "max.compaction.lag.ms": "10"}, "min.compaction.lag.ms \\(11\\) > max"),
@@ -175,3 +177,10 @@ def test_topic_configs_overlay_broker_defaults_and_drop_what_they_cannot_use():
     assert configs.min_insync_replicas("t") == 3 and configs.unclean_leader_election_enable("t") is False
     configs.remove("t")
     assert "t" not in configs and configs.log_config("t").segment_bytes == 1 << 20
+
+
+@pytest.mark.parametrize("version", ["0.10.0.0", "0.10.0", "0.8.2.2", "0.10.0-IV1", "2.8.1", "3.0-IV1", "3.8", "1.0.0"])
+def test_message_format_version_takes_every_string_kafka_parses(version):
+    """Kafka ignores the key since 3.0 but validates it as MetadataVersion.fromVersionString: 4-part
+    0.x versions (what clients of the 0.10 days were configured with) included."""
+    validate_topic_config({"message.format.version": version})  # no ValueError
