@@ -69,6 +69,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, FrameTooLarge, ProtocolError, UnsupportedVersion
 from protocol.framing import FrameDecoder
 from security.principal import ANONYMOUS
+from security.tls_read import drain_tls
 
 log = logging.getLogger(__name__)
 
@@ -361,6 +362,8 @@ class KafkaServer:
                 try:
                     with reading:
                         data = await stream.receive_some(size)
+                        if data and isinstance(stream, trio.SSLStream):
+                            data = drain_tls(stream, data, size)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
                     log.debug("connection %s ended: %s", peer, e)
                     return

@@ -34,6 +34,7 @@ from security import plain
 from security.config import PLAINTEXT_CLIENT, ClientSecurity, SecurityConfigError, SslSettings
 from security.scram import ScramClient, ScramError
 from security.ssl_context import client_context
+from security.tls_read import drain_tls
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +227,10 @@ class Connection:
     async def _read_loop(self) -> None:
         decoder = FrameDecoder(max_frame_size=1 << 30)
         try:
-            while data := await self.stream.receive_some(min(max(1 << 16, decoder.wanted), 4 << 20)):
+            stream = self.stream
+            while data := await stream.receive_some(size := min(max(1 << 16, decoder.wanted), 4 << 20)):
+                if isinstance(stream, trio.SSLStream):
+                    data = drain_tls(stream, data, size)
                 for frame in decoder.feed(data):
                     self._deliver(frame)
             self._fail(ConnectionClosed(f"{self.host}:{self.port} closed the connection"))
