@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 
 from protocol import record_batch as rb
+from protocol.partitioner import partition_for_key
 
 try:
     from minikafka_native import encode_runs as _native_encode_runs
@@ -66,8 +67,6 @@ def _rows(column) -> list[bytes | None]:
 
 
 def reference_partition_rows(keys, values, explicit, partitions, sticky, sticky_bytes, batch_size) -> tuple:
-    from client.producer import partition_for_key
-
     vals = _rows(values)
     ks = _rows(keys) if keys is not None else [None] * len(vals)
     chosen: list[int | None] = [None] * len(vals)

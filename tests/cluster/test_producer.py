@@ -7,9 +7,10 @@ import trio
 from replication_helpers import create_topic, log_bytes, partition_state, wait_for, wait_for_isr
 
 from client import Cluster
-from client.producer import Producer, murmur2, partition_for_key
+from client.producer import Producer
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
+from protocol.partitioner import murmur2, partition_for_key
 
 
 def test_murmur2_matches_kafka_python():

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.producer import partition_for_key
 from protocol import arrow_encode as ae
 from protocol import record_batch as rb
+from protocol.partitioner import partition_for_key
 
 pytest.importorskip("minikafka_native", reason="built by make setup")
 pa = pytest.importorskip("pyarrow")
