@@ -3,6 +3,7 @@ produce with a leader killed mid-stream, PySpark exactly-once check, cluster dow
 SASL_SSL cluster with ACLs (`--security sasl_ssl`: TLS, SCRAM, the admin's client.properties for the
 CLI and the `kafka.*` security options for Spark)."""
 
+import re
 import subprocess
 import sys
 
@@ -54,6 +55,9 @@ def test_main_job_on_a_slice_of_the_flights(tmp_path, security, rows):
     )
     assert "RESULT: all checks passed" in out and "cluster down" in out
     assert "average departure delay per carrier" in out
+    # rows per partition: only partitions that hold rows, adding up to every row
+    counts = [int(n.replace(",", "")) for n in re.findall(r"^   partition \d+: ([\d,]+)$", out, re.M)]
+    assert counts and all(counts) and sum(counts) == rows, counts
     # the Spark sink wrote each carrier's average, and the CLI consumer read exactly those back
     assert "per-carrier averages to flights-delays with the minikafka Spark sink" in out
     assert "read back -> the same" in out
