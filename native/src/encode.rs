@@ -13,6 +13,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::collections::HashMap;
 
 type Column = (Option<PyBuffer<u8>>, PyBuffer<u8>, PyBuffer<u8>, usize, usize);
 
@@ -226,19 +227,17 @@ fn encode_runs<'py>(
     }
     // (partition, open payload, records, bytes); finished runs in `out`
     let mut open: Vec<(i32, Vec<u8>, usize, usize)> = Vec::new();
+    let mut slots: HashMap<i32, usize> = HashMap::new(); // partition -> its index in `open`
     let mut out = Vec::new();
     for row in 0..n {
         let p = 4 * row;
         let partition = i32::from_le_bytes([parts[p], parts[p + 1], parts[p + 2], parts[p + 3]]);
         let key = keys.as_ref().map(|k| k.get(row)).transpose()?.flatten();
         let value = values.get(row)?;
-        let slot = match open.iter().position(|r| r.0 == partition) {
-            Some(i) => i,
-            None => {
-                open.push((partition, Vec::new(), 0, 0));
-                open.len() - 1
-            }
-        };
+        let slot = *slots.entry(partition).or_insert_with(|| {
+            open.push((partition, Vec::new(), 0, 0));
+            open.len() - 1
+        });
         let run = &mut open[slot];
         let body = 1 + 1 + varint_len(run.2 as i64) + blob_len(key) + blob_len(value) + 1;
         if run.2 > 0 && run.1.len() + body + varint_len(body as i64) > max_bytes {
