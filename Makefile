@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := zookeeper kcat default-jre-headless iptables debootstrap
+APT_PACKAGES := zookeeper kcat default-jre-headless iptables debootstrap chromium
 
 .PHONY: setup apt venv test test-fast lint run bench chaos fuzz regen clean images compose-up compose-down chaos-docker
 
@@ -80,6 +80,7 @@ bench: setup
 	$(PY) -m bench.scale_bench
 	$(PY) -m bench.quota_bench
 	$(PY) -m bench.compose_bench
+	$(PY) -m bench.testing_bench
 	$(PY) -m bench.goals_bench
 
 # The docker-compose cluster (docker-compose.yml). `images` builds the base image from Debian's

@@ -10,12 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-Row = tuple[str, str, str, bool]  # measurement, measured, target, met
+Row = tuple[str, str, str, bool | None]  # measurement, measured, target, met (None: no target, "n/a")
 
 
-def render(rows: list[Row], issue: int) -> str:
+def render(rows: list[Row], issue: int | str) -> str:
     lines = [f"| measurement (issue {issue}) | measured | target | met |", "|---|---|---|---|"]
-    lines += [f"| {name} | {measured} | {target} | {'yes' if ok else 'NO'} |" for name, measured, target, ok in rows]
+    lines += [
+        f"| {name} | {measured} | {target} | {'n/a' if ok is None else 'yes' if ok else 'NO'} |"
+        for name, measured, target, ok in rows
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -30,7 +33,7 @@ def publish(table: str, name: str) -> None:
         readme.write_text(text)
 
 
-def main(argv, description: str, run: Callable[[bool], list[Row]], issue: int, name: str) -> int:
+def main(argv, description: str, run: Callable[[bool], list[Row]], issue: int | str, name: str) -> int:
     """A bench's command line: `--quick` (tiny sizes for tests, nothing published)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="tiny sizes (tests); the numbers mean nothing")

@@ -197,6 +197,8 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
     for key in props:
         if key in NO_EFFECT_KEYS:
             log.info("configuration key %r has no effect in minikafka (trio needs no thread pools)", key)
+        elif key in BROKER_CONFIG and BROKER_CONFIG[key].compat:
+            log.info("configuration key %r: %s", key, BROKER_CONFIG[key].compat)
         elif key not in BROKER_CONFIG and not key.startswith(LISTENER_PREFIX):
             log.warning("unknown configuration key %r is ignored", key)
     values: dict[str, Any] = {}
@@ -213,6 +215,10 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
             raise ConfigError(f"{key} is required")
         else:
             values[key] = parse(default) if isinstance(default, str) and default and parse is not str else default
+    if values["node.id"] not in (None, -1, values["broker.id"]):
+        raise ConfigError(
+            f"node.id {values['node.id']} must be -1 or broker.id ({values['broker.id']}): {BROKER_CONFIG['node.id'].compat}"
+        )
     control_plane = values["control.plane.listener.name"]
     if control_plane:
         names = [lst.name for lst in values["listeners"]]

@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from broker.config_compat import ALSO_ACCEPTED, COMPAT_KEYS, CompatKey
+from storage.metadata_version import parse as _message_format_version
+
 
 class ConfigError(ValueError):
     """An invalid or missing configuration value; the message names the key."""
@@ -132,6 +135,7 @@ class ConfigKey:
     doc: str
     dynamic: bool = False  # may be set in /config/brokers/* and applied at once
     fixed_because: str | None = None  # Kafka may change it at runtime; minikafka cannot, for this reason
+    compat: str | None = None  # a Kafka key minikafka has no mechanism for: what it does instead (config_compat)
 
     @property
     def has_effect(self) -> bool:
@@ -564,6 +568,14 @@ BROKER_CONFIG: dict[str, ConfigKey] = {
             _int_at_least(1),
             60000,
             "How often, in ms, recovery points are checkpointed.",
+        ),
+        _key(
+            "log.message.format.version",
+            "string",
+            _message_format_version,
+            "3.0-IV1",
+            "The broker's default for the topic config message.format.version: ignored since Kafka 3.0 (every batch is v2), but it must name a Kafka version.",
+            dynamic=True,
         ),
         _key(
             "log.message.timestamp.type",
@@ -1043,3 +1055,35 @@ BROKER_CONFIG: dict[str, ConfigKey] = {
         ),
     )
 }
+
+
+def _typed(type_name: str) -> Callable[[str], Any]:
+    """Kafka's type check of a value (ConfigDef.parseType), for keys minikafka keeps but does not act on."""
+    if type_name in ("int", "long", "short"):
+        return lambda v: int(v.strip()) if v.strip() else None
+    if type_name == "double":
+        return lambda v: float(v.strip()) if v.strip() else None
+    if type_name == "boolean":
+        return lambda v: _bool(v) if v.strip() else None
+    return lambda v: v.strip()
+
+
+def _refused_unless_default(key: CompatKey) -> Callable[[str], Any]:
+    typed, allowed = _typed(key.type), ALSO_ACCEPTED.get(key.name, set())
+
+    def parse(value: str) -> Any:
+        parsed = typed(value)
+        if value.strip() and parsed != typed(key.default) and value.strip() not in allowed:
+            raise ValueError(key.reason)
+        return parsed
+
+    return parse
+
+
+def _compat_key(key: CompatKey) -> ConfigKey:
+    parse = _refused_unless_default(key) if key.refused else _typed(key.type)
+    return ConfigKey(key.name, key.type, parse, key.default, key.reason, key.dynamic, compat=key.reason)
+
+
+#: every other key of Kafka 3.8's KafkaConfig, known with what minikafka does with it (broker/config_compat.py)
+BROKER_CONFIG.update({key.name: _compat_key(key) for key in COMPAT_KEYS if key.name not in BROKER_CONFIG})

@@ -25,9 +25,12 @@ DEFAULT_ENTITY = "<default>"
 #: defaults (topic config synonyms) and the two topic defaults read on every use
 RECONFIGURABLE = frozenset(key.name for key in BROKER_CONFIG.values() if key.dynamic)
 
-#: why a key Kafka can change at runtime cannot change in minikafka (the table's `fixed_because`;
-#: the no-effect keys: trio has no thread pools to resize)
-_NOT_YET = {key.name: key.fixed_because for key in BROKER_CONFIG.values() if key.fixed_because} | {
+#: why a key cannot change in minikafka at runtime (the table's `fixed_because`, or for a Kafka key
+#: minikafka has no mechanism for, what it does with it; the no-effect keys: trio has no thread
+#: pools to resize)
+_NOT_YET: dict[str, str] = {
+    key.name: reason for key in BROKER_CONFIG.values() if (reason := key.fixed_because or key.compat)
+} | {
     key.name: "trio needs no thread pools, so minikafka has none to resize"
     for key in BROKER_CONFIG.values()
     if not key.has_effect

@@ -13,6 +13,7 @@ checkpoint the logs, write the clean-shutdown marker, deregister, exit 0.
 from __future__ import annotations
 
 import argparse
+import base64
 import gc
 import logging
 import logging.handlers
@@ -42,6 +43,9 @@ from broker.server import KafkaServer, ListenerBindError
 from broker.txn_marker_channel import TransactionMarkerChannel
 from broker.zk_session import SessionKeeper
 from client.connection import Connection, ConnectionClosed
+from console.auth import console_auth
+from console.server import Console
+from console.snapshot import local_snapshot, read_records
 from controller import events as controller_events
 from controller.controller import KafkaController
 from coordinator.group.config import GroupCoordinatorConfig
@@ -54,6 +58,7 @@ from protocol.api_keys import ApiKey
 from security.authorizer import AclCache, Authorizer, parse_super_users
 from security.config import SecurityConfigError
 from security.credentials import CredentialCache
+from security.ssl_context import client_context, server_context
 from storage.cleaner.log_cleaner import LogCleaner
 from storage.errors import StorageError
 from storage.log_manager import LogManager
@@ -118,6 +123,7 @@ class Broker:
         )
         self.server: KafkaServer | None = None
         self.registration: znodes.BrokerRegistration | None = None
+        self.console_url: str | None = None  # set when the metrics port (and console) is served
         self.session = self._session_keeper()
 
     async def _cluster_id(self) -> str:
@@ -138,7 +144,7 @@ class Broker:
         endpoints = [(a.name, a.host or "127.0.0.1", a.port or ports.get(a.name, 0)) for a in advertised]
         protocols = {name: s.protocol.name for name, s in self.config.listener_security().items()}
         registration = self.registration = znodes.BrokerRegistration(
-            self.config.broker_id, endpoints, self.config["broker.rack"] or None, protocols
+            self.config.broker_id, endpoints, self.config["broker.rack"] or None, protocols, self.console_url
         )
         # A registration left by a killed process of this broker vanishes when its session expires:
         # wait that long; a live broker with the same id keeps it, and we refuse to start.
@@ -235,7 +241,7 @@ class Broker:
                     await nursery.start(self.controller.run)
                     await nursery.start(self.config_manager.run)
                     nursery.start_soon(self.session.run)
-                    metrics = await self._start_metrics(nursery, group_coordinator)
+                    metrics = await self._start_metrics(nursery, group_coordinator, txn_coordinator)
                     registration = await self._register(bound)
                     endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in registration.endpoints)
                     print(
@@ -262,21 +268,70 @@ class Broker:
             with trio.CancelScope(shield=True):
                 await self.zk.close()
 
-    async def _start_metrics(self, nursery: trio.Nursery, group_coordinator) -> str:
-        """Serve Prometheus metrics when `metrics.port` >= 0; returns the readiness line's
-        suffix naming the URL ("" when off). Raises BrokerStartupError if the port is taken."""
+    async def _start_metrics(self, nursery: trio.Nursery, group_coordinator, txn_coordinator) -> str:
+        """Serve Prometheus metrics and the web console when `metrics.port` >= 0; returns the
+        readiness line's suffix naming the URL ("" when off) and sets `console_url` (registered
+        in ZooKeeper, where the other brokers' consoles find it). Raises BrokerStartupError if
+        the port is taken."""
         port = self.config["metrics.port"]
         if port < 0:
             return ""
         registry = CollectorRegistry()
         registry.register(BrokerCollector(self.server, self.replica_manager, self.controller, group_coordinator))
         host = self.config["metrics.host"]
+        console = self._console(group_coordinator, txn_coordinator)
         try:
-            bound = await nursery.start(serve_metrics, host, port, registry)
+            tls = server_context(console.auth.tls) if console.auth.tls is not None else None
+        except SecurityConfigError as e:
+            raise BrokerStartupError(f"the web console's TLS: {e}") from None
+        try:
+            bound = await nursery.start(serve_metrics, host, port, registry, console, tls)
         except OSError as e:
             raise BrokerStartupError(f"metrics.port {port}: {e}") from None
         shown = host or next((a.host for a in self.config.advertised_listeners if a.host), "127.0.0.1")
-        return f" (metrics http://{shown}:{bound}/metrics)"
+        inter_broker = self.config.inter_broker_listener.name
+        reachable = next((a.host for a in self.config.advertised_listeners if a.name == inter_broker and a.host), None)
+        console_host = host if host not in ("", "0.0.0.0", "::") else reachable or "127.0.0.1"
+        scheme = "https" if tls is not None else "http"
+        self.console_url = f"{scheme}://{console_host}:{bound}"
+        return f" (metrics http://{shown}:{bound}/metrics, console {scheme}://{shown}:{bound}/)"
+
+    def _console(self, group_coordinator, txn_coordinator) -> Console:
+        """The web console (`console/`) over this broker's state."""
+        broker_id = self.config.broker_id
+        security = self.client_security
+        authorization = None
+        if security.protocol.uses_sasl and security.username is not None:
+            token = base64.b64encode(f"{security.username}:{security.password or ''}".encode()).decode()
+            authorization = f"Basic {token}"
+
+        async def peers() -> dict[int, str]:
+            ids = [int(child) for child in await self.zk.get_children(znodes.BROKER_IDS)]
+            found = await self.zk.get_many([znodes.broker_path(i) for i in ids])
+            registrations = [znodes.BrokerRegistration.decode(i, f[0]) for i, f in zip(ids, found) if f is not None]
+            return {r.broker_id: r.console_url for r in registrations if r.console_url}
+
+        return Console(
+            broker_id,
+            lambda: local_snapshot(
+                broker_id,
+                self.metadata_cache,
+                self.replica_manager,
+                self.controller,
+                group_coordinator,
+                txn_coordinator,
+            ),
+            lambda topic, partition, offset, limit: read_records(self.replica_manager, topic, partition, offset, limit),
+            peers,
+            console_auth(
+                self.config.listener_security(),
+                self.credentials,
+                self.authorizer,
+                self.config.inter_broker_listener.name,
+            ),
+            authorization,
+            client_context(security.ssl) if security.ssl is not None else None,
+        )
 
     def _session_keeper(self) -> SessionKeeper:
         """Kafka's session handling (`broker.zk_session`): keep serving while ZooKeeper is

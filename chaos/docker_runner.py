@@ -10,8 +10,10 @@ container running, unpaused, connected, ISR full). The replicas' logs are read i
 and the history is judged as in `make chaos`. The broker settings are docker-compose.yml's own.
 
 Nemeses: `docker kill` of a leader (then `docker start`), `docker pause`, `docker stop` (SIGTERM:
-controlled shutdown) of the controller, `docker network disconnect` of a leader, and one broker cut
-off from ZooKeeper only (iptables in the container's network namespace, entered with nsenter).
+controlled shutdown) of the controller, `docker network disconnect` of a leader, one broker cut
+off from ZooKeeper only (iptables in the container's network namespace, entered with nsenter), and
+ZooKeeper nodes killed: the ensemble's leader (a quorum of two remains), then two of the three (no
+quorum, as Kafka the brokers keep serving on their current leaders).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import os
 import random
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
@@ -38,8 +40,8 @@ from chaos.runner import (
 )
 from client import Cluster
 from client.reads import LATEST, list_offset
-from local_cluster.compose import BROKERS, ComposeCluster, build_images, docker_unavailable
-from local_cluster.zookeeper import free_port
+from local_cluster.compose import BROKERS, ZOOKEEPERS, ComposeCluster, build_images, docker_unavailable
+from local_cluster.ports import free_port
 from protocol import record_batch as rb
 
 
@@ -64,6 +66,7 @@ class Faults:
     paused: set[str]
     disconnected: set[str]
     zk_blocked: dict[str, list[list[str]]]  # service -> the iptables rules added in its namespace
+    stopped: set[str] = field(default_factory=set)  # ZooKeeper nodes killed
 
 
 async def _docker(cluster: ComposeCluster, verb: str, service: str, *args: str) -> None:
@@ -110,9 +113,13 @@ async def disconnect_leader(env: Env, cluster: ComposeCluster, faults: Faults) -
 
 
 def _zk_rules(cluster: ComposeCluster, service: str) -> tuple[str, list[list[str]]]:
+    """The container's pid and the iptables rules that cut it off every ZooKeeper node."""
     pid = str(cluster.inspect(service)["State"]["Pid"])
-    zk_ip = cluster.inspect("zookeeper")["NetworkSettings"]["Networks"][cluster.network()]["IPAddress"]
-    return pid, [["OUTPUT", "-d", zk_ip, "-j", "DROP"], ["INPUT", "-s", zk_ip, "-j", "DROP"]]
+    rules = []
+    for zk in ZOOKEEPERS:
+        ip = cluster.inspect(zk)["NetworkSettings"]["Networks"][cluster.network()]["IPAddress"]
+        rules += [["OUTPUT", "-d", ip, "-j", "DROP"], ["INPUT", "-s", ip, "-j", "DROP"]]
+    return pid, rules
 
 
 def _iptables_in(pid: str, action: str, rule: list[str]) -> None:
@@ -140,12 +147,58 @@ async def _unblock(cluster: ComposeCluster, faults: Faults, service: str) -> Non
         await trio.to_thread.run_sync(_iptables_in, pid, "-D", rule)
 
 
+def _zookeeper_modes(cluster: ComposeCluster) -> dict[str, str]:
+    """{ZooKeeper service: its `srvr` mode (leader, follower, or "" when not serving)}."""
+    modes = {}
+    for zk in ZOOKEEPERS:
+        r = subprocess.run(
+            ["docker", "exec", cluster.container(zk), "sh", "-c", "echo srvr | nc -w 2 127.0.0.1 2181"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        found = [line.split(":", 1)[1].strip() for line in r.stdout.splitlines() if line.startswith("Mode:")]
+        modes[zk] = found[0] if found else ""
+    return modes
+
+
+async def _kill_zookeepers(env: Env, cluster: ComposeCluster, faults: Faults, count: int) -> tuple[list[str], float]:
+    """Kill the ensemble's leader (and followers up to `count`), wait, start them again."""
+    modes = await trio.to_thread.run_sync(_zookeeper_modes, cluster)
+    victims = sorted(modes, key=lambda zk: modes[zk] != "leader")[:count]
+    for victim in victims:
+        await _docker(cluster, "kill", victim)
+        faults.stopped.add(victim)
+    seconds = env.rng.uniform(8, 10)
+    await trio.sleep(seconds)
+    for victim in victims:
+        await _docker(cluster, "start", victim)
+        faults.stopped.discard(victim)
+    return victims, seconds
+
+
+async def kill_zookeeper_leader(env: Env, cluster: ComposeCluster, faults: Faults) -> str:
+    """One ZooKeeper node down (the ensemble's leader): the other two elect a leader and keep the
+    quorum; the brokers' sessions move to them. Nothing may be lost and nothing may stop."""
+    victims, seconds = await _kill_zookeepers(env, cluster, faults, 1)
+    return f"docker kill of {victims[0]} (the ZooKeeper leader) for {seconds:.1f} s; two nodes keep the quorum"
+
+
+async def kill_two_zookeepers(env: Env, cluster: ComposeCluster, faults: Faults) -> str:
+    """Two ZooKeeper nodes down: no quorum. As in Kafka, the leaders keep serving produce and
+    fetch; what needs ZooKeeper (ISR changes, elections, new sessions) waits for the quorum."""
+    victims, seconds = await _kill_zookeepers(env, cluster, faults, 2)
+    return f"docker kill of {' and '.join(victims)}: no ZooKeeper quorum for {seconds:.1f} s"
+
+
 SCENARIOS = {
     "docker-kill-leader": kill_leader,
     "docker-pause-broker": pause,
     "docker-sigterm-controller": sigterm_controller,
     "docker-disconnect-leader": disconnect_leader,
     "docker-zk-partition": partition_from_zookeeper,
+    "docker-kill-zk-leader": kill_zookeeper_leader,
+    "docker-kill-2-zk-nodes": kill_two_zookeepers,
 }
 
 
@@ -158,9 +211,10 @@ async def heal(env: Env, cluster: ComposeCluster, faults: Faults, wait_isr: bool
         await trio.to_thread.run_sync(cluster.connect, service)
     for service in list(faults.zk_blocked):
         await _unblock(cluster, faults, service)
-    for service in BROKERS:
+    for service in (*ZOOKEEPERS, *BROKERS):
         if not (await trio.to_thread.run_sync(cluster.inspect, service))["State"]["Running"]:
             await _docker(cluster, "start", service)
+    faults.stopped.clear()
     healed_at = trio.current_time()
     if wait_isr:
         await wait_full_isr(env, 90)
@@ -239,13 +293,50 @@ def main(argv: list[str] | None = None) -> int:
             f"{'scenario':26} {'sent':>7} {'acked':>6} {'failed':>6} {'lost':>5} {'dups':>5} {'no leader s':>10} "
             f"{'heal s':>6}  verdict (safety, liveness)"
         )
+        rows = []
         for name in args.only or list(SCENARIOS):
             report, what = trio.run(run_scenario, name, seed, cluster)
             print(format_row(f"{name:26}", report, what), flush=True)
             failures += (0 if report.ok else 1) + (0 if report.liveness.ok else 1)
+            rows.append(markdown_row(name, report, what))
     finally:
         cluster.down()
+    if not args.only:
+        publish_table(seed, rows)
     return 1 if failures else 0
+
+
+def markdown_row(name: str, report: Report, what: str) -> str:
+    live = report.liveness
+    heal = "-" if live is None or live.heal_s is None else f"{live.heal_s:.1f}"
+    verdict = ("ok" if report.ok else f"VIOLATIONS {report.violations()}") + (
+        ", live" if live is not None and live.ok else f", NOT LIVE {live.violations() if live else ''}"
+    )
+    return (
+        f"| {name} | {what} | {report.attempted:,} | {report.acked:,} | {report.failed:,} | {len(report.lost)} | "
+        f"{len(report.duplicated)} | {report.max_leaderless_s:.1f} | {heal} | {verdict} |"
+    )
+
+
+def publish_table(seed: int, rows: list[str]) -> None:
+    """The run's table in `bench/results/chaos_docker.md` and README.md's `chaos:docker` section."""
+    import re
+
+    header = (
+        f"Seed {seed}. sent / acked / failed: the workload's produce requests; lost and dups: acknowledged\n"
+        "records missing from, or twice in, the replicas' logs; heal s: until every partition was led and\n"
+        "fully replicated after the heal.\n\n"
+        "| scenario | nemesis | sent | acked | failed | lost | dups | no leader s | heal s | verdict |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+    table = header + "\n".join(rows) + "\n"
+    root = Path(__file__).resolve().parent.parent
+    (root / "bench" / "results" / "chaos_docker.md").write_text(table)
+    readme = root / "README.md"
+    start, end = "<!-- chaos:docker:start -->", "<!-- chaos:docker:end -->"
+    text = readme.read_text()
+    if start in text:
+        readme.write_text(re.sub(re.escape(start) + ".*?" + re.escape(end), f"{start}\n{table}{end}", text, flags=re.S))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from client.cluster import Cluster, KafkaError
+import trio
+
+from client.cluster import Cluster, ConnectionClosed, KafkaError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -40,6 +42,22 @@ async def on_controller(cluster: Cluster, api_key: ApiKey, make_body: Callable[[
         return results
 
     return await cluster.retry(attempt, "controller request")
+
+
+async def wait_for_brokers(bootstrap: str, count: int, timeout_s: float, security=None) -> int:
+    """Until Metadata lists `count` brokers and a controller (a cluster just started); the
+    controller's id. Each attempt opens its own connections, as a broker still starting refuses
+    them. Raises trio.TooSlowError after `timeout_s`."""
+    with trio.fail_after(timeout_s):
+        while True:
+            try:
+                async with Cluster.open(bootstrap, retries=0, security=security) as cluster:
+                    md = await cluster.refresh_metadata([])
+                    if md.controller_id >= 0 and len(md.brokers) >= count:
+                        return md.controller_id
+            except ConnectionClosed:
+                pass
+            await trio.sleep(0.1)
 
 
 async def _resource_connection(cluster: Cluster, resource_type: int, name: str):

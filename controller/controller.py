@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 
 #: how long a broker whose failover failed waits before giving /controller up (seconds)
 FAILED_FAILOVER_BACKOFF_S = 0.5
+SLOW_EVENT_S = 1.0  # an event that holds the event loop longer is logged with its time
+#: events whose handler reads its notifications from ZooKeeper itself: one queued at a time
+COALESCED_EVENTS = (ev.IsrChangeNotification, ev.LogDirEventNotification)
 
 
 class UnknownControllerEvent(Exception):
@@ -82,6 +85,7 @@ class KafkaController:
         self._active_scope: trio.CancelScope | None = None
         self._nursery: trio.Nursery | None = None
         self._watches: list[Watch] = []
+        self._queued_notifications: set[type] = set()  # COALESCED_EVENTS waiting in the queue
         self.channels: BrokerChannels | None = None
         self.batch = RequestBatch(self.broker_id)
         self._new_context()
@@ -93,8 +97,8 @@ class KafkaController:
             ev.BrokerChange: lambda e: self._on_broker_change(list(e.children)),
             ev.TopicChange: lambda e: self._on_topic_change(list(e.children)),
             ev.TopicDeletion: lambda e: self.topic_deletion.on_notification(list(e.children)),
-            ev.IsrChangeNotification: lambda e: self._on_isr_change(list(e.children)),
-            ev.LogDirEventNotification: lambda e: self._on_log_dir_events(list(e.children)),
+            ev.IsrChangeNotification: lambda e: self._on_isr_change(),
+            ev.LogDirEventNotification: lambda e: self._on_log_dir_events(),
             ev.LeaderAndIsrResponseReceived: lambda e: self._on_leader_and_isr_response(e.broker_id, e.response),
             ev.ReplicaLeaderElection: lambda e: self._on_preferred_election_notification(e.partitions),
             ev.AutoPreferredReplicaLeaderElection: lambda e: self._auto_rebalance(),
@@ -159,8 +163,12 @@ class KafkaController:
             await self.zk.watch_data(znodes.CONTROLLER, self._controller_znode_changed)
             task_status.started()
             async for event in self._receive:
+                started = trio.current_time()
                 try:
                     await self._process(event)
+                    took = trio.current_time() - started
+                    if took > SLOW_EVENT_S:
+                        log.info("controller event %s took %.1f s", type(event).__name__, took)
                 except Exception:
                     log.exception("controller event %s failed", type(event).__name__)
                     if getattr(event, "reply", None) is not None:
@@ -175,6 +183,7 @@ class KafkaController:
         self.post(ev.ControllerChange(None if controller_id < 0 else controller_id))
 
     async def _process(self, event: ev.ControllerEvent) -> None:
+        self._queued_notifications.discard(type(event))  # a watch firing from now on queues anew
         handler = self._handlers[type(event)]
         reply = getattr(event, "reply", None)
         if event.needs_active and not self.active:
@@ -333,6 +342,15 @@ class KafkaController:
         await self.reassignment.resume()
 
     def _post_children(self, event_type: type, children: list[str]) -> None:
+        """A children watch fired. Notification events (ISR changes, log dir events) are
+        coalesced: while one waits in the queue another adds nothing, since its handler reads
+        the notifications present when it runs. A burst of ISR changes fires the watch once per
+        notification, and each event queued behind the others delayed everything after it
+        (seen: a restarted broker's BrokerChange waited 54 s behind them)."""
+        if event_type in COALESCED_EVENTS:
+            if event_type in self._queued_notifications:
+                return
+            self._queued_notifications.add(event_type)
         self.post(event_type(tuple(children)))
 
     async def _active_tasks(self, scope: trio.CancelScope, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -547,26 +565,28 @@ class KafkaController:
         await self._elect_leaders(created)
 
     # ---- ISR changes, preferred leaders, controlled shutdown ----------------------------------------
-    async def _take_notifications(self, parent: str, children: list[str]) -> list[bytes]:
-        """Read and delete the sequential notification znodes `children` of `parent` (ISR
-        changes, log dir events); returns their data, skipping any already gone."""
-        taken = []
-        for child in children:
-            path = f"{parent}/{child}"
-            found = await self.zk.get_or_none(path)
-            if found is not None:
-                taken.append(found[0])
-                await self.zk.delete(path)
-        return taken
+    async def _take_notifications(self, parent: str) -> list[bytes]:
+        """Read and delete every sequential notification znode under `parent` now (ISR changes,
+        log dir events); returns their data, skipping any already gone. The children are read
+        afresh rather than taken from the event, as Kafka's handlers do: the watch may have fired
+        many times for one burst (one event per firing), and the first event takes them all.
+        Reads and deletes are pipelined: a burst of N notifications costs a few round trips to
+        ZooKeeper, not 2N one after another on the event loop."""
+        paths = [f"{parent}/{child}" for child in await self.zk.get_children(parent)]
+        found = await self.zk.get_many(paths)
+        await self.zk.delete_many([path for path, f in zip(paths, found) if f is not None])
+        return [f[0] for f in found if f is not None]
 
-    async def _on_isr_change(self, children: list[str]) -> None:
+    async def _on_isr_change(self) -> None:
+        self.stats.isr_change_events += 1
         changed = set()
-        for data in await self._take_notifications(znodes.ISR_CHANGE_NOTIFICATION, children):
+        for data in await self._take_notifications(znodes.ISR_CHANGE_NOTIFICATION):
             changed.update(znodes.decode_partitions(data))
         refreshed = []
-        for tp in changed:
-            found = await self.zk.get_or_none(znodes.partition_state_path(*tp))
-            if found is not None and tp[0] in self.ctx.assignments:
+        known = [tp for tp in changed if tp[0] in self.ctx.assignments]
+        states = await self.zk.get_many([znodes.partition_state_path(*tp) for tp in known])
+        for tp, found in zip(known, states):
+            if found is not None:
                 self.ctx.leadership[tp] = LeaderIsr.decode(found[0], found[1].version)
                 refreshed.append(tp)
         if changed:
@@ -574,11 +594,11 @@ class KafkaController:
             await self.reassignment.on_isr_change(refreshed)
 
     # ---- log dir failures (Kafka's LogDirEventNotification and OfflineReplica) ---------------------
-    async def _on_log_dir_events(self, children: list[str]) -> None:
+    async def _on_log_dir_events(self) -> None:
         """A broker's log dir failed: send it LeaderAndIsr for every replica it has; the
         partitions it answers with KAFKA_STORAGE_ERROR are its offline replicas
         (`_on_leader_and_isr_response`)."""
-        taken = await self._take_notifications(znodes.LOG_DIR_EVENT_NOTIFICATION, children)
+        taken = await self._take_notifications(znodes.LOG_DIR_EVENT_NOTIFICATION)
         brokers = {znodes.decode_log_dir_event(data) for data in taken}
         for broker in brokers & self.ctx.live_ids:
             log.info("controller: a log dir of broker %d failed; asking for its offline replicas", broker)

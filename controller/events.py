@@ -71,14 +71,16 @@ class TopicDeletion(ControllerEvent):
 
 @dataclass(frozen=True)
 class IsrChangeNotification(ControllerEvent):
-    """/isr_change_notification children."""
+    """/isr_change_notification children when the watch fired (the handler reads them afresh;
+    one such event waits in the queue at most)."""
 
     children: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class LogDirEventNotification(ControllerEvent):
-    """/log_dir_event_notification children (a broker's log dir failed)."""
+    """/log_dir_event_notification children (a broker's log dir failed) when the watch fired
+    (the handler reads them afresh; one such event waits in the queue at most)."""
 
     children: tuple[str, ...]
 

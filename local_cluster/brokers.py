@@ -29,6 +29,27 @@ class BrokerStartError(RuntimeError):
     pass
 
 
+def quickstart_settings(brokers: int) -> dict[str, str]:
+    """Kafka's quickstart choices for a local cluster of `brokers`: groups and transactions work
+    on fewer than 3 brokers (their internal topics replicated as far as the cluster allows) and a
+    group's first rebalance does not wait."""
+    return {
+        "offsets.topic.replication.factor": str(min(3, brokers)),
+        "transaction.state.log.replication.factor": str(min(3, brokers)),
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+        "group.initial.rebalance.delay.ms": "0",
+    }
+
+
+def die_with_parent() -> None:
+    """A Popen `preexec_fn`: the child gets SIGKILL when the process that started it dies, even by
+    SIGKILL (Linux's PR_SET_PDEATHSIG), so a killed test run leaves no broker or ZooKeeper behind."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 @dataclass
 class BrokerProcess:
     broker_id: int
@@ -40,6 +61,7 @@ class BrokerProcess:
     stdout_lines: list[str] = field(default_factory=list)
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)  # listener -> (host, port)
     metrics_port: int | None = None  # the Prometheus endpoint's port, when metrics.port is set
+    die_with_parent: bool = False  # SIGKILL when the starting process dies (minikafka.testing)
 
     @property
     def metrics_url(self) -> str | None:
@@ -133,6 +155,7 @@ class BrokerProcess:
             env=env,
             cwd=Path(__file__).resolve().parent.parent,
             text=True,
+            preexec_fn=die_with_parent if self.die_with_parent else None,
         )
         log_file.close()
         deadline = time.monotonic() + timeout_s

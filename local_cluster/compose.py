@@ -1,4 +1,4 @@
-"""The docker-compose cluster (`docker-compose.yml`: ZooKeeper and brokers 1-3) driven from Python:
+"""The docker-compose cluster (`docker-compose.yml`: a 3-node ZooKeeper ensemble and brokers 1-3) driven from Python:
 build its images without a registry, bring it up and wait until every container is healthy, act
 on one container (the nemeses: kill, SIGTERM, pause, network disconnect), take it down.
 
@@ -27,8 +27,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = importlib.metadata.version("minikafka")
-BASE_IMAGE = os.environ.get("MINIKAFKA_BASE_IMAGE", "minikafka-base:bookworm")
+BASE_IMAGE = os.environ.get("MINIKAFKA_BASE_IMAGE", "minikafka-base:bookworm")  # Python, no JRE
+ZK_BASE_IMAGE = os.environ.get("MINIKAFKA_ZK_BASE_IMAGE", "minikafka-base-zookeeper:bookworm")
 BROKERS = ("broker1", "broker2", "broker3")
+ZOOKEEPERS = ("zookeeper1", "zookeeper2", "zookeeper3")  # one ensemble (a quorum is any two)
+PROJECT = "minikafka"  # the project name .env gives docker-compose in the repository
 DEFAULT_PORTS = (19092, 19093, 19094)  # the EXTERNAL listeners' host ports
 DEFAULT_METRICS_PORTS = (19404, 19405, 19406)  # the brokers' Prometheus endpoints on the host
 
@@ -96,9 +99,9 @@ def build_images(log=print) -> dict[str, float]:
     )
 
     started = time.monotonic()
-    base = ["--build-arg", f"BASE_IMAGE={BASE_IMAGE}"]
-    _run(["docker", "build", "-q", *base, "-t", f"minikafka:{VERSION}", "."])
-    _run(["docker", "build", "-q", *base, "-t", f"minikafka-zookeeper:{VERSION}", "docker/zookeeper"])
+    _run(["docker", "build", "-q", "--build-arg", f"BASE_IMAGE={BASE_IMAGE}", "-t", f"minikafka:{VERSION}", "."])
+    zk_base = ["--build-arg", f"BASE_IMAGE={ZK_BASE_IMAGE}"]
+    _run(["docker", "build", "-q", *zk_base, "-t", f"minikafka-zookeeper:{VERSION}", "docker/zookeeper"])
     timings["images (docker build, offline)"] = time.monotonic() - started
     log(
         f"images minikafka:{VERSION}, minikafka-zookeeper:{VERSION}: built ({timings['images (docker build, offline)']:.0f} s)"
@@ -111,7 +114,7 @@ class ComposeCluster:
     """One compose project of docker-compose.yml. `ports`: the host ports of brokers 1-3's EXTERNAL
     listeners (published and advertised)."""
 
-    project: str = "minikafka"
+    project: str = PROJECT
     ports: tuple[int, int, int] = DEFAULT_PORTS
     host: str = "127.0.0.1"
     overrides: tuple[Path, ...] = ()  # compose files read after docker-compose.yml (compose_security.py)
@@ -140,7 +143,7 @@ class ComposeCluster:
         """`up -d`, then wait until every service is healthy; seconds it took."""
         started = time.monotonic()
         self.compose("up", "-d", timeout=timeout)
-        self.wait_healthy(("zookeeper", *BROKERS), timeout)
+        self.wait_healthy((*ZOOKEEPERS, *BROKERS), timeout)
         return time.monotonic() - started
 
     def container(self, service: str) -> str:
@@ -157,7 +160,14 @@ class ComposeCluster:
     def health(self, service: str) -> str:
         """'healthy', 'starting', 'unhealthy', or the container's state when it has no health."""
         state = self.inspect(service)["State"]
+        if not state.get("Running") or state.get("Paused"):
+            return state["Status"]  # exited, paused: its last health no longer says anything
         return state.get("Health", {}).get("Status") or state["Status"]
+
+    def health_reason(self, service: str) -> str:
+        """The last healthcheck's output (why a container is unhealthy, or what it checked), or ""."""
+        log = self.inspect(service)["State"].get("Health", {}).get("Log") or []
+        return log[-1].get("Output", "").strip() if log else ""
 
     def wait_healthy(self, services, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
@@ -165,7 +175,11 @@ class ComposeCluster:
         while pending:
             pending = [s for s in pending if self.health(s) != "healthy"]
             if pending and time.monotonic() > deadline:
-                logs = {s: _run(["docker", "logs", "--tail", "30", self.container(s)]) for s in pending}
+                logs = {
+                    s: f"healthcheck: {self.health_reason(s)}\n"
+                    + _run(["docker", "logs", "--tail", "30", self.container(s)])
+                    for s in pending
+                }
                 raise DockerError(f"not healthy after {timeout:.0f} s: {pending}\n{logs}")
             if pending:
                 time.sleep(1)

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from local_cluster import secure
-from local_cluster.compose import BROKERS, ROOT
+from local_cluster.compose import BROKERS, ROOT, ZOOKEEPERS
 from local_cluster.pki import BROKER_HOSTS
 from local_cluster.zookeeper import SASL_REQUIRED, server_jaas
 
@@ -74,29 +74,16 @@ ZOOKEEPER_DIR = "/etc/minikafka-zookeeper-secure"
 
 
 def _secured_zookeeper(directory: Path, setup: secure.SecureSetup) -> dict:
-    """The zookeeper service's override: the image's configuration plus SASL required of every
-    client (DIGEST-MD5, the brokers' login only; enforce.auth.enabled), mounted read-only."""
+    """The zookeeper services' override: the image's configuration plus SASL required of every
+    client (DIGEST-MD5, the brokers' login only; enforce.auth.enabled), mounted read-only where
+    the image's entrypoint reads it (ZOO_CONF_DIR); the ensemble settings stay the base file's."""
     conf = directory / "zookeeper"
     conf.mkdir(exist_ok=True)
     image_conf = ROOT / "docker" / "zookeeper"  # the image's own configuration, plus SASL
     (conf / "zoo.cfg").write_text((image_conf / "zoo.cfg").read_text() + SASL_REQUIRED)
     (conf / "log4j.properties").write_text((image_conf / "log4j.properties").read_text())
     (conf / "jaas.conf").write_text(server_jaas(setup.zookeeper_users))
-    return {
-        "volumes": [f"{conf}:{ZOOKEEPER_DIR}:ro"],
-        "entrypoint": [
-            "java",
-            "-Xms32m",
-            "-Xmx128m",
-            "-XX:+UseSerialGC",
-            f"-Dlog4j.configuration=file:{ZOOKEEPER_DIR}/log4j.properties",
-            f"-Djava.security.auth.login.config={ZOOKEEPER_DIR}/jaas.conf",
-            "-cp",
-            "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar",
-            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-            f"{ZOOKEEPER_DIR}/zoo.cfg",
-        ],
-    }
+    return {"volumes": [f"{conf}:{ZOOKEEPER_DIR}:ro"], "environment": {"ZOO_CONF_DIR": ZOOKEEPER_DIR}}
 
 
 def prepare(directory: Path, protocol: str) -> tuple[secure.SecureSetup, Path]:
@@ -118,7 +105,7 @@ def prepare(directory: Path, protocol: str) -> tuple[secure.SecureSetup, Path]:
     jaas.chmod(0o644)  # read by the container's user; the directory holds the keys already
     setup.broker_overrides["java.security.auth.login.config"] = str(jaas)
     env = container_environment(setup, pki)
-    services: dict[str, dict] = {"zookeeper": _secured_zookeeper(directory, setup)}
+    services: dict[str, dict] = {zk: _secured_zookeeper(directory, setup) for zk in ZOOKEEPERS}
     for i, service in enumerate(BROKERS, 1):
         services[service] = {
             "environment": env,

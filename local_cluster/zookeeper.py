@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from local_cluster.brokers import die_with_parent as _die_with_parent  # the parameter below shadows the name
+from local_cluster.ports import free_port
+
 CLASSPATH = ["/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"]
 
 
@@ -38,12 +41,6 @@ def server_jaas(users: dict[str, str]) -> str:
 
 class ZooKeeperError(RuntimeError):
     pass
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def four_letter(port: int, word: str, timeout: float = 1.0) -> str:
@@ -71,11 +68,17 @@ class ZooKeeperProcess:
 
     @classmethod
     def start(
-        cls, directory: Path, port: int = 0, timeout_s: float = 30.0, sasl_users: dict[str, str] | None = None
+        cls,
+        directory: Path,
+        port: int = 0,
+        timeout_s: float = 30.0,
+        sasl_users: dict[str, str] | None = None,
+        die_with_parent: bool = False,
     ) -> ZooKeeperProcess:
         """Start ZooKeeper on 127.0.0.1:`port` (0: a free one). With `sasl_users` ({user:
         password}) every client must log in with SASL DIGEST-MD5 as one of them: a client that
-        has not cannot read or write anything (enforce.auth.enabled, ZooKeeper 3.7+)."""
+        has not cannot read or write anything (enforce.auth.enabled, ZooKeeper 3.7+).
+        `die_with_parent`: SIGKILL when this process dies (`brokers.die_with_parent`)."""
         java = shutil.which("java")
         missing = [p for p in CLASSPATH if not Path(p).exists()]
         if java is None or missing:
@@ -114,6 +117,7 @@ class ZooKeeperProcess:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,
         )
         log_file.close()
         zk = cls(directory, port, process)

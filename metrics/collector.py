@@ -122,6 +122,11 @@ class BrokerCollector:
             "Leader elections made by this broker as controller",
             value=stats.leader_elections if stats else 0,
         )
+        yield GaugeMetricFamily(
+            prefix + "controllerstats_isrchangerateandtimems_count",
+            "ISR change notification events processed by this broker as controller",
+            value=stats.isr_change_events if stats else 0,
+        )
         yield CounterMetricFamily(
             prefix + "controllerstats_uncleanleaderelections",
             "Unclean leader elections made by this broker as controller",

@@ -1,12 +1,16 @@
 """Prometheus' scrape endpoint as a trio task (prometheus_client's own server runs a thread, which
 the broker does not): `GET /metrics` answers the registry in the text exposition format
-(`generate_latest`), `GET /` a one-line pointer, anything else 404 or 405. One request per
-connection (HTTP/1.0 style, `Connection: close`); a request head over 8 KiB or slower than 10 s
-closes the connection."""
+(`generate_latest`); every other GET goes to the web console (`console.server.Console`) when
+there is one, else `/` is a one-line pointer and the rest 404; other methods 405. With a TLS
+context the same port also speaks HTTPS: a connection whose first byte is a TLS handshake's is
+served over TLS (the console's pages need it on a broker whose listeners use TLS). One request per
+connection (HTTP/1.0 style, `Connection: close`); a request head over 8 KiB or slower than 10 s,
+or an answer not taken in 30 s, closes the connection."""
 
 from __future__ import annotations
 
 import logging
+import ssl
 
 import trio
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -15,6 +19,7 @@ log = logging.getLogger(__name__)
 
 MAX_HEAD = 8192
 HEAD_TIMEOUT_S = 10.0
+SEND_TIMEOUT_S = 30.0
 
 
 def _response(status: str, body: bytes, content_type: str = "text/plain; charset=utf-8") -> bytes:
@@ -41,29 +46,105 @@ def answer(request_line: str, registry: CollectorRegistry) -> bytes:
     return _response("404 Not Found", b"not found: try /metrics\n")
 
 
-async def _serve_one(stream: trio.SocketStream, registry: CollectorRegistry) -> None:
+def _authorization(head: bytes) -> str | None:
+    for line in head.split(b"\n")[1:]:
+        name, sep, value = line.decode("latin-1").partition(":")
+        if sep and name.strip().lower() == "authorization":
+            return value.strip()
+    return None
+
+
+class _Replay(trio.abc.Stream):
+    """A stream whose first bytes were already read (to tell TLS from plain HTTP): they come first."""
+
+    def __init__(self, stream: trio.SocketStream, first: bytes):
+        self.stream, self.first = stream, first
+
+    async def receive_some(self, max_bytes=None) -> bytes:
+        if self.first:
+            data, self.first = self.first, b""
+            return data
+        return await self.stream.receive_some(max_bytes)
+
+    async def send_all(self, data) -> None:
+        await self.stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def _console_answer(
+    console, line: str, head: bytes, host: str, tls: bool = False, certificate: dict | None = None
+) -> bytes | None:
+    """The console's response to a GET it serves, or None to answer as the metrics endpoint."""
+    parts = line.split()
+    if console is None or len(parts) != 3 or parts[0] not in ("GET", "HEAD"):
+        return None
+    if parts[1].split("?", 1)[0] == "/metrics":
+        return None
+    status, content_type, body = await console.handle(parts[1], _authorization(head), host, tls, certificate)
+    response = _response(status, body, content_type)
+    if status.startswith("401"):
+        response = response.replace(b"\r\n\r\n", b'\r\nWWW-Authenticate: Basic realm="minikafka"\r\n\r\n', 1)
+    return response[: len(response) - len(body)] if parts[0] == "HEAD" else response
+
+
+async def _serve_one(stream: trio.SocketStream, registry: CollectorRegistry, console=None, tls=None) -> None:
+    """One request. With `tls` (an ssl.SSLContext), a connection that opens with a TLS handshake
+    (first byte 0x16) is served over TLS; plain HTTP is served as it is."""
     async with stream:
+        try:
+            host = stream.socket.getpeername()[0]
+        except OSError:
+            host = ""
         head = b""
+        conversation: trio.abc.Stream = stream
+        secure, certificate = False, None
         with trio.move_on_after(HEAD_TIMEOUT_S):
+            first = await stream.receive_some(4096)
+            if tls is not None and first[:1] == b"\x16":
+                ssl_stream = trio.SSLStream(_Replay(stream, first), tls, server_side=True)
+                try:
+                    await ssl_stream.do_handshake()
+                except (trio.BrokenResourceError, ssl.SSLError) as e:
+                    log.debug("console TLS handshake failed: %s", e)
+                    return
+                conversation, secure, certificate = ssl_stream, True, ssl_stream.getpeercert() or None
+            else:
+                head = first
             while b"\r\n\r\n" not in head and b"\n\n" not in head and len(head) <= MAX_HEAD:
-                chunk = await stream.receive_some(4096)
+                chunk = await conversation.receive_some(4096)
                 if not chunk:
                     break
                 head += chunk
         if not head or len(head) > MAX_HEAD:
             return
         line = head.split(b"\n", 1)[0].decode("latin-1").strip()
+        response = await _console_answer(console, line, head, host, secure, certificate)
         try:
-            await stream.send_all(answer(line, registry))
-        except trio.BrokenResourceError:
+            with trio.move_on_after(SEND_TIMEOUT_S):  # a reader that does not read is let go
+                await conversation.send_all(response if response is not None else answer(line, registry))
+                if secure:
+                    await conversation.aclose()  # a TLS close_notify, then the socket
+        except (trio.BrokenResourceError, ssl.SSLError):
             pass
 
 
 async def serve_metrics(
-    host: str, port: int, registry: CollectorRegistry, *, task_status=trio.TASK_STATUS_IGNORED
+    host: str,
+    port: int,
+    registry: CollectorRegistry,
+    console=None,
+    tls: ssl.SSLContext | None = None,
+    *,
+    task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen on host:port (0: any free port) and serve scrapes until cancelled; reports the bound
-    port to `task_status`. Raises OSError if the port cannot be bound."""
+    """Listen on host:port (0: any free port) and serve scrapes (and the console's pages, when
+    `console` is given; over TLS too, when `tls` is given) until cancelled; reports the bound port
+    to `task_status`. Raises OSError if the port cannot be bound."""
     listeners = await trio.open_tcp_listeners(port, host=host or None)
     bound = listeners[0].socket.getsockname()[1]
     log.info("metrics served on http://%s:%d/metrics", host or "0.0.0.0", bound)
@@ -71,7 +152,7 @@ async def serve_metrics(
 
     async def handler(stream: trio.SocketStream) -> None:
         try:
-            await _serve_one(stream, registry)
+            await _serve_one(stream, registry, console, tls)
         except (trio.BrokenResourceError, OSError) as e:
             log.debug("metrics connection ended: %s", e)
 

@@ -132,8 +132,10 @@ class ReplicaStats:
 
 @dataclass
 class ControllerStats:
-    """kafka.controller:type=ControllerStats LeaderElectionRateAndTimeMs (count) and
-    UncleanLeaderElectionsPerSec, counted by this broker while it is the controller."""
+    """kafka.controller:type=ControllerStats LeaderElectionRateAndTimeMs (count),
+    UncleanLeaderElectionsPerSec and IsrChangeRateAndTimeMs (count: ISR change notification
+    events processed), counted by this broker while it is the controller."""
 
     leader_elections: int = 0
     unclean_leader_elections: int = 0
+    isr_change_events: int = 0

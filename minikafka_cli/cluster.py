@@ -24,8 +24,9 @@ from pathlib import Path
 import trio
 
 from client import Cluster, ConnectionClosed
+from client.admin import wait_for_brokers
 from local_cluster import secure
-from local_cluster.brokers import BrokerProcess, BrokerStartError
+from local_cluster.brokers import BrokerProcess, BrokerStartError, quickstart_settings
 from local_cluster.zookeeper import ZooKeeperError, ZooKeeperProcess, four_letter
 from metrics.scrape import BrokerHealth, scrape
 from storage.cleaner.manager import dirty_state_on_disk
@@ -166,19 +167,6 @@ def _client_security(directory: Path):
     return client_security(parse_properties(path.read_text())) if path.exists() else None
 
 
-async def _wait_ready(bootstrap: str, brokers: int, timeout_s: float = 60, security=None) -> int:
-    with trio.fail_after(timeout_s):
-        while True:
-            try:
-                async with Cluster.open(bootstrap, retries=0, security=security) as cluster:
-                    md = await cluster.refresh_metadata([])
-                    if md.controller_id >= 0 and len(md.brokers) == brokers:
-                        return md.controller_id
-            except ConnectionClosed:
-                pass
-            await trio.sleep(0.2)
-
-
 def up(args) -> int:
     directory = args.dir.resolve()
     if (directory / STATE).exists():
@@ -194,10 +182,8 @@ def up(args) -> int:
         overrides[key.replace(".", "_")] = value
     # as Kafka's quickstart server.properties: groups and transactions work on a cluster smaller
     # than 3 brokers and the first rebalance does not wait
-    overrides.setdefault("offsets_topic_replication_factor", str(min(3, args.brokers)))
-    overrides.setdefault("transaction_state_log_replication_factor", str(min(3, args.brokers)))
-    overrides.setdefault("transaction_state_log_min_isr", str(min(2, args.brokers)))
-    overrides.setdefault("group_initial_rebalance_delay_ms", "0")
+    for key, value in quickstart_settings(args.brokers).items():
+        overrides.setdefault(key.replace(".", "_"), value)
     (directory / "client.properties").unlink(missing_ok=True)
     setup = None
     if args.security != "plaintext":
@@ -234,7 +220,7 @@ def up(args) -> int:
             raise ClusterError(_did_not_start(i, e)) from None
         _save(directory, state)
     bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in state["brokers"].values())
-    controller = trio.run(_wait_ready, bootstrap, args.brokers, 60, _client_security(directory))
+    controller = trio.run(wait_for_brokers, bootstrap, args.brokers, 60, _client_security(directory))
     print(
         f"cluster up in {time.monotonic() - started:.1f} s: ZooKeeper 127.0.0.1:{zk.port}, "
         f"{args.brokers} brokers, controller {controller}"
@@ -242,7 +228,7 @@ def up(args) -> int:
     print(f"bootstrap servers: {bootstrap}")
     for i, b in state["brokers"].items():
         if b.get("metrics_url"):
-            print(f"broker {i} metrics: {b['metrics_url']}")
+            print(f"broker {i} metrics: {b['metrics_url']}, web console: {b['metrics_url'].removesuffix('metrics')}")
     if setup is not None:
         print(f"security: {setup.protocol}, ACLs on; admin settings in {directory / 'client.properties'}")
         print(f"  minikafka ... --command-config {directory / 'client.properties'}")

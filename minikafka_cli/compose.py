@@ -1,5 +1,5 @@
 """`minikafka compose build|up|down|status`: the docker-compose cluster (docker-compose.yml) of
-ZooKeeper and brokers 1-3, its images built here without a registry (local_cluster/compose.py).
+a 3-node ZooKeeper ensemble and brokers 1-3, its images built here without a registry (local_cluster/compose.py).
 `up` builds (or reuses) the images, starts the containers and waits until all are healthy, then
 prints the bootstrap servers for clients on the host; `down` removes containers, network and
 volumes. `up --security ssl|sasl_plaintext|sasl_ssl` secures both listeners of every broker
@@ -18,7 +18,9 @@ from local_cluster import compose, compose_security, secure
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("build", "up", "down", "status"))
-    parser.add_argument("--project", default="minikafka", help="the compose project name (default minikafka)")
+    parser.add_argument(
+        "--project", default=compose.PROJECT, help="the compose project name (default minikafka, as .env says)"
+    )
     parser.add_argument(
         "--ports",
         default=",".join(map(str, compose.DEFAULT_PORTS)),
@@ -75,9 +77,11 @@ def run(args: argparse.Namespace) -> int:
             cluster.down()
             print(f"compose project {args.project}: removed (containers, network, volumes)")
         elif args.action == "status":
-            for service in ("zookeeper", *compose.BROKERS):
+            for service in (*compose.ZOOKEEPERS, *compose.BROKERS):
                 try:
-                    print(f"{service}: {cluster.health(service)}")
+                    health = cluster.health(service)
+                    reason = cluster.health_reason(service) if health in ("unhealthy", "starting") else ""
+                    print(f"{service}: {health}" + (f" ({reason})" if reason else ""))
                 except compose.DockerError:
                     print(f"{service}: not created")
     except RuntimeError as e:  # DockerError, or the admin credential refused

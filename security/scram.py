@@ -103,6 +103,16 @@ def credential_from_salted(mechanism: str, salted: bytes, salt: bytes, iteration
     return ScramCredential(salt, _h(mechanism, client_key), _hmac(mechanism, salted, b"Server Key"), iterations)
 
 
+def password_matches(mechanism: str, password: str, credential: ScramCredential) -> bool:
+    """Whether `password` is the one `credential` was made from (its stored key, recomputed;
+    compared in constant time). For HTTP Basic logins to the web console."""
+    salted = salted_password(mechanism, password, credential.salt, credential.iterations)
+    return hmac.compare_digest(
+        credential_from_salted(mechanism, salted, credential.salt, credential.iterations).stored_key,
+        credential.stored_key,
+    )
+
+
 # RFC 5802's grammar as Kafka's ScramMessages matches it (ASCII only; gs2 header "n" only: no
 # channel binding, "y" and "p=" refused; extensions are letters=value and are ignored).
 _VALUE = r"[\x01-\x2B\x2D-\x7F]+"

@@ -28,6 +28,7 @@ HEAVY_MODULES = {
     "test_compose_cluster",
     "test_compose_security",
     "test_main_job",
+    "test_testing_plugin_spark",
 }
 
 

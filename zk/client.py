@@ -253,6 +253,26 @@ class ZkClient:
     async def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
         await self._call(self._kazoo.delete, path, version, recursive)
 
+    async def delete_many(self, paths: list[str]) -> None:
+        """Delete every znode of `paths`, pipelined (all are sent before the first answer is
+        awaited); one already gone is skipped. Raises the first other error."""
+
+        def run():
+            pending = [self._kazoo.delete_async(p) for p in paths]
+            failure = None
+            for result in pending:
+                try:
+                    result.get()
+                except NoNodeError:
+                    pass
+                except Exception as e:  # noqa: BLE001 - every answer is awaited before raising
+                    failure = failure or e
+            if failure is not None:
+                raise failure
+
+        if paths:
+            await trio.to_thread.run_sync(run)
+
     async def exists(self, path: str) -> Stat | None:
         zstat = await self._call(self._kazoo.exists, path)
         return Stat.of(zstat) if zstat else None

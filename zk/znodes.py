@@ -71,6 +71,9 @@ class BrokerRegistration:
     endpoints: list[tuple[str, str, int]]  # (listener name, host, port)
     rack: str | None = None
     protocols: dict[str, str] = field(default_factory=dict)  # listener name -> security protocol
+    #: the broker's web console (its metrics port), "http://host:port"; minikafka's own field,
+    #: which Kafka's readers of this znode ignore
+    console_url: str | None = None
 
     def protocol_of(self, listener: str) -> str:
         return self.protocols.get(listener, "PLAINTEXT")
@@ -89,6 +92,8 @@ class BrokerRegistration:
         }
         if self.rack:
             body["rack"] = self.rack
+        if self.console_url:
+            body["minikafka_console"] = self.console_url
         return _dumps(body)
 
     def endpoint_for(self, listener: str | None) -> tuple[str, int]:
@@ -110,7 +115,13 @@ class BrokerRegistration:
         if not endpoints and "host" in body:
             endpoints = [("PLAINTEXT", body["host"], int(body["port"]))]
         protocols = body.get("listener_security_protocol_map") or {}
-        return cls(broker_id, endpoints, body.get("rack"), {str(k): str(v) for k, v in protocols.items()})
+        return cls(
+            broker_id,
+            endpoints,
+            body.get("rack"),
+            {str(k): str(v) for k, v in protocols.items()},
+            body.get("minikafka_console"),
+        )
 
 
 def encode_cluster_id(cluster_id: str) -> bytes:

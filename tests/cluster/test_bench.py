@@ -168,7 +168,17 @@ def test_quick_compose_bench_prints_measured_against_targets():
         [sys.executable, "-m", "bench.compose_bench", "--quick"], capture_output=True, text=True, timeout=900
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "compose up: ZooKeeper + 3 brokers healthy" in r.stdout and "| met |" in r.stdout
+    assert "compose up: 3 ZooKeeper nodes + 3 brokers healthy" in r.stdout and "| met |" in r.stdout
+    assert "| broker image minikafka:" in r.stdout and "(Python, no JRE)" in r.stdout
+
+
+def test_quick_testing_bench_prints_start_times_and_the_topic_factory_cost():
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.testing_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| 1-broker cluster usable" in run.stdout and "| 3-broker cluster usable" in run.stdout
+    assert "testcontainers" in run.stdout and "kafka_topic factory per test, 3-broker" in run.stdout
 
 
 def test_quick_connector_bench_prints_measured_against_targets():

@@ -80,7 +80,7 @@ ZK_PROBE = """
 import sys
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
-zk = KazooClient(hosts="zookeeper:2181", connection_retry={"max_tries": 2}, command_retry={"max_tries": 0})
+zk = KazooClient(hosts="zookeeper1:2181,zookeeper2:2181,zookeeper3:2181", connection_retry={"max_tries": 2}, command_retry={"max_tries": 0})
 zk.start(10)
 results = []
 for name, attempt in (

@@ -5,6 +5,7 @@ changes acks=all at once); bad input is answered with Kafka's error codes and ch
 
 import time
 
+import pytest
 import trio
 from admin_helpers import raw, wait
 from group_helpers import create_topics
@@ -116,6 +117,16 @@ def test_describe_alter_and_incremental_alter_with_real_clients(start_broker):
         "broker.id": ("2", Src.STATIC_BROKER_CONFIG.value),
     }
     assert describe(brokers[1], "topic", "conf", {"segment.ms"})["segment.ms"][1] == Src.DEFAULT_CONFIG.value
+
+    # every Kafka 3.8 broker key is known (issue 38): a Kerberos key Kafka accepts is validated
+    # and accepted; one for a mechanism minikafka lacks is refused with the reason
+    kerberos = ConfigResource("broker", "2", set_config={"sasl.kerberos.min.time.before.relogin": "120000"})
+    assert client.alter_configs([kerberos], validate_only=True)[kerberos].result(TIMEOUT) is None
+    relogin = describe(brokers[1], "broker", "2", {"sasl.kerberos.min.time.before.relogin"})
+    assert relogin == {"sasl.kerberos.min.time.before.relogin": ("60000", Src.DEFAULT_CONFIG.value)}  # nothing written
+    rate = ConfigResource("broker", "2", set_config={"max.connection.creation.rate": "5"})
+    with pytest.raises(Exception, match="not by rate"):
+        client.alter_configs([rate], validate_only=True)[rate].result(TIMEOUT)
 
 
 def test_wire_versions_of_describe_configs(start_broker):

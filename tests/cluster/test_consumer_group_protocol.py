@@ -47,7 +47,9 @@ def test_members_share_partitions_once_and_a_killed_ones_move_within_its_session
 
 
 def test_a_static_member_restarted_gets_its_partitions_back_and_nobody_else_moves(start_broker, members):
-    broker = start_broker(1, **CONSUMER_BROKER, metrics_port=0)
+    # the session outlasts a restart on a loaded machine: a new member process needs seconds to start and
+    # join, and once the session of the leaving static member ends its partitions rightly move to the others
+    broker = start_broker(1, **{**CONSUMER_BROKER, "group_consumer_session_timeout_ms": 30_000}, metrics_port=0)
     create_topics(broker.bootstrap, {"s": 12})
     group = [members(broker.bootstrap, "sg", ["s"], **{"group.instance.id": f"i{i}"}) for i in range(3)]
     wait(lambda: shared_exactly_once(group, all_partitions("s", 12)), "3 static members to own 12 partitions once", 60)
@@ -70,7 +72,9 @@ def test_a_static_member_restarted_gets_its_partitions_back_and_nobody_else_move
         samples, "kafka_consumergroup_group_epoch", consumergroup="sg"
     )
     assert value(samples, "kafka_consumergroup_assignment_lag", consumergroup="sg") == 0
-    assert value(samples, "kafka_server_group_coordinator_metrics_consumer_group_rebalance_total") >= 3
+    # one rebalance (a new target assignment) per group epoch at most: joins that come together share one
+    rebalances = value(samples, "kafka_server_group_coordinator_metrics_consumer_group_rebalance_total")
+    assert 1 <= rebalances <= value(samples, "kafka_consumergroup_group_epoch", consumergroup="sg")
 
 
 def test_a_regex_subscription_picks_up_a_topic_created_later(start_broker, members):
@@ -106,8 +110,12 @@ def test_commits_and_restarts_resume_exactly(start_broker, members):
     assert sorted(r[3] for r in two.records) == sorted(second_half)
 
 
-def _coordinator_of(broker, group: str) -> int:
+def _coordinator_of(broker, group: str) -> int | None:
+    """The group's coordinator as `broker` names it; None while there is none (COORDINATOR_NOT_AVAILABLE,
+    Kafka's answer while the group's __consumer_offsets partition has no leader, as after a kill)."""
     r = raw(broker, ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0}, version=3)
+    if r.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+        return None
     assert r.error_code == ErrorCode.NONE
     return r.node_id
 
@@ -127,6 +135,7 @@ def test_a_coordinator_kill_keeps_assignments_epochs_and_offsets(start_broker, m
     produce(bootstrap, "k", [v.encode() for v in values], partitions=6)
     wait(lambda: sum(len(m.records) for m in group) >= 60, "the first 60 records", 60)
     coordinator = _coordinator_of(brokers[1], "kg")
+    assert coordinator is not None
     survivor = brokers[next(i for i in brokers if i != coordinator)]
     described = _describe(brokers[coordinator], "kg").groups[0]
     assert described.error_code == ErrorCode.NONE and described.group_state == "Stable"
@@ -137,10 +146,12 @@ def test_a_coordinator_kill_keeps_assignments_epochs_and_offsets(start_broker, m
 
     def moved():
         new = _coordinator_of(survivor, "kg")
-        return new != coordinator and _describe(brokers[new], "kg").groups[0].error_code == ErrorCode.NONE
+        return new not in (None, coordinator) and _describe(brokers[new], "kg").groups[0].error_code == ErrorCode.NONE
 
     wait(moved, "the group to have a new coordinator", 60)
-    after = _describe(brokers[_coordinator_of(survivor, "kg")], "kg").groups[0]
+    new = _coordinator_of(survivor, "kg")
+    assert new is not None
+    after = _describe(brokers[new], "kg").groups[0]
     assert {m.member_id: m.member_epoch for m in after.members} == epochs  # loaded as it was
     more = [f"k{i}" for i in range(60, 120)]
     produce(survivor.bootstrap, "k", [v.encode() for v in more], partitions=6)

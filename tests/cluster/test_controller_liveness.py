@@ -9,10 +9,12 @@ import time
 import pytest
 import trio
 from admin_helpers import raw, wait
-from proxy_helpers import FaultProxyProcess, free_port
+from metrics_helpers import scrape, value
+from proxy_helpers import FaultProxyProcess
 from replication_helpers import controller_of
 
 from client.connection import Connection
+from local_cluster.ports import free_port
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
@@ -148,3 +150,36 @@ def test_a_new_controller_removes_the_dead_controllers_replicas_from_every_isr(s
     )
     assert time.monotonic() - killed < 15  # the session timeout (3 s) and a failover, not 30 s of lag
     assert other.process.poll() is None
+
+
+def test_a_burst_of_isr_change_notifications_is_taken_in_a_few_events(start_broker, zk):
+    """A chaos run's restarted broker waited 54 s for the controller to notice it: leaders
+    shrinking and growing dozens of ISRs at once write one /isr_change_notification znode each,
+    the children watch fired once per znode, and each firing queued an event that re-read every
+    notification it had listed, one ZooKeeper round trip at a time, ahead of the BrokerChange.
+    Now one such event waits in the queue at most and takes every notification present when it
+    runs (reads and deletes pipelined), so a burst costs a few events (Kafka's
+    IsrChangeRateAndTimeMs counts them)."""
+    from zk import znodes
+
+    broker = start_broker(1, metrics_port=0)
+    wait(lambda: controller_of(zk) == 1, "broker 1 the controller", 30)
+    created, _ = timed(broker, ApiKey.CREATE_TOPICS, create_body("t", 30_000))
+    assert created.topics[0].error_code == ErrorCode.NONE
+    events = "kafka_controller_controllerstats_isrchangerateandtimems_count"
+    queue = "kafka_controller_controllereventmanager_eventqueuesize"
+    first = scrape(broker)
+    assert (events, ()) in first and (queue, ()) in first
+    before = value(first, events)
+
+    body = znodes.encode_partitions([("t", 0)])
+    path = f"{znodes.ISR_CHANGE_NOTIFICATION}/isr_change_"
+    pending = [zk.create_async(path, body, sequence=True) for _ in range(400)]
+    for result in pending:
+        result.get(30)
+    wait(lambda: not zk.get_children(znodes.ISR_CHANGE_NOTIFICATION), "every notification taken", 60)
+    wait(lambda: value(scrape(broker), queue) == 0, "the controller's event queue empty", 120)
+    taken_in = value(scrape(broker), events) - before
+    assert 1 <= taken_in <= 20, taken_in
+    created, _ = timed(broker, ApiKey.CREATE_TOPICS, create_body("after", 10_000))
+    assert created.topics[0].error_code == ErrorCode.NONE

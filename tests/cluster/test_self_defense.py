@@ -17,6 +17,11 @@ pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other pro
 
 HUGE = 2**31 - 1
 
+#: a probe's longest wait that means the broker stalled: the quadratic or unbounded work these
+#: tests guard against held it for minutes, while a loaded 2-core run has shown 1.3 s for the
+#: linear work (the speed targets are in make bench)
+STALLED_S = 5.0
+
 
 def controller_ready(broker) -> None:
     """Until the broker's controller serves CreateTopics (its metadata may name the controller,
@@ -63,7 +68,7 @@ def test_create_topics_and_partitions_asking_for_2_31_partitions_are_refused_at_
         response, slowest = trio.run(_while_probing, broker, ApiKey.CREATE_TOPICS, body)
         assert response.topics[0].error_code == ErrorCode.POLICY_VIOLATION, response
         assert "excessively large" in response.topics[0].error_message
-        assert slowest < 1.0, slowest  # a frozen broker took minutes; the 100 ms target is in make bench
+        assert slowest < STALLED_S, slowest  # a frozen broker took minutes; the 100 ms target is in make bench
     # the bound is per request, over all its topics: two topics of 6,000 partitions each
     half = MAX_PARTITIONS_PER_REQUEST * 3 // 5
     body = {"topics": [topic("a", half), topic("b", half)], "timeout_ms": 10_000, "validate_only": True}
@@ -75,7 +80,7 @@ def test_create_topics_and_partitions_asking_for_2_31_partitions_are_refused_at_
     body = {"topics": [{"name": "small", "count": HUGE, "assignments": None}], "timeout_ms": 10_000}
     response, slowest = trio.run(_while_probing, broker, ApiKey.CREATE_PARTITIONS, {**body, "validate_only": False})
     assert response.results[0].error_code == ErrorCode.POLICY_VIOLATION, response
-    assert slowest < 1.0, slowest
+    assert slowest < STALLED_S, slowest
     assert raw(broker, ApiKey.METADATA, {"topics": [{"name": "small"}]}).topics[0].partitions.__len__() == 1
 
 
@@ -93,7 +98,7 @@ def test_requests_with_many_names_are_checked_in_linear_time(start_broker):
     response, slowest = trio.run(_while_probing, broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, body)
     assert response.responses[0].error_code == ErrorCode.INVALID_REQUEST, response
     assert "duplicate" in response.responses[0].error_message
-    assert slowest < 1.0, slowest
+    assert slowest < STALLED_S, slowest
 
 
 def test_a_sync_group_assignment_too_large_to_store_answers_unknown_server_error(start_broker):

@@ -16,7 +16,7 @@ import pytest
 
 from local_cluster import compose
 from local_cluster.compose import ComposeCluster
-from local_cluster.zookeeper import free_port
+from local_cluster.ports import free_port
 
 
 def skip_without_docker(what: str) -> None:

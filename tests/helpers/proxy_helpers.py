@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 
@@ -29,10 +28,3 @@ class FaultProxyProcess:
     def close(self) -> None:
         self.process.kill()
         self.process.wait()
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 now (for a listener that must be known before its broker starts)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -24,12 +24,12 @@ def test_broker_services_use_internal_and_external_listeners_the_broker_accepts(
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     brokers = {name: s for name, s in services.items() if name.startswith("broker")}
-    assert len(brokers) == 3 and "zookeeper" in services
+    assert len(brokers) == 3 and {"zookeeper1", "zookeeper2", "zookeeper3"} <= set(services)
     ids, external_ports = set(), set()
     for name, service in brokers.items():
         env = {k: substitute(str(v)) for k, v in service["environment"].items()}
         config = load_config(None, [], environ=env)  # raises on anything the broker rejects
-        assert config["zookeeper.connect"] == "zookeeper:2181"
+        assert config["zookeeper.connect"] == "zookeeper1:2181,zookeeper2:2181,zookeeper3:2181"
         assert config["inter.broker.listener.name"] == "INTERNAL"
         listeners = {listener.name: listener for listener in config.listeners}
         advertised = {listener.name: listener for listener in config.advertised_listeners}
@@ -43,7 +43,7 @@ def test_broker_services_use_internal_and_external_listeners_the_broker_accepts(
         ]
         assert advertised["EXTERNAL"].host == "127.0.0.1"
         assert config["min.insync.replicas"] <= config["default.replication.factor"] <= len(brokers)
-        assert service["depends_on"]["zookeeper"]["condition"] == "service_healthy"
+        assert all(service["depends_on"][f"zookeeper{i}"]["condition"] == "service_healthy" for i in (1, 2, 3))
         health = service["healthcheck"]["test"]
         assert "minikafka_cli.health" in health and health[-2:] == ["--broker-id", str(config.broker_id)]
         volume = service["volumes"][0].split(":")
@@ -74,7 +74,23 @@ def test_the_zookeeper_image_runs_debians_zookeeper_with_its_config():
         line.split("=", 1) for line in (ROOT / "docker" / "zookeeper" / "zoo.cfg").read_text().splitlines() if line
     )
     assert config["clientPort"] == "2181" and "ruok" in config["4lw.commands.whitelist"]
-    assert any("QuorumPeerMain" in line for line in lines)
+    assert lines[-1] == 'ENTRYPOINT ["/usr/local/bin/minikafka-zookeeper"]'
+    assert "QuorumPeerMain" in (ROOT / "docker" / "zookeeper" / "entrypoint.sh").read_text()
+
+
+def test_three_zookeeper_nodes_form_one_ensemble_and_the_project_name_is_set_in_the_repository():
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    servers = {services[f"zookeeper{i}"]["environment"]["ZOO_SERVERS"] for i in (1, 2, 3)}
+    assert servers == {" ".join(f"server.{i}=zookeeper{i}:2888:3888;2181" for i in (1, 2, 3))}
+    assert [services[f"zookeeper{i}"]["environment"]["ZOO_MY_ID"] for i in (1, 2, 3)] == ["1", "2", "3"]
+    assert all("leader|follower" in " ".join(services[f"zookeeper{i}"]["healthcheck"]["test"]) for i in (1, 2, 3))
+    assert "COMPOSE_PROJECT_NAME=minikafka" in (ROOT / ".env").read_text().splitlines()
+
+
+def test_the_broker_image_has_no_java():
+    base = (ROOT / "docker" / "build-base.sh").read_text()
+    broker_packages = re.search(r'BROKER_PACKAGES="\$\{MINIKAFKA_BROKER_PACKAGES:-([^}]*)\}"', base).group(1).split(",")
+    assert "python3" in broker_packages and not any("jre" in p or "zookeeper" in p for p in broker_packages)
 
 
 def test_the_security_override_is_a_configuration_the_broker_accepts(tmp_path):
@@ -85,11 +101,12 @@ def test_the_security_override_is_a_configuration_the_broker_accepts(tmp_path):
     setup, override = compose_security.prepare(tmp_path, "sasl_ssl")
     services = json.loads(override.read_text())["services"]
     base = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
-    zookeeper = services.pop("zookeeper")  # SASL required of every ZooKeeper client (issue 34)
-    mounted = zookeeper["volumes"][0].split(":")[0]
-    assert "enforce.auth.enabled=true" in (Path(mounted) / "zoo.cfg").read_text()
-    assert f'user_kafka="{setup.zookeeper_password}"' in (Path(mounted) / "jaas.conf").read_text()
-    assert any(arg.startswith("-Djava.security.auth.login.config=") for arg in zookeeper["entrypoint"])
+    for i in (1, 2, 3):  # SASL required of every ZooKeeper client (issue 34), on each ensemble node
+        zookeeper = services.pop(f"zookeeper{i}")
+        mounted, inside = zookeeper["volumes"][0].split(":")[:2]
+        assert zookeeper["environment"] == {"ZOO_CONF_DIR": inside}
+        assert "enforce.auth.enabled=true" in (Path(mounted) / "zoo.cfg").read_text()
+        assert f'user_kafka="{setup.zookeeper_password}"' in (Path(mounted) / "jaas.conf").read_text()
     for name, service in services.items():
         env = {k: substitute(str(v)) for k, v in base[name]["environment"].items()} | service["environment"]
         assert env["KAFKA_ZOOKEEPER_SET_ACL"] == "true"

@@ -16,7 +16,9 @@ ALLOWED = {
     "coordinator": {"protocol"},
     "security": {"protocol"},
     "metrics": {"protocol"},  # reads the broker's objects by their attributes, never imports broker/
-    "broker": {"protocol", "zk", "storage", "client", "controller", "coordinator", "security", "metrics"},
+    # the web console: reads the broker's objects by their attributes, as metrics/ does
+    "console": {"protocol", "storage", "security", "coordinator"},
+    "broker": {"protocol", "zk", "storage", "client", "controller", "coordinator", "security", "metrics", "console"},
     # process control and the tools above it: local clusters never reach up into the CLI
     "local_cluster": {"protocol", "zk", "client", "security", "broker"},
     "fuzz": {"protocol", "local_cluster"},
@@ -35,6 +37,8 @@ ALLOWED = {
     },
     "perf": {"protocol", "client", "security"},
     "examples": {"protocol", "client", "security", "broker"},  # broker.config reads client.properties
+    # what applications import: a local cluster for their tests (minikafka.testing)
+    "minikafka": {"protocol", "client", "security", "local_cluster"},
 }
 
 
