@@ -74,6 +74,17 @@ def image_exists(name: str) -> bool:
     return subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0
 
 
+def remove_setuptools_build(root: Path) -> list[Path]:
+    """Remove what setuptools left in `root/build` (lib, bdist.*, temp.*) so a wheel holds no
+    stale modules; the directories removed. Everything else under build/ (the console test's
+    screenshots, written by the other pytest tier meanwhile) is kept."""
+    build = root / "build"
+    stale = [p for pattern in ("lib", "lib.*", "bdist.*", "temp.*") for p in build.glob(pattern) if p.is_dir()]
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return stale
+
+
 def build_images(log=print) -> dict[str, float]:
     """Build (or reuse) the base image, the wheels and both images; seconds per step."""
     timings = {}
@@ -85,7 +96,7 @@ def build_images(log=print) -> dict[str, float]:
     started = time.monotonic()
     wheels = ROOT / "docker" / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
-    shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' in-tree build dir: no stale modules
+    remove_setuptools_build(ROOT)
     # fixed timestamps in the wheels: the same sources give the same bytes, so docker build reuses its cache
     env = {
         **os.environ,

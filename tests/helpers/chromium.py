@@ -32,7 +32,7 @@ def screenshot(url: str, path: Path, width: int = 1400, height: int = 1000) -> P
         timeout=60,
     )
     if not path.exists() or path.stat().st_size == 0:
-        raise RuntimeError(f"chromium wrote no screenshot of {url}: {run.stderr[-2000:]}")
+        raise RuntimeError(f"no screenshot of {url} at {path} (chromium exited {run.returncode}): {run.stderr[-2000:]}")
     return path
 
 

@@ -123,3 +123,21 @@ def test_the_security_override_is_a_configuration_the_broker_accepts(tmp_path):
         assert service["volumes"] == [f"{tmp_path / 'pki'}:{compose_security.CONTAINER_DIR}:ro"]
         assert "--command-config" in service["healthcheck"]["test"]
     assert (tmp_path / "pki" / "health.properties").read_text().startswith("security.protocol=SASL_SSL\n")
+
+
+def test_building_the_wheels_removes_only_setuptools_leftovers_from_build(tmp_path):
+    # the other pytest tier writes the console's screenshots under build/ while the compose tests
+    # build images; a wheel build that removed all of build/ deleted a screenshot Chromium had
+    # just written (a CI failure)
+    from local_cluster.compose import remove_setuptools_build
+
+    build = tmp_path / "build"
+    for stale in ("lib/broker", "bdist.linux-x86_64/wheel", "temp.linux-x86_64-cpython-311"):
+        (build / stale).mkdir(parents=True)
+    shot = build / "screenshots" / "console" / "1-cluster.png"
+    shot.parent.mkdir(parents=True)
+    shot.write_bytes(b"\x89PNG")
+    removed = remove_setuptools_build(tmp_path)
+    assert sorted(p.name for p in removed) == ["bdist.linux-x86_64", "lib", "temp.linux-x86_64-cpython-311"]
+    assert sorted(p.name for p in build.iterdir()) == ["screenshots"] and shot.read_bytes() == b"\x89PNG"
+    assert remove_setuptools_build(tmp_path / "nowhere") == []
