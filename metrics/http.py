@@ -22,11 +22,21 @@ HEAD_TIMEOUT_S = 10.0
 SEND_TIMEOUT_S = 30.0
 
 
-def _response(status: str, body: bytes, content_type: str = "text/plain; charset=utf-8") -> bytes:
+def _response(
+    status: str,
+    body: bytes,
+    content_type: str = "text/plain; charset=utf-8",
+    *,
+    head_only: bool = False,
+    headers: str = "",
+) -> bytes:
+    """The whole response; `head_only` (a HEAD request) leaves the body out but keeps its
+    Content-Length; `headers`: more header lines, each ending in CRLF."""
     head = (
-        f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+        f"{headers}Connection: close\r\n\r\n"
     )
-    return head.encode() + body
+    return head.encode() + (b"" if head_only else body)
 
 
 def answer(request_line: str, registry: CollectorRegistry) -> bytes:
@@ -38,9 +48,7 @@ def answer(request_line: str, registry: CollectorRegistry) -> bytes:
     if method not in ("GET", "HEAD"):
         return _response("405 Method Not Allowed", b"only GET\n")
     if target == "/metrics":
-        body = generate_latest(registry)
-        response = _response("200 OK", body, CONTENT_TYPE_LATEST)
-        return response[: len(response) - len(body)] if method == "HEAD" else response
+        return _response("200 OK", generate_latest(registry), CONTENT_TYPE_LATEST, head_only=method == "HEAD")
     if target == "/":
         return _response("200 OK", b"minikafka broker metrics: /metrics\n")
     return _response("404 Not Found", b"not found: try /metrics\n")
@@ -86,10 +94,8 @@ async def _console_answer(
     if parts[1].split("?", 1)[0] == "/metrics":
         return None
     status, content_type, body = await console.handle(parts[1], _authorization(head), host, tls, certificate)
-    response = _response(status, body, content_type)
-    if status.startswith("401"):
-        response = response.replace(b"\r\n\r\n", b'\r\nWWW-Authenticate: Basic realm="minikafka"\r\n\r\n', 1)
-    return response[: len(response) - len(body)] if parts[0] == "HEAD" else response
+    challenge = 'WWW-Authenticate: Basic realm="minikafka"\r\n' if status.startswith("401") else ""
+    return _response(status, body, content_type, head_only=parts[0] == "HEAD", headers=challenge)
 
 
 async def _serve_one(stream: trio.SocketStream, registry: CollectorRegistry, console=None, tls=None) -> None:
