@@ -229,22 +229,28 @@ class ZkClient:
             return None
         return found[1]
 
-    async def get_many(self, paths: list[str]) -> list[tuple[bytes, Stat] | None]:
-        """(data, stat) or None (no node) for each path, in order. The reads are pipelined: all
-        are sent before the first answer is awaited (kazoo's get_async, in one worker thread)."""
+    async def _pipelined(self, start: Callable[[Any], Any], items: list) -> list:
+        """Send every request (`start(item)`, a kazoo *_async call) before the first answer is
+        awaited, all awaited in one worker thread; per item, in order, its result or the
+        exception it failed with (nothing is raised here)."""
 
         def run():
-            pending = [self._kazoo.get_async(p) for p in paths]
-            out: list[tuple[bytes, Stat] | None] = []
+            pending = [start(item) for item in items]
+            out = []
             for result in pending:
                 try:
-                    data, zstat = result.get()
-                    out.append((data, Stat.of(zstat)))
-                except NoNodeError:
-                    out.append(None)
+                    out.append(result.get())
+                except Exception as e:  # noqa: BLE001 - each item's own outcome, for the caller
+                    out.append(e)
             return out
 
-        return await trio.to_thread.run_sync(run) if paths else []
+        return await trio.to_thread.run_sync(run) if items else []
+
+    async def get_many(self, paths: list[str]) -> list[tuple[bytes, Stat] | None]:
+        """(data, stat) or None (no node) for each path, in order. The reads are pipelined
+        (`_pipelined`). Raises the first error other than NoNodeError."""
+        outcomes = _raise_first_failure(await self._pipelined(self._kazoo.get_async, paths))
+        return [None if isinstance(o, NoNodeError) else (o[0], Stat.of(o[1])) for o in outcomes]
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         """Conditional update when version >= 0; raises BadVersionError / NoNodeError."""
@@ -254,24 +260,9 @@ class ZkClient:
         await self._call(self._kazoo.delete, path, version, recursive)
 
     async def delete_many(self, paths: list[str]) -> None:
-        """Delete every znode of `paths`, pipelined (all are sent before the first answer is
-        awaited); one already gone is skipped. Raises the first other error."""
-
-        def run():
-            pending = [self._kazoo.delete_async(p) for p in paths]
-            failure = None
-            for result in pending:
-                try:
-                    result.get()
-                except NoNodeError:
-                    pass
-                except Exception as e:  # noqa: BLE001 - every answer is awaited before raising
-                    failure = failure or e
-            if failure is not None:
-                raise failure
-
-        if paths:
-            await trio.to_thread.run_sync(run)
+        """Delete every znode of `paths`, pipelined (`_pipelined`); one already gone is skipped.
+        Raises the first other error, once every answer is in."""
+        _raise_first_failure(await self._pipelined(self._kazoo.delete_async, paths))
 
     async def exists(self, path: str) -> Stat | None:
         zstat = await self._call(self._kazoo.exists, path)
@@ -285,17 +276,10 @@ class ZkClient:
         the first answer is awaited). Returns, per transaction, its results or the exception it
         would have raised (nothing is raised here)."""
 
-        def run():
-            pending = [self._transaction(fence_path, fence_version, ops).commit_async() for ops in op_lists]
-            out = []
-            for result in pending:
-                try:
-                    out.append(result.get())
-                except Exception as e:  # connection loss and the like: that transaction failed
-                    out.append(e)
-            return out
+        def commit(ops: list[tuple]):
+            return self._transaction(fence_path, fence_version, ops).commit_async()
 
-        outcomes = await trio.to_thread.run_sync(run) if op_lists else []
+        outcomes = await self._pipelined(commit, op_lists)  # connection loss and the like: that transaction failed
         return [o if isinstance(o, Exception) else _multi_results(o) for o in outcomes]
 
     def _transaction(self, fence_path: str, fence_version: int, ops: list[tuple]):
@@ -370,6 +354,15 @@ class Watch:
 
     def stop(self) -> None:
         self.active = False
+
+
+def _raise_first_failure(outcomes: list) -> list:
+    """`outcomes` of `ZkClient._pipelined` when none failed other than with NoNodeError (a znode
+    not there); else the first such failure is raised."""
+    failure = next((o for o in outcomes if isinstance(o, Exception) and not isinstance(o, NoNodeError)), None)
+    if failure is not None:
+        raise failure
+    return outcomes
 
 
 def _multi_results(results: list) -> list | Exception:

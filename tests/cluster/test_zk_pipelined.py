@@ -1,7 +1,8 @@
-"""broker/zk.py's pipelined calls against a real ZooKeeper: get_many and fenced_write_many report
-each item's own outcome, in order, and a failed fence or version writes nothing."""
+"""zk/client.py's pipelined calls against a real ZooKeeper: get_many and fenced_write_many report
+each item's own outcome, in order, and a failed fence or version writes nothing; delete_many skips
+znodes already gone and raises any other failure."""
 
-from kazoo.exceptions import BadVersionError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError, NotEmptyError
 
 from zk.client import Stat, ZkClient
 
@@ -43,5 +44,15 @@ async def test_get_many_and_fenced_write_many(zk_connect, zk):
             raise AssertionError("expected NoNodeError")
         except NoNodeError:
             pass
+        zk.create("/parent/child", b"", makepath=True)
+        await client.delete_many(["/a", "/missing", "/d"])  # one already gone: skipped
+        assert zk.exists("/a") is None and zk.exists("/d") is None
+        try:
+            await client.delete_many(["/b", "/parent", "/c"])
+            raise AssertionError("a znode with children must not be deleted quietly")
+        except NotEmptyError:
+            pass
+        assert zk.exists("/b") is None and zk.exists("/c") is None and zk.exists("/parent/child") is not None
+        await client.delete_many([])
     finally:
         await client.close()
