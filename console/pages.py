@@ -231,7 +231,7 @@ def group(view: ClusterView, group_id: str) -> str:
             [
                 link(f"/topics/{q(t)}", f"{t}-{p}"),
                 esc(o),
-                esc(view.high_watermark(t, p) if view.high_watermark(t, p) is not None else "unknown"),
+                esc(hw if (hw := view.high_watermark(t, p)) is not None else "unknown"),
                 esc(g["lag"].get((t, p), "unknown")),
             ]
             for t, p, o in g["committed"]

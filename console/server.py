@@ -105,25 +105,27 @@ class Console:
         return "404 Not Found", HTML, pages.page("Not found", "<p>No such page.</p>", view).encode()
 
     async def view(self, peers: dict[int, str]) -> ClusterView:
-        """Every reachable broker's snapshot (`peers`: {broker id: console URL}), this one's read directly."""
-        view = ClusterView(self.broker_id, {self.broker_id: self.snapshot()})
-        peers = {b: url for b, url in peers.items() if b != self.broker_id}
+        """Every reachable broker's snapshot (`peers`: {broker id: console URL}), this one's read
+        directly; the view is made once all are in."""
+        own = self.snapshot()
+        snapshots, unreachable = {self.broker_id: own}, {}
 
         async def ask(broker_id: int, url: str) -> None:
             try:
-                view.snapshots[broker_id] = json.loads(await self.get(url + "/api/local.json"))
+                snapshots[broker_id] = json.loads(await self.get(url + "/api/local.json"))
             except trio.TooSlowError:
-                view.unreachable[broker_id] = f"no answer in {PEER_TIMEOUT_S:.0f} s"
+                unreachable[broker_id] = f"no answer in {PEER_TIMEOUT_S:.0f} s"
             except (OSError, ValueError, ssl.SSLError, trio.BrokenResourceError) as e:
-                view.unreachable[broker_id] = str(e) or type(e).__name__
+                unreachable[broker_id] = str(e) or type(e).__name__
 
         async with trio.open_nursery() as nursery:
             for broker_id, url in peers.items():
-                nursery.start_soon(ask, broker_id, url)
-        for b in view.brokers:  # registered in the metadata but without a console URL in ZooKeeper
-            if b["id"] not in view.snapshots and b["id"] not in view.unreachable:
-                view.unreachable[b["id"]] = "no console registered"
-        return view
+                if broker_id != self.broker_id:
+                    nursery.start_soon(ask, broker_id, url)
+        for b in own["brokers"]:  # registered in the metadata but without a console URL in ZooKeeper
+            if b["id"] not in snapshots and b["id"] not in unreachable:
+                unreachable[b["id"]] = "no console registered"
+        return ClusterView(self.broker_id, snapshots, unreachable)
 
     async def _records(
         self, view: ClusterView, peers: dict[int, str], topic: str, partition: int, offset: int, limit: int

@@ -1,11 +1,13 @@
 """The cluster as the console shows it: every reachable broker's snapshot (`console.snapshot`)
 merged, pure. The serving broker's metadata cache gives brokers, controller and partition
 states (what its clients would be told); each replica's LEO / HW / log start comes from the
-broker that holds it, and the leader's view of its followers from the leader."""
+broker that holds it, and the leader's view of its followers from the leader. A view is built
+once every snapshot is in (its lookups are indexed on first use) and read by one page."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass
@@ -37,8 +39,20 @@ class ClusterView:
             out.setdefault(p["topic"], []).append(p)
         return out
 
+    @cached_property
+    def _partitions(self) -> dict[tuple[str, int], dict]:
+        return {(p["topic"], p["partition"]): p for p in self.own["partitions"]}
+
+    @cached_property
+    def _replicas(self) -> dict[int, dict[tuple[str, int], dict]]:
+        """{broker id: {(topic, partition): the replica as that broker reports it}}."""
+        return {
+            broker_id: {(r["topic"], r["partition"]): r for r in snapshot["replicas"]}
+            for broker_id, snapshot in self.snapshots.items()
+        }
+
     def partition(self, topic: str, partition: int) -> dict | None:
-        return next((p for p in self.own["partitions"] if p["topic"] == topic and p["partition"] == partition), None)
+        return self._partitions.get((topic, partition))
 
     def offline(self) -> list[dict]:
         """Partitions without a live leader."""
@@ -52,10 +66,7 @@ class ClusterView:
     def replica(self, topic: str, partition: int, broker_id: int) -> dict | None:
         """The replica as its own broker reports it (leo, hw, log_start), or None when that
         broker's snapshot is missing or it holds no such replica."""
-        snapshot = self.snapshots.get(broker_id)
-        if snapshot is None:
-            return None
-        return next((r for r in snapshot["replicas"] if r["topic"] == topic and r["partition"] == partition), None)
+        return self._replicas.get(broker_id, {}).get((topic, partition))
 
     def follower_as_leader_sees_it(self, topic: str, partition: int, broker_id: int) -> dict | None:
         state = self.partition(topic, partition)
@@ -70,21 +81,27 @@ class ClusterView:
         return None if leader is None else leader["hw"]
 
     def groups(self) -> list[dict]:
-        """Every coordinator's groups, each with `coordinator` and `lag`: {(topic, partition): HW -
-        committed} for the partitions whose leader's HW is known."""
-        out = []
-        for broker_id, snapshot in sorted(self.snapshots.items()):
-            for g in snapshot["groups"]:
-                lag = {}
-                for topic, partition, offset in g["committed"]:
-                    hw = self.high_watermark(topic, partition)
-                    if hw is not None:
-                        lag[(topic, partition)] = max(0, hw - offset)
-                out.append({**g, "coordinator": broker_id, "lag": lag})
-        return sorted(out, key=lambda g: g["group_id"])
+        """Every coordinator's groups (`_with_lag`), by group id."""
+        return sorted((self._with_lag(b, g) for b, g in self._coordinated_groups()), key=lambda g: g["group_id"])
 
     def group(self, group_id: str) -> dict | None:
-        return next((g for g in self.groups() if g["group_id"] == group_id), None)
+        return next((self._with_lag(b, g) for b, g in self._coordinated_groups() if g["group_id"] == group_id), None)
+
+    def _coordinated_groups(self):
+        """(coordinator id, group snapshot) for every group, by coordinator id."""
+        for broker_id, snapshot in sorted(self.snapshots.items()):
+            for g in snapshot["groups"]:
+                yield broker_id, g
+
+    def _with_lag(self, coordinator: int, g: dict) -> dict:
+        """The group with `coordinator` and `lag`: {(topic, partition): HW - committed} for the
+        partitions whose leader's HW is known."""
+        lag = {}
+        for topic, partition, offset in g["committed"]:
+            hw = self.high_watermark(topic, partition)
+            if hw is not None:
+                lag[(topic, partition)] = max(0, hw - offset)
+        return {**g, "coordinator": coordinator, "lag": lag}
 
     def transactions(self) -> list[dict]:
         out = [
