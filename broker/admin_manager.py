@@ -9,7 +9,10 @@ answer.
   the active controller knows, a name given twice: INVALID_REQUEST, a topic being deleted:
   TOPIC_ALREADY_EXISTS) and, unless `validate_only`, written to ZooKeeper
   (`controller.topics.write_topic`); the controller's /brokers/topics watch then creates its
-  partitions and elects their leaders.
+  partitions and elects their leaders. A coordinator's topic (`__consumer_offsets`,
+  `__transaction_state`) is created with its coordinator's settings, whatever partitions,
+  replication factor, assignment and configs the request gives (`broker/internal_topics.py`;
+  the v5+ fields of the answer say what was made).
 - The answer waits, up to `timeout_ms`, until this broker's metadata cache has a leader for every
   partition of the topics written (Kafka's DelayedCreatePartitions); topics still without leaders
   then answer REQUEST_TIMED_OUT (they are created all the same, as in Kafka). With `timeout_ms` <= 0
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker.internal_topics import internal_topic_spec
 from controller.topics import TopicError, check_partition_count, plan_topic, write_topic
 from protocol.errors import ErrorCode
 from protocol.types import ZERO_UUID
@@ -78,6 +82,9 @@ async def create_topics(ctx: BrokerContext, topics: list, validate_only: bool, t
             manual = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             partitions = t.num_partitions if t.num_partitions != -1 else ctx.config["num.partitions"]
             rf = t.replication_factor if t.replication_factor != -1 else ctx.config["default.replication.factor"]
+            spec = internal_topic_spec(ctx, t.name)
+            if spec is not None:  # a coordinator's topic: its settings, whatever the request asked
+                configs, manual, partitions, rf = dict(spec.configs), {}, spec.partitions, spec.replication_factor
             if t.name in controller.ctx.assignments:
                 raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
             check_partition_count(len(manual) or max(partitions, 0), planned)

@@ -16,6 +16,7 @@ import trio
 from broker.errors import error_code_for
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
+from protocol.topic_names import INTERNAL_TOPICS
 
 TopicPartition = tuple[str, int]
 
@@ -24,10 +25,15 @@ async def delete_records(
     rm: ReplicaManager, offsets: dict[TopicPartition, int], timeout_ms: int
 ) -> dict[TopicPartition, tuple[int, ErrorCode]]:
     """`offsets`: partition -> the offset to delete below (-1: the high watermark). Returns
-    partition -> (low watermark, error code); the low watermark is -1 with an error."""
+    partition -> (low watermark, error code); the low watermark is -1 with an error.
+    An internal topic's partition is INVALID_TOPIC_EXCEPTION ("Cannot delete records of internal
+    topic", Kafka's `ReplicaManager.deleteRecordsOnLocalLog`) and keeps its log start offset."""
     results: dict[TopicPartition, tuple[int, ErrorCode]] = {}
     requested: dict[TopicPartition, int] = {}
     for tp, offset in offsets.items():
+        if tp[0] in INTERNAL_TOPICS:  # Kafka's ReplicaManager.deleteRecordsOnLocalLog refuses these
+            results[tp] = (-1, ErrorCode.INVALID_TOPIC_EXCEPTION)
+            continue
         try:
             requested[tp] = rm.get_partition(*tp).delete_records_on_leader(offset)
         except Exception as e:

@@ -51,7 +51,7 @@ from broker.zk_isr_manager import ZkIsrManager
 from metrics.stats import BrokerTopicStats, ReplicaStats
 from protocol.errors import ErrorCode
 from protocol.record_batch import holds_control_batch
-from protocol.topic_names import is_valid_topic_name
+from protocol.topic_names import INTERNAL_TOPICS, is_valid_topic_name
 from protocol.types import ZERO_UUID
 from security.config import ClientSecurity
 from storage.errors import KafkaStorageError
@@ -366,8 +366,9 @@ class ReplicaManager:
         """Append each partition's records (`entries`: tp -> v2 batches as bytes, None for a
         request that carried null records) now, in order; see `broker/append.py` for the
         outcome's shape and the acks=-1 wait. Per-partition errors: INVALID_REQUIRED_ACKS
-        (CLIENT), INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
-        KAFKA_STORAGE_ERROR, NOT_ENOUGH_REPLICAS(_AFTER_APPEND), CORRUPT_MESSAGE,
+        (CLIENT), UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, INVALID_TOPIC_EXCEPTION
+        (an illegal name, or a CLIENT's append to an internal topic), KAFKA_STORAGE_ERROR,
+        NOT_ENOUGH_REPLICAS(_AFTER_APPEND), CORRUPT_MESSAGE,
         MESSAGE_TOO_LARGE, INVALID_RECORD, INVALID_PRODUCER_EPOCH, ..., REQUEST_TIMED_OUT."""
         results: AppendResults = {}
         waiting: dict[TopicPartition, int] = {}  # tp -> offset the HW must reach
@@ -394,6 +395,10 @@ class ReplicaManager:
             return PartitionAppend(ErrorCode.INVALID_REQUIRED_ACKS)
         if tp not in self.partitions and not is_valid_topic_name(tp[0]):  # hosted ones were checked on arrival
             return PartitionAppend(ErrorCode.INVALID_TOPIC_EXCEPTION, None, "illegal topic name")
+        if client and tp[0] in INTERNAL_TOPICS:
+            # only the coordinators write their topics (Kafka's ReplicaManager.appendToLocalLog
+            # refuses a client's append to an internal topic before it looks for the partition)
+            return PartitionAppend(ErrorCode.INVALID_TOPIC_EXCEPTION, None, f"Cannot append to internal topic {tp[0]}")
         try:
             partition = self.get_partition(*tp)
             if records is None:

@@ -18,6 +18,8 @@ import enum
 import json
 from dataclasses import dataclass
 
+from protocol.entity_names import is_node_name
+
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
 
@@ -129,6 +131,10 @@ def validate(binding: AclBinding) -> None:
         )
     if not p.name:
         raise InvalidAcl("the resource name cannot be empty")
+    if not is_node_name(p.name):  # the name is a znode under /kafka-acl/<type>/
+        raise InvalidAcl(
+            f"the resource name {p.name!r} cannot be stored: it must not be '.' or '..' nor hold '/' or control characters"
+        )
     if p.resource_type == ResourceType.CLUSTER and p.name != "kafka-cluster":
         raise InvalidAcl("The only valid name for the CLUSTER resource is kafka-cluster")
     if p.pattern_type == PatternType.PREFIXED and p.name == WILDCARD:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import urllib.parse
 
+from protocol.entity_names import is_node_name
 from protocol.errors import ErrorCode
 from security.scram import (
     MAX_ITERATIONS,
@@ -34,6 +35,11 @@ MECHANISM_NUMBERS = {name: number for number, name in MECHANISM_IDS.items()}
 def user_node_name(user: str) -> str:
     """The znode name of a user (Kafka url-encodes user names: `Sanitizer.sanitize`)."""
     return urllib.parse.quote(user, safe="")
+
+
+def valid_user_name(user: str) -> bool:
+    """Whether `user`'s znode name is one node under /config/users (not "", "." or "..")."""
+    return is_node_name(user_node_name(user))
 
 
 def user_from_node_name(name: str) -> str:
@@ -78,6 +84,8 @@ Result = tuple[ErrorCode, str | None]
 def _check(name: str, mechanism_id: int, iterations: int | None = None) -> Result | None:
     if not name:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+    if not valid_user_name(name):
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Username {name!r} cannot name a ZooKeeper node"
     if mechanism_id not in MECHANISM_IDS:
         return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
     if iterations is not None and iterations < MIN_ITERATIONS:

@@ -1,14 +1,10 @@
 """FindCoordinator (key 10) v0-5: where a group's coordinator is (key type 0), one key (v0-3) or
 a batch of keys (v4+, KIP-699). The coordinator of a group is the leader of its
 `__consumer_offsets` partition. The topic is created on first need (as Kafka's
-`KafkaApis.getOrCreateInternalTopic`): with `offsets.topic.num.partitions`,
-`offsets.topic.replication.factor`, `offsets.topic.segment.bytes` and `cleanup.policy=compact`;
+`KafkaApis.getOrCreateInternalTopic`) with the coordinator's settings (`broker/internal_topics.py`);
 while fewer brokers are alive than that replication factor, or while the partition has no leader,
 the answer is COORDINATOR_NOT_AVAILABLE. A transactional id's coordinator (key type 1) is the
-leader of its `__transaction_state` partition, created the same way with
-`transaction.state.log.num.partitions`, `transaction.state.log.replication.factor`,
-`transaction.state.log.min.isr`, `transaction.state.log.segment.bytes`, `cleanup.policy=compact`
-and `unclean.leader.election.enable=false`. Another key type, or an empty transactional id, is
+leader of its `__transaction_state` partition, created the same way. Another key type, or an empty transactional id, is
 INVALID_REQUEST.
 """
 
@@ -19,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from broker import admin_manager
 from broker.authz import Op, Resource, allowed
+from broker.internal_topics import internal_topic_spec
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
@@ -31,34 +28,6 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.FIND_COORDINATOR
 GROUP, TRANSACTION = 0, 1
 log = logging.getLogger(__name__)
-
-
-def _internal_topic(ctx: BrokerContext, key_type: int) -> tuple[str, int, int, dict[str, str]] | None:
-    """(name, partitions, replication factor, configs) of the coordinator topic for a key type."""
-    if key_type == GROUP and ctx.group_coordinator is not None:
-        config = ctx.group_coordinator.config
-        configs = {
-            "cleanup.policy": "compact",
-            "compression.type": "producer",
-            "segment.bytes": str(config.offsets_topic_segment_bytes),
-        }
-        return (
-            GROUP_METADATA_TOPIC,
-            config.offsets_topic_num_partitions,
-            config.offsets_topic_replication_factor,
-            configs,
-        )
-    if key_type == TRANSACTION and ctx.txn_coordinator is not None:
-        txn = ctx.txn_coordinator.config
-        configs = {
-            "cleanup.policy": "compact",
-            "compression.type": "uncompressed",
-            "min.insync.replicas": str(txn.min_isr),
-            "segment.bytes": str(txn.segment_bytes),
-            "unclean.leader.election.enable": "false",
-        }
-        return TRANSACTION_STATE_TOPIC, txn.num_partitions, txn.replication_factor, configs
-    return None
 
 
 async def find(ctx: BrokerContext, key_type: int, key: str, listener: str = "", request=None) -> dict:
@@ -81,20 +50,22 @@ async def find(ctx: BrokerContext, key_type: int, key: str, listener: str = "", 
                 if key_type == GROUP
                 else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             )
-    topic = _internal_topic(ctx, key_type)
-    if topic is None:
+    spec = internal_topic_spec(ctx, GROUP_METADATA_TOPIC if key_type == GROUP else TRANSACTION_STATE_TOPIC)
+    if spec is None:
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    name = topic[0]
+    name = spec.name
     if key_type == GROUP:
-        assert ctx.group_coordinator is not None, "_internal_topic found the coordinator"
+        assert ctx.group_coordinator is not None, "internal_topic_spec found the coordinator"
         partition = ctx.group_coordinator.manager.partition_for(key)
     else:
-        assert ctx.txn_coordinator is not None, "_internal_topic found the coordinator"
+        assert ctx.txn_coordinator is not None, "internal_topic_spec found the coordinator"
         partition = ctx.txn_coordinator.manager.partition_for(key)
     cache = ctx.metadata_cache
     if name not in cache.partitions:
         if ctx.zk is not None:
-            await admin_manager.auto_create_topic(ctx, *topic)
+            await admin_manager.auto_create_topic(
+                ctx, spec.name, spec.partitions, spec.replication_factor, spec.configs
+            )
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     state = cache.get_partition(name, partition)
     broker = cache.brokers.get(state.leader) if state is not None else None

@@ -2,7 +2,8 @@
 leader, leader epoch, replicas, ISR and offline replicas, all from the metadata cache (what the
 controller last sent in UpdateMetadata). `topics` null asks for every topic; a topic may be named
 or, from v10, given by id. An unknown topic is created when `auto.create.topics.enable` and the
-request allow it (answering LEADER_NOT_AVAILABLE until its leaders exist), else it answers
+request allow it (answering LEADER_NOT_AVAILABLE until its leaders exist; an internal topic with
+its coordinator's settings, `broker/internal_topics.py`), else it answers
 UNKNOWN_TOPIC_OR_PARTITION. A name that breaks Kafka's topic rule answers INVALID_TOPIC_EXCEPTION
 and is never created.
 
@@ -17,9 +18,10 @@ import trio
 
 from broker import admin_manager
 from broker.authz import Op, Resource, allowed, cluster_allowed
+from broker.internal_topics import internal_topic_spec
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.topic_names import is_valid_topic_name
+from protocol.topic_names import INTERNAL_TOPICS, is_valid_topic_name
 
 if TYPE_CHECKING:
     from broker.context import BrokerContext
@@ -31,10 +33,18 @@ API_KEY = ApiKey.METADATA
 
 async def _auto_create(ctx: BrokerContext, name: str) -> dict:
     """LEADER_NOT_AVAILABLE once written (until the controller has elected its leaders), else
-    why it was not (`broker.admin_manager.auto_create_topic`)."""
-    code = await admin_manager.auto_create_topic(
-        ctx, name, ctx.config["num.partitions"], ctx.config["default.replication.factor"], {}
-    )
+    why it was not (`broker.admin_manager.auto_create_topic`). An internal topic gets its
+    coordinator's settings (Kafka's `AutoTopicCreationManager.creatableTopic`), a plain one
+    `num.partitions` and `default.replication.factor`."""
+    spec = internal_topic_spec(ctx, name)
+    if spec is not None:
+        code = await admin_manager.auto_create_topic(ctx, name, spec.partitions, spec.replication_factor, spec.configs)
+    elif name in INTERNAL_TOPICS:  # no coordinator here to say how (a broker without one)
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:
+        code = await admin_manager.auto_create_topic(
+            ctx, name, ctx.config["num.partitions"], ctx.config["default.replication.factor"], {}
+        )
     written = code == ErrorCode.NONE
     return {"error_code": ErrorCode.LEADER_NOT_AVAILABLE if written else code, "name": name, "partitions": []}
 

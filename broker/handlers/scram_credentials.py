@@ -1,6 +1,6 @@
 """SCRAM credential admin (KIP-554), as Kafka's ZooKeeper mode serves it from any broker:
 - DescribeUserScramCredentials (key 50, v0): each named user's (mechanism, iterations), read from
-  `/config/users/<user>`; all users with credentials when `users` is null. An unknown user is
+  `/config/users/<user>`; all users with credentials when `users` is null or empty. An unknown user is
   RESOURCE_NOT_FOUND, a user named twice DUPLICATE_RESOURCE.
 - AlterUserScramCredentials (key 51, v0): deletions and upsertions (the client sends the salt and
   the salted password; the stored and server keys are derived here), validated per user
@@ -18,7 +18,13 @@ from broker.authz import Op, cluster_allowed
 from broker.server import Handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from security.credentials import alter_credentials, describe_credentials, user_from_node_name, user_node_name
+from security.credentials import (
+    alter_credentials,
+    describe_credentials,
+    user_from_node_name,
+    user_node_name,
+    valid_user_name,
+)
 from zk import admin, znodes
 from zk.client import NoNodeError
 
@@ -38,7 +44,7 @@ async def describe(ctx: BrokerContext, request: Request):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     if ctx.zk is None:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "results": []}
-    if body.users is None:
+    if not body.users:  # null or empty: every user (Kafka's describingAllUsers; librdkafka sends [])
         try:
             names = [user_from_node_name(n) for n in await ctx.zk.get_children(znodes.CONFIG_USERS)]
         except NoNodeError:
@@ -60,6 +66,9 @@ async def describe(ctx: BrokerContext, request: Request):
             continue
         if not name:  # would name /config/users itself
             results.append(_describe_error(name, ErrorCode.RESOURCE_NOT_FOUND, "The user name must not be empty"))
+            continue
+        if not valid_user_name(name):  # "." or "..": no user can have it
+            results.append(_describe_error(name, ErrorCode.RESOURCE_NOT_FOUND, f"No user can be named {name!r}"))
             continue
         try:
             infos = describe_credentials(await _config(ctx, name))
@@ -104,7 +113,7 @@ async def alter(ctx: BrokerContext, request: Request):
             "throttle_time_ms": 0,
             "results": [{"user": n, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR} for n in sorted(names)],
         }
-    current = {n: await _config(ctx, n) for n in names if n}
+    current = {n: await _config(ctx, n) for n in names if valid_user_name(n)}
     results, updated = alter_credentials(deletions, upsertions, current)
     for name, config in updated.items():
         await admin.change_entity_config(ctx.zk, "users", user_node_name(name), config)

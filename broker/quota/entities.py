@@ -10,6 +10,7 @@ from __future__ import annotations
 import urllib.parse
 
 from broker.quota.manager import DEFAULT, Entity
+from protocol.entity_names import is_node_name
 
 USER = "user"
 CLIENT_ID = "client-id"
@@ -50,7 +51,7 @@ def config_path(entity: Entity) -> tuple[str, str]:
 def from_components(components: list[tuple[str, str | None]]) -> Entity:
     """An AlterClientQuotas / DescribeClientQuotas entity ([(entity type, name or None for the
     default)]) as (user, client id). Raises ValueError: an unknown or repeated entity type, IP
-    entities (not supported here), or no component."""
+    entities (not supported here), no component, or a name that cannot be a znode ("", ".", "..")."""
     user: str | None = None
     client_id: str | None = None
     seen = set()
@@ -59,6 +60,8 @@ def from_components(components: list[tuple[str, str | None]]) -> Entity:
             raise ValueError(f"Duplicate {entity_type} entity type")
         seen.add(entity_type)
         value = DEFAULT if name is None else name
+        if not is_node_name(sanitize(value)):  # "", "." and ".." would not name one znode
+            raise ValueError(f"Invalid {entity_type} name {value!r}")
         if entity_type == USER:
             user = value
         elif entity_type == CLIENT_ID:
