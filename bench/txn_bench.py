@@ -14,6 +14,10 @@ confluent-kafka (librdkafka) transactional producers and consumers:
    read_committed and a read_uncommitted consumer read the same topic; latency = receive time -
    send time (carried in the value). Target: read_committed p99 <= 2 x read_uncommitted p99.
 
+3. Issue 44: transactions/s (10 records each) with `transaction.partition.verification.enable`
+   off and on (KIP-890 part 1), on the 1-partition topic and spread over the 6 partitions.
+   Target: verification costs at most 10%.
+
 Results: a markdown table (measured vs target) printed, written to `bench/results/transactions.md`
 and (unless --quick) copied into README.md between the `bench:transactions` markers.
 """
@@ -166,6 +170,64 @@ def _create_topics(bootstrap: str) -> None:
         f.result(60)
 
 
+def _set_verification(broker: BrokerProcess, enabled: bool) -> None:
+    """transaction.partition.verification.enable as the cluster default (IncrementalAlterConfigs),
+    then a pause for every broker's config listener to apply it."""
+    import trio
+
+    from client.connection import Connection
+    from protocol.api_keys import ApiKey
+
+    async def go():
+        async with Connection.open(broker.host, broker.port) as conn:
+            await conn.request(
+                ApiKey.INCREMENTAL_ALTER_CONFIGS,
+                {
+                    "resources": [
+                        {
+                            "resource_type": 4,
+                            "resource_name": "",
+                            "configs": [
+                                {
+                                    "name": "transaction.partition.verification.enable",
+                                    "config_operation": 0,
+                                    "value": "true" if enabled else "false",
+                                }
+                            ],
+                        }
+                    ],
+                    "validate_only": False,
+                },
+            )
+
+    trio.run(go)
+    time.sleep(2)
+
+
+def verification_rows(
+    broker: BrokerProcess, bootstrap: str, seconds: float, producers: int
+) -> list[tuple[str, str, str, bool]]:
+    """Issue 44's target: KIP-890 verification costs at most 10% of transactions/s (10 records
+    each) on 1 partition and on 6, measured off then on in the same run."""
+    rows = []
+    for partitions, topic, spread in ((1, "e2e", False), (PARTITIONS, TOPIC, True)):
+        rates = {}
+        for enabled in (False, True):
+            _set_verification(broker, enabled)
+            rates[enabled], _ = transaction_rate(bootstrap, 10, seconds, producers, spread, topic)
+        ratio = rates[True] / rates[False]
+        rows.append(
+            (
+                f"transactions/s with KIP-890 verification on vs off, 10 records, {partitions} partition(s), "
+                f"{producers} producers",
+                f"on {rates[True]:,.0f} / off {rates[False]:,.0f} txn/s ({ratio:.0%})",
+                ">= 90%",
+                ratio >= 0.9,
+            )
+        )
+    return rows
+
+
 def run(quick: bool) -> list[tuple[str, str, str, bool]]:
     rows = []
     seconds = 3 if quick else 15
@@ -194,6 +256,7 @@ def run(quick: bool) -> list[tuple[str, str, str, bool]]:
                         rate >= 500 or records != 10,
                     )
                 )
+            rows += verification_rows(brokers[1], bootstrap, seconds, producers)
             p99 = end_to_end(bootstrap, seconds)
             committed, uncommitted = p99["read_committed"], p99["read_uncommitted"]
             rows.append(

@@ -219,10 +219,8 @@ COMPAT_KEYS: list[CompatKey] = [
             ("offsets.commit.required.acks", "short", "-1"),
             ("unstable.api.versions.enable", "boolean", "false"),
             ("unstable.metadata.versions.enable", "boolean", "false"),
-            ("transaction.partition.verification.enable", "boolean", "true"),
             ("group.coordinator.new.enable", "boolean", "false"),
         ],
-        dynamic={"transaction.partition.verification.enable"},
     ),
     *_group(
         "Accepted, no effect: segments are not preallocated; the file system allocates as records arrive.",

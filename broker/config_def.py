@@ -940,6 +940,15 @@ BROKER_CONFIG: dict[str, ConfigKey] = {
             "Bytes read at a time while loading __transaction_state.",
         ),
         _key(
+            "transaction.partition.verification.enable",
+            "boolean",
+            _bool,
+            True,
+            "Whether a partition leader asks the transaction coordinator that a transactional "
+            "Produce belongs to an ongoing transaction before appending it (KIP-890 part 1).",
+            dynamic=True,
+        ),
+        _key(
             "transaction.max.timeout.ms",
             "int",
             _int_at_least(1),

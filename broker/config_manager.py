@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import trio
 
@@ -54,6 +55,9 @@ class DynamicConfigManager:
         self.log_manager = log_manager
         self.last_seq = -1
         self.applied = 0  # notifications processed (tests wait on it)
+        #: called with each newly applied broker config (dynamic keys read elsewhere, such as
+        #: transaction.partition.verification.enable)
+        self.on_broker_config: list[Callable[[BrokerConfig], None]] = []
         self._wake_send, self._wake_receive = trio.open_memory_channel[None](1)
 
     # ---- applying --------------------------------------------------------------------------------
@@ -67,6 +71,8 @@ class DynamicConfigManager:
         )
         self.log_manager.config = defaults
         self.log_manager.reconfigure()
+        for listener in self.on_broker_config:
+            listener(config)
 
     async def load_broker_configs(self) -> None:
         """Read both dynamic broker layers and apply them (startup, and on a broker change)."""

@@ -17,6 +17,7 @@ from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.quota.manager import QuotaManagers
 from broker.replica_manager import LeadershipListener, ReplicaManager
+from broker.txn_verification import AddPartitionsToTxnManager
 from controller.controller import KafkaController
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.transaction.coordinator import TransactionCoordinator
@@ -37,6 +38,7 @@ class BrokerContext:
     producer_ids: ProducerIdManager | None = None  # InitProducerId
     group_coordinator: GroupCoordinator | None = None  # the group APIs
     txn_coordinator: TransactionCoordinator | None = None  # the transaction APIs
+    txn_verification: AddPartitionsToTxnManager | None = None  # KIP-890 checks before transactional appends
     leadership_listeners: tuple[LeadershipListener, ...] = ()  # coordinators: on_election / on_resignation
     dynamic_config: DynamicBrokerConfig | None = None  # DescribeConfigs / AlterConfigs of brokers
     config_manager: DynamicConfigManager | None = None  # applies config changes at once

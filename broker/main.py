@@ -41,6 +41,7 @@ from broker.quota.request_time import RequestQuota
 from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer, ListenerBindError
 from broker.txn_marker_channel import TransactionMarkerChannel
+from broker.txn_verification import AddPartitionsToTxnManager
 from broker.zk_session import SessionKeeper
 from client.connection import Connection, ConnectionClosed
 from console.auth import console_auth
@@ -190,6 +191,18 @@ class Broker:
                 marker_channel,
                 producer_ids.generate,
             )
+            txn_verification = AddPartitionsToTxnManager(
+                self.config.broker_id,
+                self.metadata_cache,
+                txn_coordinator.manager.partition_for,
+                txn_coordinator.verify_partitions,
+                f"broker-{self.config.broker_id}-txn-verification",
+                self.client_security,
+            )
+            txn_verification.enabled = self.config["transaction.partition.verification.enable"]
+            self.config_manager.on_broker_config.append(
+                lambda config: setattr(txn_verification, "enabled", config["transaction.partition.verification.enable"])
+            )
             context = BrokerContext(
                 self.config,
                 cluster_id,
@@ -201,6 +214,7 @@ class Broker:
                 producer_ids=producer_ids,
                 group_coordinator=group_coordinator,
                 txn_coordinator=txn_coordinator,
+                txn_verification=txn_verification,
                 leadership_listeners=(group_coordinator, txn_coordinator),
                 dynamic_config=self.dynamic_config,
                 config_manager=self.config_manager,
@@ -228,6 +242,7 @@ class Broker:
                 async with trio.open_nursery() as nursery:
                     if self.acl_store is not None:
                         await nursery.start(self.acl_store.run)  # ACLs are loaded before anything is served
+                    await nursery.start(txn_verification.run)  # the Produce handler starts its tasks there
                     try:
                         bound = await nursery.start(self.server.run)
                     except ListenerBindError as e:

@@ -214,18 +214,22 @@ class Partition:
         *,
         validate_records: bool = True,
         markers: bool = False,
+        verification: dict | None = None,
     ) -> LogAppendInfo:
         """Append a produce request's records (`validate_records=False`: a coordinator's own
         batches; `markers`: transaction markers from WriteTxnMarkers). Raises
         NotLeaderOrFollower, NotEnoughReplicas (acks=-1 with |ISR| < min.insync.replicas), and the
         log's CorruptRecordBatch / RecordTooLarge / InvalidProducerEpoch /
-        TransactionCoordinatorFenced."""
+        TransactionCoordinatorFenced / InvalidTxnState (`verification`: KIP-890's guards, see
+        `Log.append_as_leader`)."""
         self.require_leader()
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise NotEnoughReplicas(
                 f"{self.tp}: ISR {self.isr} is smaller than min.insync.replicas {min_insync_replicas}"
             )
-        info = self.log.append_as_leader(records, self.leader_epoch, validate_records=validate_records, markers=markers)
+        info = self.log.append_as_leader(
+            records, self.leader_epoch, validate_records=validate_records, markers=markers, verification=verification
+        )
         self.maybe_increment_high_watermark()
         return info
 

@@ -49,6 +49,7 @@ from broker.partition import Partition
 from broker.replica_fetcher import ReplicaFetcher
 from broker.zk_isr_manager import ZkIsrManager
 from metrics.stats import BrokerTopicStats, ReplicaStats
+from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 from protocol.record_batch import holds_control_batch
 from protocol.topic_names import INTERNAL_TOPICS, is_valid_topic_name
@@ -360,8 +361,44 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     # ---- appends (Kafka's appendRecords) -------------------------------------------------------
+    def transactions_to_verify(self, entries: dict[TopicPartition, Any]) -> dict[TopicPartition, tuple[int, int]]:
+        """KIP-890 part 1: the partitions of a transactional Produce whose producer has no
+        transaction open there at the batch's epoch, each with (producer id, producer epoch), and
+        with the producer's VerificationGuard taken (Kafka's `maybeStartTransactionVerification`).
+        Partitions this broker does not lead, and malformed records, are left to the append."""
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        for tp, records in entries.items():
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader or not records or len(records) < rb.HEADER_SIZE:
+                continue
+            try:
+                header = rb.read_header(records)
+            except Exception:  # the append answers CORRUPT_MESSAGE
+                continue
+            if not header.is_transactional or header.is_control:
+                continue
+            state = partition.log.producer_state
+            if not state.has_ongoing_transaction(header.producer_id, header.producer_epoch):
+                state.maybe_start_verification(header.producer_id)
+                out[tp] = (header.producer_id, header.producer_epoch)
+        return out
+
+    def verification_guards(self, verified: dict[TopicPartition, int]) -> dict[TopicPartition, dict]:
+        """The current guard of each verified (partition -> producer id), for `append_records`."""
+        guards: dict[TopicPartition, dict] = {}
+        for tp, producer_id in verified.items():
+            partition = self.partitions.get(tp)
+            guard = partition.log.producer_state.verifications.get(producer_id) if partition is not None else None
+            guards[tp] = {producer_id: guard} if guard is not None else {}
+        return guards
+
     def append_records(
-        self, entries: dict[TopicPartition, Any], acks: int, timeout_ms: int, origin: AppendOrigin
+        self,
+        entries: dict[TopicPartition, Any],
+        acks: int,
+        timeout_ms: int,
+        origin: AppendOrigin,
+        verification: dict[TopicPartition, dict] | None = None,
     ) -> AppendResults | DelayedResponse:
         """Append each partition's records (`entries`: tp -> v2 batches as bytes, None for a
         request that carried null records) now, in order; see `broker/append.py` for the
@@ -369,11 +406,14 @@ class ReplicaManager:
         (CLIENT), UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, INVALID_TOPIC_EXCEPTION
         (an illegal name, or a CLIENT's append to an internal topic), KAFKA_STORAGE_ERROR,
         NOT_ENOUGH_REPLICAS(_AFTER_APPEND), CORRUPT_MESSAGE,
-        MESSAGE_TOO_LARGE, INVALID_RECORD, INVALID_PRODUCER_EPOCH, ..., REQUEST_TIMED_OUT."""
+        MESSAGE_TOO_LARGE, INVALID_RECORD, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, ...,
+        REQUEST_TIMED_OUT. `verification` (KIP-890, None when off): per partition, producer id ->
+        the guard its transactional batches were verified under (`verification_guards`)."""
         results: AppendResults = {}
         waiting: dict[TopicPartition, int] = {}  # tp -> offset the HW must reach
         for tp, records in entries.items():
-            outcome = results[tp] = self._append_one(tp, acks, records, origin)
+            guards = None if verification is None else verification.get(tp, {})
+            outcome = results[tp] = self._append_one(tp, acks, records, origin, guards)
             if acks == -1 and outcome.info is not None:
                 waiting[tp] = outcome.info.last_offset + 1
         if not waiting:
@@ -389,7 +429,9 @@ class ReplicaManager:
         result = self.append_records(entries, acks, timeout_ms, origin)
         return await appended(result, timeout_ms, self.delayed_timer.running)
 
-    def _append_one(self, tp: TopicPartition, acks: int, records, origin: AppendOrigin) -> PartitionAppend:
+    def _append_one(
+        self, tp: TopicPartition, acks: int, records, origin: AppendOrigin, verification: dict | None = None
+    ) -> PartitionAppend:
         client = origin is AppendOrigin.CLIENT
         if client and acks not in (-1, 0, 1):
             return PartitionAppend(ErrorCode.INVALID_REQUIRED_ACKS)
@@ -409,6 +451,7 @@ class ReplicaManager:
                 self.min_insync_replicas(tp[0]),
                 validate_records=client,
                 markers=not client and holds_control_batch(records),
+                verification=verification,
             )
         except Exception as e:  # mapped to Kafka's code; unexpected ones are logged
             code = error_code_for(e)

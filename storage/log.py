@@ -211,6 +211,7 @@ class Log:
         validate_records: bool = True,
         markers: bool = False,
         now_ms: int | None = None,
+        verification: dict | None = None,
     ) -> LogAppendInfo:
         """Append batches as the leader: assign offsets from LEO, stamp `leader_epoch`, apply
         LogAppendTime if configured. Raises CorruptRecordBatch (CRC, count, magic), InvalidRecord
@@ -218,13 +219,22 @@ class Log:
         `validate_records=False`), RecordTooLarge; nothing of a refused append is written.
         `markers`: transaction markers from a coordinator (WriteTxnMarkers), checked against the
         producer state (InvalidProducerEpoch, TransactionCoordinatorFenced) instead of validated as
-        client records. `records` is not modified or copied."""
+        client records. `verification` (KIP-890; None: off): producer id -> the VerificationGuard
+        its transactional batches were verified under; a transactional batch of a producer
+        without an open transaction here and without its current guard raises InvalidTxnState.
+        `records` is not modified or copied."""
         parsed = self._parse(records, validate_records and not markers)
         if markers:
             self._check_markers(parsed)
         duplicate = self._check_producers(parsed)
         if duplicate is not None:
             return duplicate
+        if verification is not None:
+            for _, header in parsed.batches:
+                if header.is_transactional and not header.is_control:
+                    self.producer_state.check_verified(
+                        header.producer_id, header.producer_epoch, verification.get(header.producer_id)
+                    )
         now = int(time.time() * 1000) if now_ms is None else now_ms
         self._check_timestamps(parsed, now)
         parsed = self._compress_as_configured(parsed)

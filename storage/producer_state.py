@@ -19,6 +19,15 @@ or unreplicated transaction; the partition's LSO is min(that, HW). Markers on th
 checked first (`check_marker`): an older producer epoch is InvalidProducerEpoch, an older
 coordinator epoch TransactionCoordinatorFenced.
 
+Transaction verification (KIP-890 part 1, Kafka's `VerificationGuard` / `VerificationStateEntry`):
+before a leader asks the transaction coordinator whether a producer's transactional batch belongs
+to its ongoing transaction, it takes the producer's guard (`maybe_start_verification`); the append
+that follows the coordinator's yes carries that guard and is refused (InvalidTxnState) unless it is
+still the producer's current guard. A marker for the producer, or the first batch of its
+transaction, clears the guard, so a yes that raced an abort marker lets nothing in. A producer
+with an ongoing transaction at that epoch needs no check (`has_ongoing_transaction`). Guards live
+in memory only, as in Kafka.
+
 Snapshots: `<offset>.snapshot` in the partition directory, Kafka's format v1: int16 version, uint32
 CRC-32C of the rest, int32 count, then per producer int64 id, int16 epoch, int32 last sequence,
 int64 last offset, int32 offset delta, int64 timestamp, int32 coordinator epoch, int64 current
@@ -58,6 +67,18 @@ class OutOfOrderSequence(StorageError):
 
 class InvalidProducerEpoch(StorageError):
     error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class InvalidTxnState(StorageError):
+    """A transactional batch that is not part of a verified ongoing transaction (KIP-890)."""
+
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class VerificationGuard:
+    """An opaque token: the identity of one verification of one producer's transaction."""
+
+    __slots__ = ()
 
 
 class CorruptSnapshot(StorageError):
@@ -116,6 +137,7 @@ class ProducerStateManager:
         self.map_end_offset = 0  # batches below this offset are reflected in the state
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction, oldest first
         self.unreplicated: dict[int, CompletedTxn] = {}  # first offset -> completed txn above the HW
+        self.verifications: dict[int, VerificationGuard] = {}  # producer id -> its current guard (KIP-890)
 
     # ---- checks (client appends) ---------------------------------------------------------------
     def find_duplicate(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
@@ -155,6 +177,29 @@ class ProducerStateManager:
                 f"producer {producer_id}: coordinator epoch {coordinator_epoch} is older than {entry.coordinator_epoch}"
             )
 
+    # ---- transaction verification (KIP-890 part 1) -----------------------------------------------
+    def has_ongoing_transaction(self, producer_id: int, epoch: int) -> bool:
+        """Whether the producer has a transaction open here at `epoch` (no verification needed)."""
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0 and entry.epoch == epoch
+
+    def maybe_start_verification(self, producer_id: int) -> VerificationGuard:
+        """The producer's current guard, made if it has none."""
+        guard = self.verifications.get(producer_id)
+        if guard is None:
+            guard = self.verifications[producer_id] = VerificationGuard()
+        return guard
+
+    def check_verified(self, producer_id: int, epoch: int, guard: VerificationGuard | None) -> None:
+        """Before appending a transactional batch with verification on: raises InvalidTxnState
+        unless the producer's transaction is open here at `epoch` or `guard` is its current guard."""
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return
+        if guard is None or self.verifications.get(producer_id) is not guard:
+            raise InvalidTxnState(
+                f"producer {producer_id} epoch {epoch}: the record was not part of an ongoing transaction"
+            )
+
     # ---- transactions and the LSO ----------------------------------------------------------------
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of the oldest transaction still open, or completed with its marker
@@ -177,6 +222,7 @@ class ProducerStateManager:
         entry.coordinator_epoch = marker.coordinator_epoch
         entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
         self.ongoing.pop(header.producer_id, None)
+        self.verifications.pop(header.producer_id, None)
         completed = CompletedTxn(header.producer_id, first, header.base_offset, not marker.commit)
         self.unreplicated[first] = completed
         return completed
@@ -231,10 +277,12 @@ class ProducerStateManager:
             if entry.current_txn_first_offset < 0:
                 entry.current_txn_first_offset = header.base_offset
                 self.ongoing[header.producer_id] = header.base_offset
+                self.verifications.pop(header.producer_id, None)  # the transaction is open: verified
         return None
 
     def reset(self, offset: int = 0) -> None:
         self.producers.clear()
+        self.verifications.clear()
         self.ongoing.clear()
         self.unreplicated.clear()
         self.map_end_offset = offset

@@ -69,7 +69,7 @@ SERVED: dict[str, tuple[int, int]] = {
     "DescribeLogDirs": (0, 4),
     "AlterPartitionReassignments": (0, 0),
     "ListPartitionReassignments": (0, 0),
-    "AddPartitionsToTxn": (0, 3),
+    "AddPartitionsToTxn": (0, 4),
     "AddOffsetsToTxn": (0, 4),
     "EndTxn": (0, 4),
     "WriteTxnMarkers": (0, 1),

@@ -11,6 +11,12 @@ Served inline (`INLINE`): the server runs `handle_now` in the connection's reade
 task per request; an acks=-1 produce responds when the DelayedResponse of its append completes
 (the high watermark covers its batches: Kafka's DelayedProduce).
 
+Transaction verification (KIP-890 part 1, `transaction.partition.verification.enable`): a
+transactional Produce for a partition where its producer has no transaction open yet is held
+until the transaction coordinator confirms the partition is in the producer's ongoing transaction
+(`broker/txn_verification.py`); unconfirmed partitions are refused (INVALID_TXN_STATE,
+INVALID_PRODUCER_EPOCH, NOT_ENOUGH_REPLICAS while the coordinator cannot tell) and not appended.
+
 Authorization (Kafka's `KafkaApis.handleProduceRequest`): a transactional produce needs WRITE on its
 transactional id (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE
 (else its partitions are TOPIC_AUTHORIZATION_FAILED); refused partitions are not appended."""
@@ -22,10 +28,11 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker.append import AppendOrigin, AppendResults
+from broker.append import AppendOrigin, AppendResults, PartitionAppend
 from broker.authz import Op, Resource, allowed
 from broker.delayed import DelayedResponse
 from broker.server import InlineHandler
+from protocol import record_batch as rb
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -88,21 +95,98 @@ def handle_now(ctx: BrokerContext, request: Request, respond: Callable[[dict | N
             refused = [_refused(t, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for t, ok in zip(topic_data, may) if not ok]
             topic_data = [t for t, ok in zip(topic_data, may) if ok]
     entries = {(t.name, p.index): p.records for t in topic_data for p in t.partition_data}
-    result = ctx.replica_manager.append_records(entries, body.acks, body.timeout_ms, AppendOrigin.CLIENT)
     # the produce byte-rate quota (KIP-13): the request's bytes; over the quota the answer names
     # the throttle time and the server mutes the connection that long (KIP-219)
     throttle_ms = ctx.quotas.produce.record(request.user, request.client_id, request.size, trio.current_time() * 1000)
-    if body.acks == 0:
-        respond(None)
-        return
 
     def response(results: AppendResults) -> None:
-        respond({"responses": _responses(results) + refused, "throttle_time_ms": throttle_ms})
+        if body.acks != 0:
+            respond({"responses": _responses(results) + refused, "throttle_time_ms": throttle_ms})
 
+    verifier = ctx.txn_verification
+    if body.transactional_id is not None and verifier is not None and verifier.enabled:
+        to_verify = ctx.replica_manager.transactions_to_verify(entries)
+        producer_id = _producer_id(entries)
+        previous = verifier.appending.get(producer_id)
+        if to_verify or (previous is not None and not previous.is_set()):
+            # a producer's requests append in the order they came, whichever waits for the coordinator
+            done = verifier.appending[producer_id] = trio.Event()
+            verifier.start_soon(_verify_then_append, ctx, body, entries, to_verify, response, previous, done)
+            if body.acks == 0:
+                respond(None)
+            return
+        verification: dict | None = {}
+    else:
+        verification = None
+    _append(ctx, body, entries, verification, response)
+    if body.acks == 0:
+        respond(None)
+
+
+def _append(ctx: BrokerContext, body, entries: dict, verification: dict | None, response) -> None:
+    result = ctx.replica_manager.append_records(entries, body.acks, body.timeout_ms, AppendOrigin.CLIENT, verification)
     if isinstance(result, DelayedResponse):
         result.on_complete(response)
     else:
         response(result)
+
+
+def _producer_id(entries: dict) -> int:
+    """The producer id of a request's first readable batch (-1 if none)."""
+    for records in entries.values():
+        if records and len(records) >= rb.HEADER_SIZE:
+            try:
+                return rb.read_header(records).producer_id
+            except Exception:  # the append answers it
+                continue
+    return -1
+
+
+async def _verify_then_append(
+    ctx: BrokerContext, body, entries: dict, to_verify: dict, response, previous: trio.Event | None, done: trio.Event
+) -> None:
+    """KIP-890 part 1: ask the coordinator about the partitions whose producer has no transaction
+    open there (`broker.txn_verification`), then, once the producer's previous request here has
+    appended (`previous`), append this one: the verified partitions with their guards, the others
+    refused with the coordinator's answer. Sets `done` once appended."""
+    verifier = ctx.txn_verification
+    assert verifier is not None, "only called with verification on"
+    try:
+        by_producer: dict[tuple[int, int], list] = {}
+        for tp, producer in to_verify.items():
+            by_producer.setdefault(producer, []).append(tp)
+        unverified: dict = {}
+        for (producer_id, epoch), tps in by_producer.items():
+            unverified |= await verifier.verify(body.transactional_id, producer_id, epoch, tps)
+        if previous is not None:
+            await previous.wait()
+        _append_verified(ctx, body, entries, to_verify, unverified, response)
+    finally:
+        done.set()
+        for producer_id, event in list(verifier.appending.items()):
+            if event is done:
+                del verifier.appending[producer_id]
+
+
+def _append_verified(ctx: BrokerContext, body, entries: dict, to_verify: dict, unverified: dict, response) -> None:
+    verified = {tp: to_verify[tp][0] for tp in to_verify if tp not in unverified}
+    guards = ctx.replica_manager.verification_guards(verified)
+    refused = {tp: PartitionAppend(code, None, _VERIFY_MESSAGES.get(code)) for tp, code in unverified.items()}
+    rest = {tp: records for tp, records in entries.items() if tp not in refused}
+
+    def merged(results: AppendResults) -> None:
+        response({tp: refused[tp] if tp in refused else results[tp] for tp in entries})
+
+    if rest:
+        _append(ctx, body, rest, guards, merged)
+    else:
+        merged({})
+
+
+_VERIFY_MESSAGES = {
+    ErrorCode.INVALID_TXN_STATE: "Partition was not added to the transaction",
+    ErrorCode.NOT_ENOUGH_REPLICAS: "Unable to verify the partition has been added to the transaction",
+}
 
 
 async def handle(ctx: BrokerContext, request: Request):

@@ -221,6 +221,34 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_TXN_STATE
         return await self._write(metadata, transition, epoch)
 
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4+ with VerifyOnly (KIP-890 part 1; Kafka's
+        `TransactionCoordinator.handleVerifyPartitionsInTransaction`): whether each partition is in
+        the producer's ongoing transaction at that epoch, changing nothing. Every partition gets
+        the same error when the id is unknown here (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+        INVALID_REQUEST for an empty id), maps to another producer (INVALID_PRODUCER_ID_MAPPING),
+        has another epoch (PRODUCER_FENCED) or is mid-transition (CONCURRENT_TRANSACTIONS); else
+        NONE for a partition of the Ongoing transaction and INVALID_TXN_STATE for any other."""
+        error, metadata, _ = self._validate(transactional_id)
+        if error == ErrorCode.NONE:
+            error = self._producer_error(metadata, producer_id, producer_epoch)
+        if error == ErrorCode.NONE:
+            assert metadata is not None
+            if metadata.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT) or (
+                metadata.pending is not None and metadata.state != TxnState.ONGOING
+            ):
+                error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error != ErrorCode.NONE:
+            return dict.fromkeys(partitions, error)
+        assert metadata is not None
+        ongoing = metadata.state == TxnState.ONGOING
+        return {
+            tp: ErrorCode.NONE if ongoing and tp in metadata.partitions else ErrorCode.INVALID_TXN_STATE
+            for tp in partitions
+        }
+
     # ---- EndTxn --------------------------------------------------------------------------------
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
         """EndTxn (key 26): answered once PrepareCommit / PrepareAbort is written; the markers

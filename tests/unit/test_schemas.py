@@ -55,7 +55,7 @@ REQUIRED = {
     "DescribeLogDirs": (0, 4),
     "AlterPartitionReassignments": (0, 0),
     "ListPartitionReassignments": (0, 0),
-    "AddPartitionsToTxn": (0, 3),
+    "AddPartitionsToTxn": (0, 4),  # v4: the brokers' verify-only batches (KIP-890)
     "AddOffsetsToTxn": (0, 4),
     "EndTxn": (0, 4),
     "WriteTxnMarkers": (0, 1),
