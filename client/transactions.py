@@ -1,6 +1,7 @@
 """Operators' transaction requests (what Kafka's Admin client sends for kafka-transactions.sh):
 ListTransactions (key 66) to every broker, DescribeTransactions (key 65) to an id's coordinator
-(FindCoordinator key type 1), DescribeProducers (key 61) to a partition's leader."""
+(FindCoordinator key type 1), DescribeProducers (key 61) to a partition's leader, and KIP-664's
+hanging transactions: found from those three, ended with WriteTxnMarkers (key 27)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,96 @@ async def describe_producers(cluster: Cluster, topic: str, partition: int) -> li
         return [dict(producer) for producer in p.active_producers]
 
     return await cluster.retry(attempt, "DescribeProducers")
+
+
+async def find_hanging(
+    cluster: Cluster,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    broker_id: int | None = None,
+    max_transaction_timeout_ms: int = 900000,
+    now_ms: int,
+) -> list[dict]:
+    """Hanging transactions (KIP-664, kafka-transactions.sh find-hanging): on each partition of
+    `topic` (or only `partition`), or each partition with a replica on `broker_id`, a producer
+    whose transaction has been open longer than `max_transaction_timeout_ms` (ms since its last
+    write, at wall-clock `now_ms`) and that its coordinator does not hold as Ongoing with that
+    partition at that epoch. Each: topic, partition, producer_id, producer_epoch,
+    coordinator_epoch, start_offset, last_timestamp, duration_ms."""
+    md = await cluster.refresh_metadata(None if topic is None else [topic])
+    wanted = [
+        (t, p)
+        for t, parts in sorted(md.topics.items())
+        for p, info in sorted(parts.items())
+        if (topic is None or t == topic)
+        and (partition is None or p == partition)
+        and (broker_id is None or broker_id in info.replicas)
+    ]
+    open_txns = []
+    for t, p in wanted:
+        for producer in await describe_producers(cluster, t, p):
+            start = producer["current_txn_start_offset"]
+            duration = now_ms - producer["last_timestamp"]
+            if start >= 0 and duration > max_transaction_timeout_ms:
+                open_txns.append(
+                    {
+                        "topic": t,
+                        "partition": p,
+                        "producer_id": producer["producer_id"],
+                        "producer_epoch": producer["producer_epoch"],
+                        "coordinator_epoch": producer["coordinator_epoch"],
+                        "start_offset": start,
+                        "last_timestamp": producer["last_timestamp"],
+                        "duration_ms": duration,
+                    }
+                )
+    if not open_txns:
+        return []
+    ids = {
+        t["transactional_id"]: t
+        for t in await list_transactions(cluster, producer_ids=[o["producer_id"] for o in open_txns])
+    }
+    hanging = []
+    for candidate in open_txns:
+        owner = next((tid for tid, t in ids.items() if t["producer_id"] == candidate["producer_id"]), None)
+        if owner is not None:
+            state = await describe_transaction(cluster, owner)
+            if (
+                state["transaction_state"] == "Ongoing"
+                and state["producer_epoch"] == candidate["producer_epoch"]
+                and (candidate["topic"], candidate["partition"]) in state["partitions"]
+            ):
+                continue  # a live transaction its coordinator will end
+        hanging.append(candidate)
+    return hanging
+
+
+async def abort_transaction(
+    cluster: Cluster, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int
+) -> None:
+    """Write an ABORT marker for the producer's open transaction on one partition (KIP-664's
+    `Admin.abortTransaction`: WriteTxnMarkers to the partition's leader; needs CLUSTER_ACTION).
+    Raises KafkaError with the partition's error."""
+
+    async def attempt(refresh: bool):
+        conn = await cluster.leader_connection(topic, partition, refresh)
+        r = await conn.request(
+            ApiKey.WRITE_TXN_MARKERS,
+            {
+                "markers": [
+                    {
+                        "producer_id": producer_id,
+                        "producer_epoch": producer_epoch,
+                        "transaction_result": False,
+                        "topics": [{"name": topic, "partition_indexes": [partition]}],
+                        "coordinator_epoch": coordinator_epoch,
+                    }
+                ]
+            },
+        )
+        code = r.markers[0].topics[0].partitions[0].error_code
+        if code != ErrorCode.NONE:
+            raise KafkaError(code, f"WriteTxnMarkers({topic}-{partition})")
+
+    await cluster.retry(attempt, "WriteTxnMarkers")

@@ -4,7 +4,10 @@ after its transaction was aborted (a Produce delayed in the network) is refused 
 up with its high watermark; with the key set to false (dynamically, as a cluster default) the
 same late write is appended and opens a transaction nothing will end: the LSO stops below the HW.
 The data partition is led by the broker that is not the transactional id's coordinator, so the
-leader asks over the network with AddPartitionsToTxn v4 (VerifyOnly)."""
+leader asks over the network with AddPartitionsToTxn v4 (VerifyOnly). The hanging transaction is
+then found and ended with `minikafka transactions find-hanging` / `abort` (KIP-664)."""
+
+import sys
 
 import pytest
 import trio
@@ -194,3 +197,29 @@ async def test_a_late_transactional_write_is_refused_with_verification_and_hangs
         assert (hw, lso) == (3, 2)  # the stray record opened a transaction at offset 2
         await trio.sleep(1)
         assert await _offsets(leader, "late-off") == (3, 2)
+
+        # the operators' view (KIP-664): find-hanging lists it, abort ends it, the LSO moves on
+        bootstrap = f"{b.host}:{b.port}"
+        assert await _cli(bootstrap, "find-hanging", "--topic", "late-on", "--max-transaction-timeout", "0") == []
+        found = await _cli(bootstrap, "find-hanging", "--broker-id", str(leader_id), "--max-transaction-timeout", "0")
+        assert [(row[0], row[1], row[5]) for row in found] == [("late-off", "0", "2")], found
+        await _cli(bootstrap, "abort", "--topic", "late-off", "--partition", "0", "--start-offset", "2")
+
+        async def ended():
+            return await _offsets(leader, "late-off") == (4, 4)  # the stray record and its ABORT marker
+
+        await _until(ended, "the LSO after the abort")
+        assert await _cli(bootstrap, "find-hanging", "--topic", "late-off", "--max-transaction-timeout", "0") == []
+
+
+async def _cli(bootstrap: str, *args: str) -> list[list[str]]:
+    """`minikafka transactions ...`'s table rows (the header left out)."""
+    r = await trio.run_process(
+        [sys.executable, "-m", "minikafka_cli.main", "transactions", "--bootstrap-server", bootstrap, *args],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    lines = r.stdout.decode().splitlines()
+    return [line.split("\t") for line in lines[1:]] if lines and "\t" in lines[0] else []
