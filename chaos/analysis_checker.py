@@ -15,7 +15,15 @@ ones the public analyses of Kafka-compatible systems look for, as defined here:
 - inconsistent offsets: one (partition, offset) seen with two different values (deliveries,
   polls, final read);
 - internal send skip: within one committed transaction, a later send to a partition landed at a
-  lower offset than an earlier send of that transaction to the same partition.
+  lower offset than an earlier send of that transaction to the same partition;
+- torn transaction: a transaction (committed, or of unknown outcome) of which the final read holds
+  some delivered values and not others (atomicity: all or nothing);
+- stuck LSO: a partition whose last stable offset stayed at one value below its high watermark
+  for longer than the bound (`transaction.timeout.ms` + 15 s: by then the coordinator has aborted
+  whatever was open, so only a transaction nothing will end, a hanging one, holds it).
+
+Aborted reads are Adya's G1a; lost writes, torn transactions and a stuck LSO are the other
+transactional anomalies Jepsen's 2024 analysis of Kafka's transaction protocol looked for.
 
 History events (dicts, `op` first):
   send      {value, partition, txn (None for plain sends)}
@@ -24,6 +32,8 @@ History events (dicts, `op` first):
   assign    {consumer}                          a new assignment: poll expectations restart
   poll      {consumer, partition, offset, value}
   final     {partition, offset, value}          the final full read_committed read
+  offsets   {partition, hw, lso, at_s}           a sample of a partition's HW and LSO (monotonic s)
+  bound     {lso_s}                              the stuck-LSO bound, in s
 """
 
 from __future__ import annotations
@@ -41,6 +51,8 @@ CLASSES = (
     "aborted read",
     "inconsistent offsets",
     "internal send skip",
+    "torn transaction",
+    "stuck LSO",
 )
 
 
@@ -140,7 +152,44 @@ def check(history: list[dict]) -> AnalysisReport:
             if p in highest and o < highest[p]:
                 report.add("internal send skip", (txn, p, highest[p], o))
             highest[p] = max(highest.get(p, o), o)
+    _check_torn(report, sends, outcome, delivered, final_values)
+    _check_lso(report, history)
     return report
+
+
+def _check_torn(report: AnalysisReport, sends: list[dict], outcome: dict, delivered: dict, final_values: set) -> None:
+    """Committed (or unknown) transactions must be visible whole or not at all."""
+    members: dict[object, list[str]] = {}
+    for e in sends:
+        if e["txn"] is not None and outcome.get(e["txn"]) in ("commit", "unknown") and e["value"] in delivered:
+            members.setdefault(e["txn"], []).append(e["value"])
+    for txn, values in members.items():
+        seen = [v for v in values if v in final_values]
+        if seen and len(seen) < len(values):
+            report.add("torn transaction", (txn, sorted(seen), sorted(set(values) - set(seen))))
+
+
+def _check_lso(report: AnalysisReport, history: list[dict]) -> None:
+    """A partition's LSO held below its HW, unchanged, for longer than the bound."""
+    bounds = [e["lso_s"] for e in history if e["op"] == "bound"]
+    if not bounds:
+        return
+    bound = bounds[-1]
+    since: dict[int, tuple[int, float]] = {}  # partition -> (stuck LSO, first seen at)
+    reported: set[tuple[int, int]] = set()
+    for e in history:
+        if e["op"] != "offsets":
+            continue
+        p, lso, hw, at = e["partition"], e["lso"], e["hw"], e["at_s"]
+        if lso >= hw:
+            since.pop(p, None)
+            continue
+        held = since.get(p)
+        if held is None or held[0] != lso:
+            since[p] = (lso, at)
+        elif at - held[1] > bound and (p, lso) not in reported:
+            reported.add((p, lso))
+            report.add("stuck LSO", (p, lso, round(at - held[1], 1)))
 
 
 def _between(sorted_offsets: list[int], low: int, high: int) -> list[int]:

@@ -60,13 +60,40 @@ CASES = {
         else e
         for e in h
     ],
+    # t2 of the committed transaction is in no final read but t1 is
+    "torn transaction": lambda h: without(h, op="final", value="t2"),
+    # partition 1's LSO held at 0 below its HW 3 for 50 s, past a 45 s bound
+    "stuck LSO": lambda h: (
+        h
+        + [{"op": "bound", "lso_s": 45.0}]
+        + [{"op": "offsets", "partition": 1, "hw": 3, "lso": 0, "at_s": float(t)} for t in range(0, 51, 5)]
+    ),
 }
+
+
+def test_an_lso_that_moves_or_catches_up_within_the_bound_is_not_stuck():
+    h = clean() + [{"op": "bound", "lso_s": 45.0}]
+    h += [{"op": "offsets", "partition": 1, "hw": 3, "lso": 0, "at_s": float(t)} for t in range(0, 41, 5)]
+    h += [{"op": "offsets", "partition": 1, "hw": 3, "lso": 3, "at_s": 45.0}]  # caught up: an abort's marker
+    h += [{"op": "offsets", "partition": 1, "hw": 5, "lso": 3, "at_s": float(t)} for t in range(50, 86, 5)]
+    h += [{"op": "offsets", "partition": 1, "hw": 9, "lso": 5, "at_s": float(t)} for t in range(90, 131, 5)]
+    assert check(h).counts["stuck LSO"] == 0
+    h += [{"op": "offsets", "partition": 1, "hw": 9, "lso": 5, "at_s": 140.0}]  # 5 held for 50 s
+    assert check(h).counts["stuck LSO"] == 1
 
 
 @pytest.mark.parametrize("cls", list(CASES))
 def test_each_anomaly_is_counted_in_its_class(cls):
     report = check(CASES[cls](clean()))
     assert report.counts[cls] >= 1, report.line()
-    if cls not in ("aborted read", "duplicate", "inconsistent offsets", "internal send skip", "poll skip"):
+    if cls not in (
+        "aborted read",
+        "duplicate",
+        "inconsistent offsets",
+        "internal send skip",
+        "poll skip",
+        "lost write",
+        "torn transaction",
+    ):
         others = {c: n for c, n in report.counts.items() if c != cls and n}
         assert not others, others
