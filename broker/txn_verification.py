@@ -7,7 +7,8 @@ the producer's ongoing transaction at that epoch. `transaction.partition.verific
 - The coordinator of a transactional id is the leader of its `__transaction_state` partition in
   the metadata cache. When that is this broker, its coordinator answers in-process; otherwise the
   question goes out as AddPartitionsToTxn v4 with `VerifyOnly=true`, batched: one sender task per
-  coordinator broker drains every question queued meanwhile into one request, the transactions in
+  coordinator broker drains every question queued meanwhile into one request (pipelined: several
+  may be in flight on its connection, where Kafka waits for each answer), the transactions in
   its `Transactions` array (Kafka's per-node `TransactionDataAndCallbacks`). Questions for the
   same transactional id in one batch are asked as one entry (its map key): at the same epoch their
   partitions together (Kafka answers the earlier one NETWORK_EXCEPTION instead, and the producer
@@ -157,15 +158,18 @@ class AddPartitionsToTxnManager:
         while True:
             try:
                 async with Connection.open(host, port, client_id=self.client_id, security=self.security) as conn:
-                    while True:
-                        batch = [await queue.receive()]
+                    async with trio.open_nursery() as in_flight:
                         while True:
-                            try:
-                                batch.append(queue.receive_nowait())
-                            except trio.WouldBlock:
-                                break
-                        await self._send(conn, batch)
-            except (ConnectionClosed, trio.TooSlowError, ProtocolError, OSError) as e:
+                            batch = [await queue.receive()]
+                            while True:
+                                try:
+                                    batch.append(queue.receive_nowait())
+                                except trio.WouldBlock:
+                                    break
+                            # pipelined: a batch does not wait for the previous one's answer
+                            in_flight.start_soon(self._send, conn, batch)
+            except* (ConnectionClosed, trio.TooSlowError, ProtocolError, OSError) as group:
+                e = group.exceptions[0]
                 log.info("transaction verification to broker %d: %s; reconnecting", broker_id, e)
                 while True:  # what waits for this broker is answered: the producer retries
                     try:

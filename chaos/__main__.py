@@ -17,6 +17,8 @@ import trio
 
 from chaos.analysis import run_analysis_scenario
 from chaos.eos import run_eos_scenario
+from chaos.late_write import NAME as LATE_WRITE_SCENARIO
+from chaos.late_write import run_late_write_scenario
 from chaos.runner import (
     ANALYSIS_SCENARIO,
     EOS_SCENARIO,
@@ -37,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        choices=sorted(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO],
+        choices=sorted(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO, LATE_WRITE_SCENARIO],
         help="run only these scenarios",
     )
     parser.add_argument("--dir", type=Path, default=None, help="keep histories and logs here")
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'heal s':>6}  verdict (safety, liveness)"
     )
     failures = 0
-    for name in args.only or list(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO]:
+    for name in args.only or list(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO, LATE_WRITE_SCENARIO]:
         if name == "partition-broker" and not iptables_works():
             print(f"{name:20} skipped: iptables does not work on this machine (needs root and CAP_NET_ADMIN)")
             continue
@@ -66,6 +68,17 @@ def main(argv: list[str] | None = None) -> int:
                 {c: n for c, n in analysis.counts.items() if n},
                 analysis.liveness.violations(),
                 f"{what}; {analysis.liveness.summary()}",
+            )
+            continue
+        if name == LATE_WRITE_SCENARIO:
+            late, what = trio.run(run_late_write_scenario, seed, root)
+            a = late.analysis
+            failures += special_row(
+                name,
+                f"transactions {a.transactions}, acknowledged {a.acknowledged}: {a.line()}",
+                {c: n for c, n in a.counts.items() if n} or ([] if late.ok else ["the late write was not judged"]),
+                [],
+                what,
             )
             continue
         if name == EOS_SCENARIO:
