@@ -18,14 +18,14 @@ Per partition, as Kafka's `TransactionMarkerRequestCompletionHandler`:
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 
 import trio
 
-from client.connection import Connection, ConnectionClosed
+from broker.broker_queues import BrokerQueues
+from client.connection import Connection
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
@@ -45,16 +45,14 @@ class _Item:
 class TransactionMarkerChannel:
     def __init__(self, metadata_cache, client_id: str, security=None):
         self.metadata_cache = metadata_cache
-        self.client_id = client_id
-        self.security = security  # ClientSecurity of the inter-broker listener (None: PLAINTEXT)
-        self._queues: dict[tuple[int, str, int], trio.MemorySendChannel] = {}
-        self._nursery: trio.Nursery | None = None
+        # a broker that cannot be reached hands its queued markers back to their writers unanswered:
+        # they look the leaders up again (a leader that died has moved on) instead of waiting for it
+        self._queues: BrokerQueues[_Item] = BrokerQueues(
+            "marker channel", client_id, security, self._send, lambda item: item.done.set()
+        )
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started()
-            await trio.sleep_forever()
+        await self._queues.run(task_status=task_status)
 
     async def write(
         self,
@@ -94,7 +92,7 @@ class TransactionMarkerChannel:
                     "coordinator_epoch": coordinator_epoch,
                 }
                 item = _Item(marker)
-                self._queue(destination).send_nowait(item)
+                self._queues.put(destination, item)
                 items.append(item)
             for item in items:
                 await item.done.wait()
@@ -110,39 +108,6 @@ class TransactionMarkerChannel:
                         last_error[tp] = code
                         log.info("marker for %s-%d of producer %d: %s; retrying", *tp, producer_id, code.name)
             if remaining:
-                await trio.sleep(RETRY_BACKOFF_S)
-
-    def _queue(self, destination: tuple[int, str, int]) -> trio.MemorySendChannel:
-        queue = self._queues.get(destination)
-        if queue is None:
-            assert self._nursery is not None, "the channel runs"
-            send, receive = trio.open_memory_channel[_Item](math.inf)
-            queue = self._queues[destination] = send
-            self._nursery.start_soon(self._sender, destination, receive)
-        return queue
-
-    async def _sender(self, destination: tuple[int, str, int], queue: trio.MemoryReceiveChannel) -> None:
-        broker_id, host, port = destination
-        while True:
-            try:
-                async with Connection.open(host, port, client_id=self.client_id, security=self.security) as conn:
-                    while True:
-                        batch = [await queue.receive()]
-                        while True:
-                            try:
-                                batch.append(queue.receive_nowait())
-                            except trio.WouldBlock:
-                                break
-                        await self._send(conn, batch)
-            except (ConnectionClosed, trio.TooSlowError, ProtocolError) as e:
-                log.info("marker channel to broker %d: %s; reconnecting", broker_id, e)
-                # what waits for this broker goes back to its writers unanswered: they look the
-                # leaders up again (a leader that died has moved on) instead of waiting for it
-                while True:
-                    try:
-                        queue.receive_nowait().done.set()
-                    except trio.WouldBlock:
-                        break
                 await trio.sleep(RETRY_BACKOFF_S)
 
     @staticmethod

@@ -24,14 +24,14 @@ the producer's ongoing transaction at that epoch. `transaction.partition.verific
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 
 import trio
 
-from client.connection import Connection, ConnectionClosed
+from broker.broker_queues import BrokerQueues
+from client.connection import Connection
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode
 from protocol.topic_names import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
@@ -102,26 +102,27 @@ class AddPartitionsToTxnManager:
         self.metadata_cache = metadata_cache
         self.partition_for = partition_for
         self.local = local
-        self.client_id = client_id
-        self.security = security
         self.enabled = True  # transaction.partition.verification.enable (applied live)
         self.requests_sent = 0  # AddPartitionsToTxn v4 requests sent (tests, metrics)
         #: producer id -> set once its latest held Produce here has appended: a producer's later
         #: requests wait for it, so its batches reach each log in the order they were sent
         self.appending: dict[int, trio.Event] = {}
-        self._queues: dict[tuple[int, str, int], trio.MemorySendChannel] = {}
-        self._nursery: trio.Nursery | None = None
+        # what waits for a broker that cannot be reached is answered: the producer retries
+        self._queues: BrokerQueues[_Question] = BrokerQueues(
+            "transaction verification",
+            client_id,
+            security,
+            self._send,
+            lambda q: q.answer_all(ErrorCode.NETWORK_EXCEPTION),
+            pipelined=True,
+        )
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started()
-            await trio.sleep_forever()
+        await self._queues.run(task_status=task_status)
 
     def start_soon(self, fn, *args) -> None:
-        """Run a verifying produce in this manager's nursery (the Produce handler answers inline)."""
-        assert self._nursery is not None, "the manager runs"
-        self._nursery.start_soon(fn, *args)
+        """Run a verifying produce beside the senders (the Produce handler answers inline)."""
+        self._queues.start_soon(fn, *args)
 
     async def verify(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
@@ -136,47 +137,13 @@ class AddPartitionsToTxnManager:
             answers = self.local(transactional_id, producer_id, producer_epoch, partitions)
         else:
             question = _Question(transactional_id, producer_id, producer_epoch, partitions)
-            self._queue((broker.broker_id, broker.host, broker.port)).send_nowait(question)
+            self._queues.put((broker.broker_id, broker.host, broker.port), question)
             with trio.move_on_after(REQUEST_TIMEOUT_S + 1):
                 await question.done.wait()
             if not question.done.is_set():
                 question.answer_all(ErrorCode.NETWORK_EXCEPTION)
             answers = question.answers
         return {tp: producer_error(code) for tp, code in answers.items() if code != ErrorCode.NONE}
-
-    def _queue(self, destination: tuple[int, str, int]) -> trio.MemorySendChannel:
-        queue = self._queues.get(destination)
-        if queue is None:
-            assert self._nursery is not None, "the manager runs"
-            send, receive = trio.open_memory_channel[_Question](math.inf)
-            queue = self._queues[destination] = send
-            self._nursery.start_soon(self._sender, destination, receive)
-        return queue
-
-    async def _sender(self, destination: tuple[int, str, int], queue: trio.MemoryReceiveChannel) -> None:
-        broker_id, host, port = destination
-        while True:
-            try:
-                async with Connection.open(host, port, client_id=self.client_id, security=self.security) as conn:
-                    async with trio.open_nursery() as in_flight:
-                        while True:
-                            batch = [await queue.receive()]
-                            while True:
-                                try:
-                                    batch.append(queue.receive_nowait())
-                                except trio.WouldBlock:
-                                    break
-                            # pipelined: a batch does not wait for the previous one's answer
-                            in_flight.start_soon(self._send, conn, batch)
-            except* (ConnectionClosed, trio.TooSlowError, ProtocolError, OSError) as group:
-                e = group.exceptions[0]
-                log.info("transaction verification to broker %d: %s; reconnecting", broker_id, e)
-                while True:  # what waits for this broker is answered: the producer retries
-                    try:
-                        queue.receive_nowait().answer_all(ErrorCode.NETWORK_EXCEPTION)
-                    except trio.WouldBlock:
-                        break
-                await trio.sleep(0.1)
 
     async def _send(self, conn: Connection, batch: list[_Question]) -> None:
         groups: dict[str, list[_Question]] = {}  # one request entry per transactional id (its mapKey)

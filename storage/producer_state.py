@@ -297,6 +297,7 @@ class ProducerStateManager:
         ]
         for pid in expired:
             del self.producers[pid]
+            self.verifications.pop(pid, None)
         return expired
 
     # ---- snapshots -------------------------------------------------------------------------------
