@@ -23,6 +23,7 @@ transactional id (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 
 API_KEY = ApiKey.PRODUCE
+log = logging.getLogger(__name__)
 
 
 _FAILED = {"base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1}
@@ -151,6 +153,14 @@ async def _verify_then_append(
     refused with the coordinator's answer. Sets `done` once appended."""
     verifier = ctx.txn_verification
     assert verifier is not None, "only called with verification on"
+    answered = False
+
+    def once(results: AppendResults) -> None:
+        nonlocal answered
+        if not answered:
+            answered = True
+            response(results)
+
     try:
         by_producer: dict[tuple[int, int], list] = {}
         for tp, producer in to_verify.items():
@@ -160,7 +170,10 @@ async def _verify_then_append(
             unverified |= await verifier.verify(body.transactional_id, producer_id, epoch, tps)
         if previous is not None:
             await previous.wait()
-        _append_verified(ctx, body, entries, to_verify, unverified, response)
+        _append_verified(ctx, body, entries, to_verify, unverified, once)
+    except Exception:  # never the broker's end: the request is answered (once), the error logged
+        log.exception("transaction verification of a Produce failed")
+        once({tp: PartitionAppend(ErrorCode.UNKNOWN_SERVER_ERROR) for tp in entries})
     finally:
         done.set()
         for producer_id, event in list(verifier.appending.items()):
