@@ -361,12 +361,14 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     # ---- appends (Kafka's appendRecords) -------------------------------------------------------
-    def transactions_to_verify(self, entries: dict[TopicPartition, Any]) -> dict[TopicPartition, tuple[int, int]]:
+    def transactions_to_verify(self, entries: dict[TopicPartition, Any]) -> dict[TopicPartition, tuple[int, int, Any]]:
         """KIP-890 part 1: the partitions of a transactional Produce whose producer has no
-        transaction open there at the batch's epoch, each with (producer id, producer epoch), and
-        with the producer's VerificationGuard taken (Kafka's `maybeStartTransactionVerification`).
-        Partitions this broker does not lead, and malformed records, are left to the append."""
-        out: dict[TopicPartition, tuple[int, int]] = {}
+        transaction open there at the batch's epoch, each with (producer id, producer epoch, the
+        producer's VerificationGuard, taken now: Kafka's `maybeStartTransactionVerification`). The
+        append after the coordinator's answer must carry that guard (`append_records`'s
+        `verification`), so an abort marker written meanwhile voids it. Partitions this broker
+        does not lead, and malformed records, are left to the append."""
+        out: dict[TopicPartition, tuple[int, int, Any]] = {}
         for tp, records in entries.items():
             partition = self.partitions.get(tp)
             if partition is None or not partition.is_leader or not records or len(records) < rb.HEADER_SIZE:
@@ -379,18 +381,9 @@ class ReplicaManager:
                 continue
             state = partition.log.producer_state
             if not state.has_ongoing_transaction(header.producer_id, header.producer_epoch):
-                state.maybe_start_verification(header.producer_id)
-                out[tp] = (header.producer_id, header.producer_epoch)
+                guard = state.maybe_start_verification(header.producer_id)
+                out[tp] = (header.producer_id, header.producer_epoch, guard)
         return out
-
-    def verification_guards(self, verified: dict[TopicPartition, int]) -> dict[TopicPartition, dict]:
-        """The current guard of each verified (partition -> producer id), for `append_records`."""
-        guards: dict[TopicPartition, dict] = {}
-        for tp, producer_id in verified.items():
-            partition = self.partitions.get(tp)
-            guard = partition.log.producer_state.verifications.get(producer_id) if partition is not None else None
-            guards[tp] = {producer_id: guard} if guard is not None else {}
-        return guards
 
     def append_records(
         self,
@@ -408,7 +401,7 @@ class ReplicaManager:
         NOT_ENOUGH_REPLICAS(_AFTER_APPEND), CORRUPT_MESSAGE,
         MESSAGE_TOO_LARGE, INVALID_RECORD, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, ...,
         REQUEST_TIMED_OUT. `verification` (KIP-890, None when off): per partition, producer id ->
-        the guard its transactional batches were verified under (`verification_guards`)."""
+        the guard its transactional batches were verified under (`transactions_to_verify`)."""
         results: AppendResults = {}
         waiting: dict[TopicPartition, int] = {}  # tp -> offset the HW must reach
         for tp, records in entries.items():

@@ -108,12 +108,17 @@ def handle_now(ctx: BrokerContext, request: Request, respond: Callable[[dict | N
     verifier = ctx.txn_verification
     if body.transactional_id is not None and verifier is not None and verifier.enabled:
         to_verify = ctx.replica_manager.transactions_to_verify(entries)
-        producer_id = _producer_id(entries)
+        if to_verify:
+            producer_id = next(iter(to_verify.values()))[0]
+        else:  # the header is read again only while some producer's request is held here
+            producer_id = _producer_id(entries) if verifier.appending else -1
         previous = verifier.appending.get(producer_id)
         if to_verify or (previous is not None and not previous.is_set()):
             # a producer's requests append in the order they came, whichever waits for the coordinator
             done = verifier.appending[producer_id] = trio.Event()
-            verifier.start_soon(_verify_then_append, ctx, body, entries, to_verify, response, previous, done)
+            verifier.start_soon(
+                _verify_then_append, ctx, body, entries, to_verify, response, producer_id, previous, done
+            )
             if body.acks == 0:
                 respond(None)
             return
@@ -145,12 +150,20 @@ def _producer_id(entries: dict) -> int:
 
 
 async def _verify_then_append(
-    ctx: BrokerContext, body, entries: dict, to_verify: dict, response, previous: trio.Event | None, done: trio.Event
+    ctx: BrokerContext,
+    body,
+    entries: dict,
+    to_verify: dict,
+    response,
+    producer_id: int,
+    previous: trio.Event | None,
+    done: trio.Event,
 ) -> None:
     """KIP-890 part 1: ask the coordinator about the partitions whose producer has no transaction
     open there (`broker.txn_verification`), then, once the producer's previous request here has
-    appended (`previous`), append this one: the verified partitions with their guards, the others
-    refused with the coordinator's answer. Sets `done` once appended."""
+    appended (`previous`), append this one: the verified partitions under the guards taken before
+    the question (`to_verify`: partition -> (producer id, epoch, guard)), the others refused with
+    the coordinator's answer. Sets `done` once appended."""
     verifier = ctx.txn_verification
     assert verifier is not None, "only called with verification on"
     answered = False
@@ -163,11 +176,11 @@ async def _verify_then_append(
 
     try:
         by_producer: dict[tuple[int, int], list] = {}
-        for tp, producer in to_verify.items():
-            by_producer.setdefault(producer, []).append(tp)
+        for tp, (pid, epoch, _) in to_verify.items():
+            by_producer.setdefault((pid, epoch), []).append(tp)
         unverified: dict = {}
-        for (producer_id, epoch), tps in by_producer.items():
-            unverified |= await verifier.verify(body.transactional_id, producer_id, epoch, tps)
+        for (pid, epoch), tps in by_producer.items():
+            unverified |= await verifier.verify(body.transactional_id, pid, epoch, tps)
         if previous is not None:
             await previous.wait()
         _append_verified(ctx, body, entries, to_verify, unverified, once)
@@ -176,14 +189,13 @@ async def _verify_then_append(
         once({tp: PartitionAppend(ErrorCode.UNKNOWN_SERVER_ERROR) for tp in entries})
     finally:
         done.set()
-        for producer_id, event in list(verifier.appending.items()):
-            if event is done:
-                del verifier.appending[producer_id]
+        if verifier.appending.get(producer_id) is done:
+            del verifier.appending[producer_id]
 
 
 def _append_verified(ctx: BrokerContext, body, entries: dict, to_verify: dict, unverified: dict, response) -> None:
-    verified = {tp: to_verify[tp][0] for tp in to_verify if tp not in unverified}
-    guards = ctx.replica_manager.verification_guards(verified)
+    # the guards taken before the coordinator was asked: one a marker voided meanwhile fails the append
+    guards = {tp: {pid: guard} for tp, (pid, _, guard) in to_verify.items() if tp not in unverified}
     refused = {tp: PartitionAppend(code, None, _VERIFY_MESSAGES.get(code)) for tp, code in unverified.items()}
     rest = {tp: records for tp, records in entries.items() if tp not in refused}
 

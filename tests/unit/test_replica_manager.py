@@ -353,3 +353,30 @@ def test_a_partition_the_cluster_has_elsewhere_answers_not_leader_or_follower(rm
         rm.get_partition("moved", 0)
     with pytest.raises(UnknownTopicOrPartition):
         rm.get_partition("moved", 1)
+
+
+def test_a_verified_append_carries_the_guard_taken_before_the_question(rm):
+    """KIP-890: the guard a Produce's verification started under is the one its append carries; a
+    guard voided meanwhile (an abort marker, then another request's verification) fails the append
+    with INVALID_TXN_STATE, though the producer has a current guard again."""
+    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
+
+    def txn_entries(seq):
+        batch = rb.build_batch([(b"k", b"v")], producer_id=7, producer_epoch=0, base_sequence=seq, transactional=True)
+        return {("t", 0): batch}
+
+    asked = rm.transactions_to_verify(txn_entries(0))
+    assert list(asked) == [("t", 0)] and asked[("t", 0)][:2] == (7, 0)
+    state = rm.partitions[("t", 0)].log.producer_state
+    state.verifications.pop(7)  # what the ABORT marker does while the coordinator is asked
+    state.maybe_start_verification(7)  # and a later request's verification
+    guards = {tp: {pid: guard} for tp, (pid, _, guard) in asked.items()}
+    result = rm.append_records(txn_entries(0), 1, 1000, AppendOrigin.CLIENT, guards)
+    assert isinstance(result, dict)
+    assert result[("t", 0)].error == ErrorCode.INVALID_TXN_STATE
+    fresh = rm.transactions_to_verify(txn_entries(0))
+    guards = {tp: {pid: guard} for tp, (pid, _, guard) in fresh.items()}
+    result = rm.append_records(txn_entries(0), 1, 1000, AppendOrigin.CLIENT, guards)
+    assert isinstance(result, dict)
+    assert result[("t", 0)].error == ErrorCode.NONE
+    assert rm.transactions_to_verify(txn_entries(1)) == {}  # open now: no more questions
