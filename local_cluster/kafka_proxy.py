@@ -101,7 +101,7 @@ class KafkaProxy:
                 holding.clear()
             self.delivered.set()
             done.set()
-            log.info("delivered %s held frames to broker %d, late", "the", broker_id)
+            log.info("delivered the held frames to broker %d, late", broker_id)
 
         async with trio.open_nursery() as nursery:
             while True:
@@ -177,15 +177,16 @@ class KafkaProxy:
         correlation_id, body = decode_response(api_key, api_version, frame)
         body = dict(body)
         if api_key == ApiKey.METADATA:
-            body["brokers"] = [self._node(dict(b), "node_id") for b in body["brokers"]]
+            body["brokers"] = [self._node(dict(b)) for b in body["brokers"]]
         elif api_version >= 4:
-            body["coordinators"] = [self._node(dict(c), "node_id") for c in body["coordinators"]]
+            body["coordinators"] = [self._node(dict(c)) for c in body["coordinators"]]
         else:
-            body = self._node(body, "node_id")
+            body = self._node(body)
         return encode_response(api_key, api_version, correlation_id, body)
 
-    def _node(self, entry: dict, key: str) -> dict:
-        port = self.ports.get(entry[key])
+    def _node(self, entry: dict) -> dict:
+        """A broker entry (Metadata's brokers, FindCoordinator's answer) pointed at its proxy port."""
+        port = self.ports.get(entry["node_id"])
         if port is not None:
             entry["host"], entry["port"] = "127.0.0.1", port
         return entry
