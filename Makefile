@@ -29,22 +29,27 @@ $(STAMP): pyproject.toml native/pyproject.toml native/Cargo.toml $(wildcard nati
 	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip install -q ./native
 	touch $(STAMP)
 
-# Two pytest processes at once: the `heavy` tests (chaos, benches, Docker, the main job; one at a
-# time) and the others (cluster tests that mostly wait). The heavy run's output follows the other's.
+# Two pytest runs at once, each on pytest-xdist workers: the `heavy` tests (chaos, benches, Docker,
+# the main job) on HEAVY_WORKERS (the Docker modules one after another on one worker, the rest
+# spread test by test), and the others (cluster tests that mostly wait on sockets and timers, and
+# the unit tests) on TEST_WORKERS, a test module per worker at a time. The heavy run's output
+# follows the other's; each ends with its modules' times, slowest first (tests/conftest.py).
 # The wall time goes to bench/results/make_test.txt (issue 37's goal table reads it).
+TEST_WORKERS ?= 3
+HEAVY_WORKERS ?= 2
 test: setup
 	@log=$$(mktemp); started=$$(date +%s); \
-	$(PY) -m pytest -q --durations=15 -m heavy > $$log 2>&1 & heavy=$$!; \
-	$(PY) -m pytest -q --durations=15 -m "not heavy"; rest=$$?; \
+	$(PY) -m pytest -q --durations=15 -n $(HEAVY_WORKERS) --dist loadgroup -m heavy > $$log 2>&1 & heavy=$$!; \
+	$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile -m "not heavy"; rest=$$?; \
 	wait $$heavy; status=$$?; \
 	echo "==================== heavy tests (chaos, benches, Docker, main job) ===================="; \
 	cat $$log; rm -f $$log; \
 	echo "$$(( $$(date +%s) - started )) seconds, exit $$(( rest != 0 || status != 0 )), $$(date -u +%FT%TZ)" > bench/results/make_test.txt; \
 	exit $$(( rest != 0 || status != 0 ))
 
-# The pure tests only (no ZooKeeper, broker, client or Spark processes): a minute or two.
+# The pure tests only (no ZooKeeper, broker, client or Spark processes), on two workers: well under a minute.
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n 2 -m "not slow"
 
 # Lint, format and type checks (configured in pyproject.toml); .ci/run runs them before the tests.
 lint: setup

@@ -13,7 +13,7 @@ Issue 18 names no numbers, so the targets are ours, chosen as what an operator w
    AlterPartitionReassignments to the final assignment in ZooKeeper; copy rate >= 30 MB/s.
 
 Results: a markdown table (measured vs target) printed, written to `bench/results/admin.md`, and
-(unless --quick) copied into README.md between the `bench:admin` markers.
+(unless --quick) copied into docs/benchmarks.md between the `bench:admin` markers.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
    at 200 MB/s (the throttle counts the bytes of both passes: the offset map's and the rewrite's).
 
 Results: a markdown table (measured vs target) printed, written to `bench/results/cleaner.md`, and
-(unless --quick) copied into README.md between the `bench:cleaner` markers.
+(unless --quick) copied into docs/benchmarks.md between the `bench:cleaner` markers.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from bench import targets
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
 from protocol import record_batch as rb
+from storage.append_origin import AppendOrigin
 from storage.cleaner.cleaner import CleanTask, SegmentInfo, clean
 from storage.cleaner.manager import CLEANER_CHECKPOINT
 from storage.cleaner.offset_map import capacity_for
@@ -49,7 +50,7 @@ def build_log(path: Path, record_size: int, superseded: float, total_bytes: int)
     value, ts = b"x" * record_size, int(time.time() * 1000)
     for first in range(0, n, per_batch):
         batch = rb.build_batch([(b"key-%09d" % ((first + j) % keys), value, [], ts) for j in range(per_batch)])
-        log.append_as_leader(batch, leader_epoch=0, validate_records=False)
+        log.append_as_leader(batch, leader_epoch=0, origin=AppendOrigin.COORDINATOR)
     log.roll()
     return log
 

@@ -12,7 +12,7 @@ to the ceiling (`bench/ceiling.py`) measured in the same run.
    and a live leader for every partition).
 
 Results: printed as markdown tables, written to `bench/results/cluster.{md,json,png}`, and (unless
---quick) copied into README.md between the `bench:cluster` markers. `--quick` runs tiny sizes (the
+--quick) copied into docs/benchmarks.md between the `bench:cluster` markers. `--quick` runs tiny sizes (the
 test suite uses it to keep this script working; its numbers mean nothing).
 """
 
@@ -401,7 +401,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 and 10 partitions (a smoke run)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the results go")
-    parser.add_argument("--no-readme", action="store_true", help="do not update README.md")
+    parser.add_argument("--no-readme", action="store_true", help="do not update docs/benchmarks.md")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="minikafka-bench-"))
     try:
@@ -426,7 +426,7 @@ def main(argv=None) -> int:
     (args.out / "cluster.md").write_text(markdown)
     cluster_report.chart(data, args.out / "cluster.png")
     if not args.quick and not args.no_readme:
-        cluster_report.update_readme(Path(__file__).parent.parent / "README.md", markdown)
+        cluster_report.update_readme(Path(__file__).parent.parent / "docs" / "benchmarks.md", markdown)
     return 0
 
 

@@ -1,5 +1,5 @@
 """Turns a cluster bench run (the dict `bench/cluster_bench.py` writes as JSON) into a markdown
-report with the issue's targets judged, a PNG chart, and README.md's `bench:cluster` section."""
+report with the issue's targets judged, a PNG chart, and docs/benchmarks.md's `bench:cluster` section."""
 
 from __future__ import annotations
 
@@ -186,5 +186,5 @@ def update_readme(readme: Path, markdown_text: str) -> None:
     pattern = re.compile(re.escape(README_START) + ".*?" + re.escape(README_END), re.S)
     if not pattern.search(text):
         raise ValueError(f"{readme} has no {README_START} ... {README_END} section")
-    block = f"{README_START}\n{markdown_text}\n![cluster bench](bench/results/cluster.png)\n{README_END}"
+    block = f"{README_START}\n{markdown_text}\n![cluster bench](../bench/results/cluster.png)\n{README_END}"
     readme.write_text(pattern.sub(lambda m: block, text))

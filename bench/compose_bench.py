@@ -10,7 +10,7 @@ targets, these are ours):
    then `compose down -v`.
 
 Results: a markdown table (measured vs target) printed, written to `bench/results/compose.md` and
-(unless --quick) copied into README.md between the `bench:compose` markers. Needs a Docker engine.
+(unless --quick) copied into docs/benchmarks.md between the `bench:compose` markers. Needs a Docker engine.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Issue 37's goals: the sink >= 300k records/s, the source >= 1M records/s (Arrow 
 metrics rows carry our own (recording a request costs under
 2% of a request, issue 22's "nothing regresses"; a scrape of 300 partitions under 1 s, well inside
 a 15 s scrape interval). Results: a markdown table printed, written to `bench/results/connector.md`
-and (unless --quick) copied into README.md between the `bench:connector` markers.
+and (unless --quick) copied into docs/benchmarks.md between the `bench:connector` markers.
 """
 
 from __future__ import annotations

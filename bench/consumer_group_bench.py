@@ -15,7 +15,7 @@ process driven by our own trio clients (`client.consumer_group_member` for the c
    stable 100-member group heartbeating, divided by the heartbeats answered, for both protocols.
 
 Results: a markdown table (measured vs target) printed, written to `bench/results/consumer_groups.md`
-and (unless --quick) copied into README.md between the `bench:consumer_groups` markers.
+and (unless --quick) copied into docs/benchmarks.md between the `bench:consumer_groups` markers.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Read from this run's other results: SASL_SSL / PLAINTEXT (`bench/results/securit
 sink and source (`connector.md`), and `make test`'s wall time (`bench/results/make_test.txt`,
 written by the Makefile's test target on this machine).
 
-Results: a markdown table, `bench/results/goals.md`, README's `bench:goals` section (unless
+Results: a markdown table, `bench/results/goals.md`, docs/benchmarks.md's `bench:goals` section (unless
 --quick, which runs tiny sizes to keep the script working; its numbers mean nothing).
 """
 

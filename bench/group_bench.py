@@ -12,7 +12,7 @@ own trio client (`client.groups`):
    member has committed again (at the new coordinator). Target: < 2 x zookeeper.session.timeout.ms.
 
 Results: a markdown table (measured vs target) printed, written to `bench/results/groups.md`, and
-(unless --quick) copied into README.md between the `bench:groups` markers.
+(unless --quick) copied into docs/benchmarks.md between the `bench:groups` markers.
 """
 
 from __future__ import annotations

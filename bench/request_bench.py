@@ -13,7 +13,7 @@ processes driven by `minikafka perf` children (confluent-kafka) and `perf.connec
 Every row prints the measured value beside the value before issue 22 (`BEFORE`, from
 bench/results/cluster.md of 2026-11-23 and the issue's text) and the target. The CPU of the
 clients and of the brokers is given where it explains the number: both share this machine's 2
-cores. Results: a markdown table, `bench/results/requests.md`, README's `bench:requests` section
+cores. Results: a markdown table, `bench/results/requests.md`, docs/benchmarks.md's `bench:requests` section
 (unless --quick; `--quick` runs tiny sizes to keep the script working, its numbers mean nothing).
 """
 

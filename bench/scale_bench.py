@@ -25,7 +25,7 @@ The limit of a point is judged from what was measured during it:
 The producers run unthrottled, so their p99 is mostly time spent in the producer's own queue at the
 throughput reached. The partitions curve runs last, since its topics stay and 1000 idle partitions
 cost every broker's fetchers CPU. Results: a markdown table, `bench/results/scale.{md,json,png}` and
-README's `bench:scale` section (unless --quick: tiny sizes, numbers that mean nothing).
+docs/benchmarks.md's `bench:scale` section (unless --quick: tiny sizes, numbers that mean nothing).
 """
 
 from __future__ import annotations

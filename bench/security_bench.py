@@ -14,7 +14,7 @@ confluent-kafka (librdkafka) producers:
 The machine's cores are shared by brokers and producers, so the table gives both CPU figures.
 
 Results: a markdown table (measured vs target) printed, written to `bench/results/security.md`
-and (unless --quick) copied into README.md between the `bench:security` markers.
+and (unless --quick) copied into docs/benchmarks.md between the `bench:security` markers.
 """
 
 from __future__ import annotations

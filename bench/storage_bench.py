@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from protocol import record_batch as rb
+from storage.append_origin import AppendOrigin
 from storage.config import LogConfig
 from storage.log import Log
 
@@ -88,10 +89,10 @@ def bench_segments(root: Path) -> list[tuple]:
     for segments in (1, 100, 1000):
         log = Log.create(root / f"s{segments}-0", LogConfig())
         for _ in range(segments - 1):
-            log.append_as_leader(data, leader_epoch=0, validate_records=False)
+            log.append_as_leader(data, leader_epoch=0, origin=AppendOrigin.COORDINATOR)
             log.roll()
         n = 3000
-        elapsed = timed(lambda: log.append_as_leader(data, leader_epoch=0, validate_records=False), n)
+        elapsed = timed(lambda: log.append_as_leader(data, leader_epoch=0, origin=AppendOrigin.COORDINATOR), n)
         rows.append((segments, len(log.segments), n / elapsed, elapsed / n * 1e6))
         log.close()
     return rows

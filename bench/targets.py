@@ -1,5 +1,5 @@
 """The measured-vs-target tables of the issue benches (`group_bench`, `cleaner_bench`): rendered
-as markdown, printed, written to `bench/results/<name>.md` and copied into README.md between the
+as markdown, printed, written to `bench/results/<name>.md` and copied into docs/benchmarks.md between the
 bench's `<!-- bench:<name>:start -->` / `end` markers."""
 
 from __future__ import annotations
@@ -22,15 +22,25 @@ def render(rows: list[Row], issue: int | str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def marked_document(start: str) -> Path | None:
+    """The document (README.md or docs/*.md) holding the marker `start`, or None."""
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        if path.exists() and start in path.read_text():
+            return path
+    return None
+
+
 def publish(table: str, name: str) -> None:
-    """Write `bench/results/<name>.md` and README.md's `bench:<name>` section."""
+    """Write `bench/results/<name>.md` and the `bench:<name>` section of docs/benchmarks.md
+    (whichever document holds its markers)."""
     (ROOT / "bench" / "results" / f"{name}.md").write_text(table)
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    if start in text:
-        text = re.sub(re.escape(start) + ".*?" + re.escape(end), f"{start}\n{table}{end}", text, flags=re.S)
-        readme.write_text(text)
+    document = marked_document(start)
+    if document is not None:
+        text = re.sub(
+            re.escape(start) + ".*?" + re.escape(end), f"{start}\n{table}{end}", document.read_text(), flags=re.S
+        )
+        document.write_text(text)
 
 
 def main(argv, description: str, run: Callable[[bool], list[Row]], issue: int | str, name: str) -> int:

@@ -10,7 +10,7 @@
 4. `close()`: every process gone and the directory removed.
 
 Results: a markdown table (measured vs target) printed, written to `bench/results/testing.md`
-and (unless --quick) copied into README.md between the `bench:testing` markers.
+and (unless --quick) copied into docs/benchmarks.md between the `bench:testing` markers.
 """
 
 from __future__ import annotations

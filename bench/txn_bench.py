@@ -19,7 +19,7 @@ confluent-kafka (librdkafka) transactional producers and consumers:
    Target: verification costs at most 10%.
 
 Results: a markdown table (measured vs target) printed, written to `bench/results/transactions.md`
-and (unless --quick) copied into README.md between the `bench:transactions` markers.
+and (unless --quick) copied into docs/benchmarks.md between the `bench:transactions` markers.
 """
 
 from __future__ import annotations

@@ -58,8 +58,7 @@ async def create_topics(ctx: BrokerContext, topics: list, validate_only: bool, t
     if controller is None or zk is None:  # a broker serving without ZooKeeper (unit tests)
         return [_result(t.name, ErrorCode.NOT_CONTROLLER, "not the controller") for t in topics]
     with trio.move_on_at(deadline):
-        while controller.active and not controller.ready:  # a failover in progress: its live brokers
-            await trio.sleep(0.01)
+        await controller.wait_settled()  # a failover in progress: its live brokers are not known yet
     if not controller.active:
         return [_result(t.name, ErrorCode.NOT_CONTROLLER, "not the controller") for t in topics]
     if not controller.ready:
@@ -108,8 +107,9 @@ async def create_topics(ctx: BrokerContext, topics: list, validate_only: bool, t
             result.update(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=f"ZooKeeper: {type(e).__name__}")
     if written and timeout_ms > 0:
         with trio.move_on_at(started + timeout_ms / 1000):
-            while not all(_has_leaders(ctx.metadata_cache, name, n) for name, n in written.items()):
-                await trio.sleep(0.01)
+            await ctx.metadata_cache.wait_until(
+                lambda: all(_has_leaders(ctx.metadata_cache, name, n) for name, n in written.items())
+            )
         for result in results:
             name = result["name"]
             if name in written and not _has_leaders(ctx.metadata_cache, name, written[name]):

@@ -13,7 +13,6 @@ shape; the replica manager builds none.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,25 +20,11 @@ import trio
 
 from broker.delayed import DelayedResponse
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 from storage.log import LogAppendInfo
 
 if TYPE_CHECKING:
     from broker.delayed import DelayedTimer, OffsetWaiters
-
-TopicPartition = tuple[str, int]
-
-
-class AppendOrigin(enum.Enum):
-    """Who appends (Kafka's `AppendOrigin`): a CLIENT's batches are validated as client records
-    (Kafka's LogValidator) and refused when they hold control records, need acks in (-1, 0, 1)
-    and count in the topic's byte and record rates; a COORDINATOR's (the group and transaction
-    coordinators' own batches, WriteTxnMarkers' markers) are trusted, and its control batches
-    are checked against the producer state. Followers append through `Partition` with origin
-    REPLICATION, as Kafka's `appendAsFollower`, never through `append_records`."""
-
-    CLIENT = "client"
-    COORDINATOR = "coordinator"
-    REPLICATION = "replication"
 
 
 @dataclass(slots=True)

@@ -9,14 +9,19 @@ nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from protocol.api import Request
 from security.acl import AclOperation, ResourceType
 from security.authorizer import Authorizer
 
-if TYPE_CHECKING:
-    from broker.context import BrokerContext
-    from protocol.api import Request
+
+class Authorizing(Protocol):
+    """What the checks read of the broker (its `BrokerContext`): the authorizer, or None when
+    `authorizer.class.name` is unset."""
+
+    @property
+    def authorizer(self) -> Authorizer | None: ...
 
 
 CLUSTER_NAME = "kafka-cluster"
@@ -30,21 +35,21 @@ def host_of(request) -> str:
 
 
 def allowed(
-    ctx: BrokerContext, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
+    ctx: Authorizing, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
 ) -> bool:
-    authorizer: Authorizer | None = getattr(ctx, "authorizer", None)
+    authorizer = ctx.authorizer
     if authorizer is None:
         return True
     return authorizer.authorize(request.principal, host_of(request), operation, resource_type, name)
 
 
-def cluster_allowed(ctx: BrokerContext, request: Request, operation: AclOperation) -> bool:
+def cluster_allowed(ctx: Authorizing, request: Request, operation: AclOperation) -> bool:
     return allowed(ctx, request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
-def any_allowed(ctx: BrokerContext, request: Request, operation: AclOperation, resource_type: ResourceType) -> bool:
+def any_allowed(ctx: Authorizing, request: Request, operation: AclOperation, resource_type: ResourceType) -> bool:
     """May the principal `operation` some resource of the type (Kafka's authorizeByResourceType)?"""
-    authorizer: Authorizer | None = getattr(ctx, "authorizer", None)
+    authorizer = ctx.authorizer
     if authorizer is None:
         return True
     return authorizer.authorize_any(request.principal, host_of(request), operation, resource_type)

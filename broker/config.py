@@ -251,16 +251,25 @@ def build_config(props: dict[str, str]) -> BrokerConfig:
 
 
 def _check_consumer_group_keys(values: dict[str, Any]) -> None:
-    """Kafka's GroupCoordinatorConfig checks of the consumer group protocol's timeouts (ms)."""
-    for what in ("heartbeat.interval", "session.timeout"):
-        low, high = values[f"group.consumer.min.{what}.ms"], values[f"group.consumer.max.{what}.ms"]
-        value = values[f"group.consumer.{what}.ms"]
-        if low > high:
-            raise ConfigError(f"group.consumer.min.{what}.ms {low} must not exceed group.consumer.max.{what}.ms {high}")
-        if not low <= value <= high:
-            raise ConfigError(f"group.consumer.{what}.ms {value} must be within [{low}, {high}]")
-    if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
-        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+    """Kafka's GroupCoordinatorConfig checks of the consumer and share group protocols' timeouts
+    (ms): each default within its min and max, the heartbeat shorter than the session."""
+    for protocol, whats in (
+        ("consumer", ("heartbeat.interval", "session.timeout")),
+        ("share", ("heartbeat.interval", "session.timeout", "record.lock.duration")),
+    ):
+        for what in whats:
+            low, high = values[f"group.{protocol}.min.{what}.ms"], values[f"group.{protocol}.max.{what}.ms"]
+            value = values[f"group.{protocol}.{what}.ms"]
+            if low > high:
+                raise ConfigError(
+                    f"group.{protocol}.min.{what}.ms {low} must not exceed group.{protocol}.max.{what}.ms {high}"
+                )
+            if not low <= value <= high:
+                raise ConfigError(f"group.{protocol}.{what}.ms {value} must be within [{low}, {high}]")
+        if values[f"group.{protocol}.heartbeat.interval.ms"] >= values[f"group.{protocol}.session.timeout.ms"]:
+            raise ConfigError(
+                f"group.{protocol}.heartbeat.interval.ms must be less than group.{protocol}.session.timeout.ms"
+            )
 
 
 def jaas_file_from_kafka_opts(kafka_opts: str) -> str:

@@ -28,6 +28,9 @@ SOURCES = {
     "DYNAMIC_DEFAULT_BROKER_CONFIG": 3,
     "STATIC_BROKER_CONFIG": 4,
     "DEFAULT_CONFIG": 5,
+    "DYNAMIC_BROKER_LOGGER_CONFIG": 6,
+    "CLIENT_METRICS_CONFIG": 7,
+    "GROUP_CONFIG": 8,
 }
 #: DescribeConfigsResponse ConfigType ids, by Kafka's ConfigDef type names
 TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "class": 8, "password": 9}
@@ -181,3 +184,14 @@ def describe_broker(dynamic: DynamicBrokerConfig, *, per_broker: bool, keys: lis
             value = dynamic.cluster_default[name]
         entries.append(_entry(name, value, synonyms, type_name, doc, read_only=not definition.dynamic))
     return entries
+
+
+def describe_group(entries) -> list[dict]:
+    """DescribeConfigs entries of a GROUP resource (`coordinator.group.group_config.describe`):
+    an override's source is GROUP_CONFIG, anything else the broker's default (DEFAULT_CONFIG)."""
+    out = []
+    for e in entries:
+        source = SOURCES["GROUP_CONFIG"] if e.overridden else SOURCES["DEFAULT_CONFIG"]
+        synonyms = [{"name": e.name, "value": e.value, "source": source}]
+        out.append(_entry(e.name, e.value, synonyms, e.config_type, e.documentation, False))
+    return out

@@ -25,6 +25,7 @@ from broker.config import BrokerConfig, ConfigError
 from broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
 from broker.quota import entities as quota_entities
 from broker.quota.manager import QUOTA_KEYS, QuotaManagers
+from coordinator.group.group_config import GroupConfigError, GroupConfigs
 from security.credentials import CredentialCache, user_from_node_name
 from storage.log_manager import LogManager
 from storage.topic_configs import TopicConfigs
@@ -46,8 +47,10 @@ class DynamicConfigManager:
         log_manager: LogManager,
         credentials: CredentialCache | None = None,
         quotas: QuotaManagers | None = None,
+        group_configs: GroupConfigs | None = None,
     ):
         self.zk = zk
+        self.group_configs = group_configs
         self.credentials = credentials if credentials is not None else CredentialCache()
         self.quotas = quotas if quotas is not None else QuotaManagers.create()
         self.dynamic = dynamic
@@ -111,6 +114,23 @@ class DynamicConfigManager:
             if quotas:
                 log.info("quotas of %s/%s: %s", entity_type, name, quotas)
 
+    async def load_group(self, group_id: str) -> None:
+        """Apply one group's stored configs (KIP-932's share group keys)."""
+        if self.group_configs is None:
+            return
+        stored = await admin.fetch_entity_config(self.zk, "groups", group_id)
+        try:
+            self.group_configs.set(group_id, stored)
+        except GroupConfigError as e:
+            log.warning("configs of group %s not applied: %s", group_id, e)
+            return
+        log.info("group %s configs: %s", group_id, stored)
+
+    async def load_groups(self) -> None:
+        """Read every group's configs (startup)."""
+        for group_id in await self.zk.get_children(znodes.CONFIG_GROUPS):
+            await self.load_group(group_id)
+
     async def load_users_and_clients(self) -> None:
         """Read every user's credentials and every user's and client's quotas (startup)."""
         for entity_type, name in await admin.user_and_client_nodes(self.zk):
@@ -124,6 +144,8 @@ class DynamicConfigManager:
             await self.load_broker_configs()
         elif entity_type in ("users", "clients"):
             await self.load_user_or_client(entity_type, name)
+        elif entity_type == "groups":
+            await self.load_group(name)
         # other brokers' entities, ips: nothing this broker applies
 
     # ---- the notification listener -----------------------------------------------------------

@@ -14,11 +14,12 @@ from collections import Counter
 
 from broker.config_def import BROKER_CONFIG
 from broker.config_helper import broker_default
+from coordinator.group.group_config import GROUP_CONFIG_KEYS
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import TOPIC_CONFIGS, parse_list
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 
 
 class ConfigOpError(KafkaError):
@@ -29,6 +30,8 @@ class ConfigOpError(KafkaError):
 
 
 def _type_and_default(resource_type: int, key: str) -> tuple[str | None, str | None]:
+    if resource_type == GROUP:  # no list keys: APPEND / SUBTRACT are INVALID_CONFIG
+        return ("string" if key in GROUP_CONFIG_KEYS else None), None
     if resource_type == TOPIC:
         topic_key = TOPIC_CONFIGS.get(key)
         return (topic_key.type, topic_key.default) if topic_key else (None, None)

@@ -17,6 +17,7 @@ from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
 from broker.quota.manager import QuotaManagers
 from broker.replica_manager import LeadershipListener, ReplicaManager
+from broker.share.share_manager import SharePartitionManager
 from broker.txn_verification import AddPartitionsToTxnManager
 from controller.controller import KafkaController
 from coordinator.group.coordinator import GroupCoordinator
@@ -46,6 +47,7 @@ class BrokerContext:
     acl_store: ZkAclStore | None = None  # CreateAcls / DescribeAcls / DeleteAcls
     control_plane: ControlPlaneGuard = field(default_factory=ControlPlaneGuard)  # who may act as controller
     quotas: QuotaManagers = field(default_factory=QuotaManagers.create)  # client quotas (KIP-13/55/124/599)
+    share_manager: SharePartitionManager | None = None  # ShareFetch / ShareAcknowledge (KIP-932)
 
     @property
     def broker_id(self) -> int:

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.append import AppendOrigin
 from coordinator.runtime import AppendOutcome
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
+from storage.append_origin import AppendOrigin
 from storage.log import Log
 
 if TYPE_CHECKING:
     from broker.replica_manager import ReplicaManager
-
-TopicPartition = tuple[str, int]
 
 
 class CoordinatorPartitionLog:

@@ -17,8 +17,7 @@ from broker.errors import error_code_for
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.topic_names import INTERNAL_TOPICS
-
-TopicPartition = tuple[str, int]
+from protocol.topic_partition import TopicPartition
 
 
 async def delete_records(

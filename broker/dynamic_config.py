@@ -47,10 +47,6 @@ class DynamicBrokerConfig:
         self.per_broker: dict[str, str] = {}  # /config/brokers/<id>
         self.cluster_default: dict[str, str] = {}  # /config/brokers/<default>
 
-    def effective_props(self) -> dict[str, str]:
-        """The properties in force: per-broker over cluster default over static."""
-        return {**self.static, **self.cluster_default, **self.per_broker}
-
     def source_of(self, key: str) -> tuple[str, str] | None:
         """`(source, raw value)` of `key` in precedence order, or None when only Kafka's default applies;
         sources are DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG."""

@@ -236,6 +236,9 @@ _MIRRORS: dict[int, Callable] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: lambda b, c, m: {
         "groups": [{"error_code": c, "error_message": m, "group_id": g} for g in b.group_ids]
     },
+    ApiKey.SHARE_GROUP_DESCRIBE: lambda b, c, m: {
+        "groups": [{"error_code": c, "error_message": m, "group_id": g} for g in b.group_ids]
+    },
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _resources("responses"),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: lambda b, c, m: {
         "results": [

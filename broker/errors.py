@@ -47,12 +47,6 @@ class NotEnoughReplicas(BrokerError):
     error_code = ErrorCode.NOT_ENOUGH_REPLICAS
 
 
-class NotEnoughReplicasAfterAppend(BrokerError):
-    """The ISR shrank below min.insync.replicas while acks=-1 waited."""
-
-    error_code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-
-
 class StaleControllerEpoch(BrokerError):
     """A controller request with an older controller epoch than already seen."""
 
@@ -75,9 +69,3 @@ class PolicyViolation(BrokerError):
     """The topic's configuration forbids the request (DeleteRecords on a compact-only topic)."""
 
     error_code = ErrorCode.POLICY_VIOLATION
-
-
-class RequestTimedOut(BrokerError):
-    """A delayed operation timed out."""
-
-    error_code = ErrorCode.REQUEST_TIMED_OUT

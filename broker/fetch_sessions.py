@@ -19,29 +19,12 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
+from broker.read_results import FetchPartition, FetchPartitionData, FetchTopic
 from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
 
 INITIAL_EPOCH, FINAL_EPOCH, NO_SESSION = 0, -1, 0
-
-TopicPartition = tuple[str, int]
-
-
-class FetchPartition(NamedTuple):
-    """One partition's fetch parameters, as in a Fetch request (v7-12 names)."""
-
-    partition: int
-    fetch_offset: int
-    partition_max_bytes: int
-    current_leader_epoch: int = -1
-    log_start_offset: int = -1
-    last_fetched_epoch: int = -1
-
-
-class FetchTopic(NamedTuple):
-    topic: str
-    partitions: list[FetchPartition]
 
 
 @dataclass
@@ -92,23 +75,23 @@ class FetchContext:
             and cached.sent_log_start_offset == log_start_offset
         )
 
-    def include(self, topic: str, entry: dict) -> bool:
-        """Whether a partition's answer (`entry`, Fetch response field names) goes in the
-        response; records what the session has now sent."""
+    def include(self, topic: str, entry: FetchPartitionData) -> bool:
+        """Whether a partition's read goes in the response; records what the session has now
+        sent."""
         if self.session is None:
             return True
-        cached = self.session.partitions.get((topic, entry["partition_index"]))
+        cached = self.session.partitions.get((topic, entry.partition))
         if cached is None:
             return True
         changed = (
-            bool(entry["records"])
-            or entry["error_code"] != ErrorCode.NONE
-            or entry["high_watermark"] != cached.sent_high_watermark
-            or entry["log_start_offset"] != cached.sent_log_start_offset
+            bool(entry.records)
+            or entry.error_code != ErrorCode.NONE
+            or entry.high_watermark != cached.sent_high_watermark
+            or entry.log_start_offset != cached.sent_log_start_offset
         )
         if changed or not self.incremental:
-            cached.sent_high_watermark = entry["high_watermark"]
-            cached.sent_log_start_offset = entry["log_start_offset"]
+            cached.sent_high_watermark = entry.high_watermark
+            cached.sent_log_start_offset = entry.log_start_offset
         return changed or not self.incremental
 
 

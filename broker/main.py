@@ -39,7 +39,8 @@ from broker.producer_ids import ProducerIdManager
 from broker.quota.manager import QuotaManagers
 from broker.quota.request_time import RequestQuota
 from broker.replica_manager import ReplicaManager
-from broker.server import KafkaServer, ListenerBindError
+from broker.server import KafkaServer, ListenerBindError, SocketServerConfig
+from broker.share.share_manager import ShareConfig, SharePartitionManager
 from broker.txn_marker_channel import TransactionMarkerChannel
 from broker.txn_verification import AddPartitionsToTxnManager
 from broker.zk_session import SessionKeeper
@@ -51,6 +52,7 @@ from controller import events as controller_events
 from controller.controller import KafkaController
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.coordinator import GroupCoordinator
+from coordinator.group.group_config import GroupConfigs
 from coordinator.transaction.config import TransactionConfig
 from coordinator.transaction.coordinator import TransactionCoordinator
 from metrics.collector import BrokerCollector
@@ -119,8 +121,15 @@ class Broker:
         )
         self.dynamic_config = DynamicBrokerConfig(config.raw, config.broker_id)
         self.quotas = QuotaManagers.create(config["quota.window.num"], config["quota.window.size.seconds"] * 1000)
+        self.group_configs = GroupConfigs(self.config)
         self.config_manager = DynamicConfigManager(
-            self.zk, self.dynamic_config, self.topic_configs, self.log_manager, self.credentials, self.quotas
+            self.zk,
+            self.dynamic_config,
+            self.topic_configs,
+            self.log_manager,
+            self.credentials,
+            self.quotas,
+            self.group_configs,
         )
         self.server: KafkaServer | None = None
         self.registration: znodes.BrokerRegistration | None = None
@@ -173,13 +182,17 @@ class Broker:
             cluster_id = await self._cluster_id()
             await self.config_manager.load_broker_configs()
             await self.config_manager.load_users_and_clients()
+            await self.config_manager.load_groups()
             try:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:
                 raise BrokerStartupError(str(e)) from None
             coordinator_log = CoordinatorPartitionLog(self.replica_manager)
             group_coordinator = GroupCoordinator(
-                coordinator_log, self.metadata_cache, derive(GroupCoordinatorConfig, self.config)
+                coordinator_log,
+                self.metadata_cache,
+                derive(GroupCoordinatorConfig, self.config),
+                group_configs=self.group_configs,
             )
             producer_ids = ProducerIdManager(self.zk, self.config.broker_id)
             marker_channel = TransactionMarkerChannel(
@@ -203,6 +216,17 @@ class Broker:
             self.config_manager.on_broker_config.append(
                 lambda config: setattr(txn_verification, "enabled", config["transaction.partition.verification.enable"])
             )
+            share_manager = SharePartitionManager(
+                self.replica_manager,
+                self.metadata_cache,
+                ShareConfig(
+                    self.config["group.share.record.lock.duration.ms"],
+                    self.config["group.share.delivery.count.limit"],
+                    self.config["group.share.partition.max.record.locks"],
+                ),
+                lambda: trio.current_time() * 1000,
+                self.group_configs,
+            )
             context = BrokerContext(
                 self.config,
                 cluster_id,
@@ -215,25 +239,20 @@ class Broker:
                 group_coordinator=group_coordinator,
                 txn_coordinator=txn_coordinator,
                 txn_verification=txn_verification,
-                leadership_listeners=(group_coordinator, txn_coordinator),
+                leadership_listeners=(group_coordinator, txn_coordinator, share_manager),
                 dynamic_config=self.dynamic_config,
                 config_manager=self.config_manager,
                 authorizer=self.authorizer,
                 acl_store=self.acl_store,
                 quotas=self.quotas,
+                share_manager=share_manager,
             )
             self.server = KafkaServer(
                 self.config.listeners,
                 HANDLERS,
                 context,
                 advertised_api_versions,
-                max_request_bytes=self.config["socket.request.max.bytes"],
-                idle_timeout_ms=self.config["connections.max.idle.ms"],
-                max_connections=self.config["max.connections"],
-                max_connections_per_ip=self.config["max.connections.per.ip"],
-                max_connections_per_ip_overrides=self.config["max.connections.per.ip.overrides"],
-                queued_max_requests=self.config["queued.max.requests"],
-                queued_max_request_bytes=self.config["queued.max.request.bytes"],
+                derive(SocketServerConfig, self.config),
                 transports=self.transports,
                 inline_handlers=INLINE_HANDLERS,
                 request_quota=RequestQuota(self.quotas.request),
@@ -251,6 +270,7 @@ class Broker:
                     await nursery.start(self.log_cleaner.run)
                     await nursery.start(self.replica_manager.run)
                     await nursery.start(group_coordinator.run)
+                    await nursery.start(share_manager.run)
                     await nursery.start(marker_channel.run)
                     await nursery.start(txn_coordinator.run)
                     await nursery.start(self.controller.run)

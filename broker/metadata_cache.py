@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import trio
 
 from protocol.errors import ErrorCode
 from protocol.topic_names import INTERNAL_TOPICS, is_valid_topic_name
@@ -76,14 +79,30 @@ class MetadataCache:
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     #: an UpdateMetadata was applied: the cache knows the cluster (until then it lists no broker)
     updated: bool = False
+    #: set (and replaced) by every update: what `wait_until` waits on
+    _update_event: trio.Event = field(default_factory=trio.Event, repr=False)
     #: grows with every update (for views derived from the cache)
     version: int = 0
+    _names_by_id: tuple[int, dict[uuid.UUID, str]] = field(default=(-1, {}), repr=False)
+
+    def topic_names(self) -> dict[uuid.UUID, str]:
+        """Topic id -> name (KIP-516), rebuilt after an update (or a test's change of
+        `version`); not to be changed by the caller."""
+        if self._names_by_id[0] != self.version:
+            self._names_by_id = (self.version, {found: name for name, found in self.topic_ids.items()})
+        return self._names_by_id[1]
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with `topic_id`, None when the cache has none."""
+        return self.topic_names().get(topic_id)
 
     def update(self, body) -> list[tuple[str, int]]:
         """Apply an UpdateMetadata body; returns the partitions it deleted. Topics whose names
         break Kafka's rule are left out."""
         self.updated = True
         self.version += 1
+        self._update_event.set()
+        self._update_event = trio.Event()
         self.controller_id = body.controller_id
         brokers = {}
         for b in body.live_brokers:
@@ -121,6 +140,12 @@ class MetadataCache:
             if topic_id != ZERO_UUID:
                 self.topic_ids[topic] = topic_id
         return deleted
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once `predicate()` holds, checking it again after each update (bound it with
+        a cancel scope)."""
+        while not predicate():
+            await self._update_event.wait()
 
     def get_partition(self, topic: str, partition: int) -> PartitionState | None:
         return self.partitions.get(topic, {}).get(partition)

@@ -39,6 +39,7 @@ from broker.errors import (
     PolicyViolation,
     UnknownLeaderEpoch,
 )
+from storage.append_origin import AppendOrigin
 from storage.errors import InvalidAppendOffset, OffsetOutOfRange
 from storage.log import Log, LogAppendInfo, LogReadInfo
 
@@ -212,12 +213,11 @@ class Partition:
         required_acks: int,
         min_insync_replicas: int,
         *,
-        validate_records: bool = True,
-        markers: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
         verification: dict | None = None,
     ) -> LogAppendInfo:
-        """Append a produce request's records (`validate_records=False`: a coordinator's own
-        batches; `markers`: transaction markers from WriteTxnMarkers). Raises
+        """Append records as the leader from `origin` (CLIENT: a produce request's, validated;
+        COORDINATOR: a coordinator's own batches or WriteTxnMarkers' markers). Raises
         NotLeaderOrFollower, NotEnoughReplicas (acks=-1 with |ISR| < min.insync.replicas), and the
         log's CorruptRecordBatch / RecordTooLarge / InvalidProducerEpoch /
         TransactionCoordinatorFenced / InvalidTxnState (`verification`: KIP-890's guards, see
@@ -227,9 +227,7 @@ class Partition:
             raise NotEnoughReplicas(
                 f"{self.tp}: ISR {self.isr} is smaller than min.insync.replicas {min_insync_replicas}"
             )
-        info = self.log.append_as_leader(
-            records, self.leader_epoch, validate_records=validate_records, markers=markers, verification=verification
-        )
+        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin, verification=verification)
         self.maybe_increment_high_watermark()
         return info
 

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, Protocol
 
 import trio
 
-from broker.append import AppendOrigin, AppendResults, DelayedProduce, PartitionAppend, appended
+from broker.append import AppendResults, DelayedProduce, PartitionAppend, appended
 from broker.config import RACK_AWARE_SELECTOR, BrokerConfig
 from broker.delayed import DelayedResponse, DelayedTimer, OffsetWaiters, Watchers
 from broker.errors import (
@@ -43,18 +43,20 @@ from broker.errors import (
     UnknownTopicOrPartition,
     error_code_for,
 )
-from broker.fetch_sessions import FetchSessionCache, FetchTopic, SessionError
+from broker.fetch_sessions import FetchSessionCache, SessionError
 from broker.metadata_cache import MetadataCache, partition_states
 from broker.partition import Partition
+from broker.read_results import AbortedTxn, FetchPartitionData, FetchResult, FetchView, ListedOffset, denied_read
 from broker.replica_fetcher import ReplicaFetcher
 from broker.zk_isr_manager import ZkIsrManager
 from metrics.stats import BrokerTopicStats, ReplicaStats
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
-from protocol.record_batch import holds_control_batch
 from protocol.topic_names import INTERNAL_TOPICS, is_valid_topic_name
+from protocol.topic_partition import TopicPartition
 from protocol.types import ZERO_UUID
 from security.config import ClientSecurity
+from storage.append_origin import AppendOrigin
 from storage.errors import KafkaStorageError
 from storage.log_manager import LogManager
 from storage.scheduler import run_periodically
@@ -64,7 +66,6 @@ from zk.client import ZkClient
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1  # isolation_level (Fetch v4+, ListOffsets v2+)
 
@@ -90,39 +91,6 @@ class ControllerRequestResult(NamedTuple):
 
     error: ErrorCode
     partitions: list[tuple[TopicPartition, Any, ErrorCode]]
-
-
-class FetchView(NamedTuple):
-    """What a fetch reads: the request's replica id and byte limits, and the partitions of its
-    fetch context (the whole session's for an incremental fetch)."""
-
-    replica_id: int
-    max_bytes: int
-    min_bytes: int
-    topics: list[FetchTopic]
-    read_committed: bool = False  # isolation_level 1 (KIP-98): up to the LSO, with aborted transactions
-    denied: frozenset[str] = frozenset()  # topics the fetcher may not read (TOPIC_AUTHORIZATION_FAILED)
-    #: (topic, partition, HW, log start) -> whether the session already sent that and wants nothing
-    #: more (FetchContext.unchanged); None when every partition is answered
-    unchanged: Callable[[str, int, int, int], bool] | None = None
-    #: KIP-392, consumer Fetch v11+: a follower may answer it (up to its own HW), and a leader
-    #: with the rack-aware selector may send the consumer to a replica in `client_rack` ("" when
-    #: no selector applies: no rack, no rack-aware selector, or the consumer in this broker's rack)
-    any_replica: bool = False
-    client_rack: str = ""
-
-
-def _denied_read(partition: int) -> dict:
-    return {
-        "partition_index": partition,
-        "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-        "high_watermark": -1,
-        "last_stable_offset": -1,
-        "log_start_offset": -1,
-        "records": b"",
-        "aborted_transactions": None,
-        "preferred_read_replica": -1,
-    }
 
 
 class ReplicaManager:
@@ -200,28 +168,16 @@ class ReplicaManager:
             raise StaleControllerEpoch(f"controller epoch {body.controller_epoch} < {self.controller_epoch}")
         self.controller_epoch = body.controller_epoch
 
-    def become_leader_or_follower(
-        self, body, version: int, on_leadership_change: OnLeadershipChange | None = None
+    async def become_leader_or_follower(
+        self, body, version: int, on_leadership_change: OnLeadershipChange | None = None, step: int = 16
     ) -> ControllerRequestResult:
         """LeaderAndIsr v0-7: the request's error (STALE_CONTROLLER_EPOCH, STALE_BROKER_EPOCH) or
         each partition's (topic partition, topic id, error code); the handler builds the
         response of its version. `on_leadership_change(leaders, followers)` gets the partitions
-        whose new state was applied, by role."""
-        try:
-            self._check_controller(body, carries_broker_epoch=version >= 2)
-        except (StaleControllerEpoch, StaleBrokerEpoch) as e:
-            log.warning("rejected LeaderAndIsr: %s", e)
-            return ControllerRequestResult(error_code_for(e), [])
-        leaders = {lead.broker_id: (lead.host_name, lead.port) for lead in body.live_leaders}
-        results = [self._apply_one(state, leaders) for state in partition_states(body)]
-        return self._leadership_changed(results, on_leadership_change)
-
-    async def become_leader_or_follower_in_steps(
-        self, body, version: int, on_leadership_change: OnLeadershipChange | None = None, step: int = 16
-    ) -> ControllerRequestResult:
-        """`become_leader_or_follower` in bounded steps: after every `step` partitions (each may
-        create a log and write its leader epoch checkpoint) the event loop runs other tasks, so a
-        LeaderAndIsr naming thousands of partitions never freezes the broker (issue 34)."""
+        whose new state was applied, by role. Applied in bounded steps: after every `step`
+        partitions (each may create a log and write its leader epoch checkpoint) the event loop
+        runs other tasks, so a LeaderAndIsr naming thousands of partitions never freezes the
+        broker (issue 34)."""
         try:
             self._check_controller(body, carries_broker_epoch=version >= 2)
         except (StaleControllerEpoch, StaleBrokerEpoch) as e:
@@ -442,8 +398,7 @@ class ReplicaManager:
                 records,
                 acks,
                 self.min_insync_replicas(tp[0]),
-                validate_records=client,
-                markers=not client and holds_control_batch(records),
+                origin=origin,
                 verification=verification,
             )
         except Exception as e:  # mapped to Kafka's code; unexpected ones are logged
@@ -473,9 +428,9 @@ class ReplicaManager:
         return None
 
     # ---- fetch ---------------------------------------------------------------------------------
-    async def fetch(self, body, may_read: Callable[[str], bool] | None = None, version: int = 4) -> dict:
-        """Fetch v4-12 -> response body, with incremental fetch sessions (KIP-227,
-        `broker/fetch_sessions.py`): a session's response holds only partitions with news.
+    async def fetch(self, body, may_read: Callable[[str], bool] | None = None, version: int = 4) -> FetchResult:
+        """A Fetch v4-12 request body -> its partitions' reads, with incremental fetch sessions
+        (KIP-227, `broker/fetch_sessions.py`): a session's result holds only partitions with news.
         `may_read(topic)` (authorization): a topic it refuses answers TOPIC_AUTHORIZATION_FAILED.
         A consumer's v11+ fetch may be answered by a follower replica, and with
         `replica.selector.class` rack-aware a leader names a preferred read replica in the
@@ -483,7 +438,7 @@ class ReplicaManager:
         try:
             context = self.fetch_sessions.context(body)
         except SessionError as e:
-            return {"error_code": e.error_code, "session_id": 0, "responses": []}
+            return FetchResult(e.error_code, 0)
         any_replica = body.replica_id < 0 and version >= 11
         client_rack = (getattr(body, "rack_id", "") or "") if any_replica else ""
         if self.config["replica.selector.class"] != RACK_AWARE_SELECTOR or client_rack == self.config["broker.rack"]:
@@ -516,12 +471,12 @@ class ReplicaManager:
             await self.watchers.wait_for(keys, enough, body.max_wait_ms / 1000)
             responses = self._read(view, follower, record_fetch=False)[0]
         answered = []
-        for topic in responses:
-            parts = [entry for entry in topic["partitions"] if context.include(topic["topic"], entry)]
+        for topic, read in responses:
+            parts = [entry for entry in read if context.include(topic, entry)]
             if parts:
-                answered.append({"topic": topic["topic"], "partitions": parts})
+                answered.append((topic, parts))
         self.topic_stats.fetched(answered, follower)
-        return {"error_code": ErrorCode.NONE, "session_id": context.session_id, "responses": answered}
+        return FetchResult(ErrorCode.NONE, context.session_id, answered)
 
     def _fetch_can_complete(self, body: FetchView, follower: bool, epochs: dict) -> bool:
         """A waiting fetch answers now if any partition has data past its fetch offset (to the
@@ -546,17 +501,19 @@ class ReplicaManager:
                     return True
         return False
 
-    def _read(self, body: FetchView, follower: bool, record_fetch: bool = True) -> tuple[list, int, bool]:
-        """-> (responses, bytes read, answer now). `record_fetch`: note a follower's fetch offset
-        (its LEO) and ISR eligibility; done once per request, not on re-reads after a wait."""
-        responses, total, errors = [], 0, False
+    def _read(
+        self, body: FetchView, follower: bool, record_fetch: bool = True
+    ) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
+        """-> (reads per topic, bytes read, answer now). `record_fetch`: note a follower's fetch
+        offset (its LEO) and ISR eligibility; done once per request, not on re-reads after a wait."""
+        responses: list[tuple[str, list[FetchPartitionData]]] = []
+        total, errors = 0, False
         budget = body.max_bytes
         for topic in body.topics:
-            parts = []
+            parts: list[FetchPartitionData] = []
             if topic.topic in body.denied:
                 errors = True
-                parts = [_denied_read(p.partition) for p in topic.partitions]
-                responses.append({"topic": topic.topic, "partitions": parts})
+                responses.append((topic.topic, [denied_read(p.partition) for p in topic.partitions]))
                 continue
             for p in topic.partitions:
                 entry = self._read_one(
@@ -574,12 +531,12 @@ class ReplicaManager:
                 )
                 if entry is None:  # a caught-up follower's partition with nothing new to say
                     continue
-                size = len(entry["records"] or b"")
+                size = len(entry.records)
                 total += size
                 budget = max(0, budget - size)
-                errors = errors or entry["error_code"] != ErrorCode.NONE  # an error answers now
+                errors = errors or entry.error_code != ErrorCode.NONE  # an error answers now
                 parts.append(entry)
-            responses.append({"topic": topic.topic, "partitions": parts})
+            responses.append((topic.topic, parts))
         return responses, total, errors
 
     def _read_one(
@@ -595,8 +552,8 @@ class ReplicaManager:
         unchanged: Callable[[str, int, int, int], bool] | None = None,
         any_replica: bool = False,
         client_rack: str = "",
-    ) -> dict | None:
-        """One partition's answer (Fetch response field names), or None when `unchanged` says an
+    ) -> FetchPartitionData | None:
+        """One partition's read, or None when `unchanged` says an
         incremental session would leave it out: a follower at the LEO, whose fetch state was
         still recorded (its caught-up time keeps it in the ISR), with the HW and log start
         offset the session last sent."""
@@ -606,16 +563,7 @@ class ReplicaManager:
                 return None
             if quiet is not None:  # the fetch state is recorded already
                 record_fetch = False
-        entry = {
-            "partition_index": p.partition,
-            "error_code": ErrorCode.NONE,
-            "high_watermark": -1,
-            "last_stable_offset": -1,
-            "log_start_offset": -1,
-            "records": b"",
-            "aborted_transactions": None,
-            "preferred_read_replica": -1,
-        }
+        entry = FetchPartitionData(p.partition)
         try:
             partition = self.get_partition(topic, p.partition)
             if follower:
@@ -625,7 +573,7 @@ class ReplicaManager:
                 self._record_follower_fetch(partition, replica_id, p)
             preferred = None if follower else self._preferred_read_replica(partition, p.fetch_offset, client_rack)
             if preferred is not None:
-                entry["preferred_read_replica"] = preferred  # KIP-392: no records, read there instead
+                entry.preferred_read_replica = preferred  # KIP-392: no records, read there instead
             # a follower already at the LEO has nothing to read
             elif not (follower and p.fetch_offset == partition.log.log_end_offset):
                 info = partition.read(
@@ -637,24 +585,22 @@ class ReplicaManager:
                     read_committed=read_committed and not follower,
                     leader_only=not any_replica,
                 )
-                entry["records"] = info.records
+                entry.records = info.records
                 if read_committed and not follower:
                     aborted = partition.log.collect_aborted_txns(p.fetch_offset, info.next_offset)
-                    entry["aborted_transactions"] = [
-                        {"producer_id": t.producer_id, "first_offset": t.first_offset} for t in aborted
-                    ]
+                    entry.aborted_transactions = [AbortedTxn(t.producer_id, t.first_offset) for t in aborted]
         except Exception as e:
-            entry["error_code"] = error_code_for(e)
+            entry.error_code = error_code_for(e)
             if isinstance(e, KafkaStorageError):
                 self.handle_log_dir_failure(e.log_dir)
-            entry["records"] = b""  # Kafka's MemoryRecords.EMPTY: librdkafka cannot parse null records here
-            if entry["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR:
+            entry.records = b""  # Kafka's MemoryRecords.EMPTY: librdkafka cannot parse null records here
+            if entry.error_code == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.exception("fetch from %s-%d failed", topic, p.partition)
         hosted = self.partitions.get((topic, p.partition))
-        if hosted is not None and entry["error_code"] in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
-            entry["high_watermark"] = hosted.high_watermark
-            entry["last_stable_offset"] = hosted.last_stable_offset
-            entry["log_start_offset"] = hosted.log.log_start_offset
+        if hosted is not None and entry.error_code in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
+            entry.high_watermark = hosted.high_watermark
+            entry.last_stable_offset = hosted.last_stable_offset
+            entry.log_start_offset = hosted.log.log_start_offset
         return entry
 
     def _preferred_read_replica(self, partition: Partition, fetch_offset: int, client_rack: str) -> int | None:
@@ -749,34 +695,27 @@ class ReplicaManager:
                     await trio.sleep(1)
 
     # ---- list offsets --------------------------------------------------------------------------
-    def list_offsets(self, body, version: int) -> list[dict]:
-        """ListOffsets v1-7 -> `topics` of the response."""
+    def list_offsets(self, body, version: int) -> list[tuple[str, list[ListedOffset]]]:
+        """A ListOffsets v1-7 request body -> per topic (request order) each partition's offset
+        for its timestamp (`Partition.offset_for_timestamp`; -2 earliest, -1 latest, -3 max
+        timestamp, else the first offset at or after it), or its error code."""
         out = []
         for topic in body.topics:
             parts = []
             for p in topic.partitions:
-                entry = {
-                    "partition_index": p.partition_index,
-                    "error_code": ErrorCode.NONE,
-                    "timestamp": -1,
-                    "offset": -1,
-                    "leader_epoch": -1,
-                }
+                entry = ListedOffset(p.partition_index)
                 try:
                     partition = self.get_partition(topic.name, p.partition_index)
-                    ts, offset, epoch = partition.offset_for_timestamp(
+                    entry.timestamp, entry.offset, entry.leader_epoch = partition.offset_for_timestamp(
                         p.timestamp,
                         committed_only=body.replica_id == CONSUMER_REPLICA_ID,
                         current_leader_epoch=p.current_leader_epoch,
                         read_committed=version >= 2 and body.isolation_level == READ_COMMITTED,
                     )
-                    entry.update(timestamp=ts, offset=offset)
-                    if version >= 4:  # not in v1-3 (and not ignorable)
-                        entry["leader_epoch"] = epoch
                 except Exception as e:
-                    entry["error_code"] = error_code_for(e)
+                    entry.error_code = error_code_for(e)
                 parts.append(entry)
-            out.append({"name": topic.name, "partitions": parts})
+            out.append((topic.name, parts))
         return out
 
     # ---- high watermarks -------------------------------------------------------------------------

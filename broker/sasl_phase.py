@@ -93,10 +93,8 @@ async def authenticate(
         try:
             reply = auth.authenticate(bytes(request.body.auth_bytes))
             error, message = ErrorCode.NONE, None
-        except SaslAuthenticationFailed as e:
-            reply, error, message = b"", ErrorCode.SASL_AUTHENTICATION_FAILED, str(e)
-        except IllegalSaslState as e:
-            reply, error, message = b"", ErrorCode.ILLEGAL_SASL_STATE, str(e)
+        except (SaslAuthenticationFailed, IllegalSaslState) as e:
+            reply, error, message = b"", e.error_code, str(e)
         await send(
             encode_response_parts(
                 api_key,

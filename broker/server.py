@@ -45,6 +45,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import trio
@@ -91,6 +92,20 @@ class ListenerBindError(Exception):
     cannot start (Kafka: "Socket server failed to bind to host:port")."""
 
 
+@dataclass(frozen=True)
+class SocketServerConfig:
+    """What the network layer reads of the broker's configuration (Kafka's SocketServer keys;
+    sizes in bytes, times in ms). Each field names its key; `broker.config.derive` fills it."""
+
+    max_request_bytes: int = field(metadata={"key": "socket.request.max.bytes"})
+    idle_timeout_ms: int = field(metadata={"key": "connections.max.idle.ms"})
+    max_connections: int = field(metadata={"key": "max.connections"})
+    max_connections_per_ip: int = field(metadata={"key": "max.connections.per.ip"})
+    max_connections_per_ip_overrides: Mapping[str, int] = field(metadata={"key": "max.connections.per.ip.overrides"})
+    queued_max_requests: int = field(metadata={"key": "queued.max.requests"})
+    queued_max_request_bytes: int = field(metadata={"key": "queued.max.request.bytes"})
+
+
 class KafkaServer:
     def __init__(
         self,
@@ -98,26 +113,21 @@ class KafkaServer:
         handlers: Mapping[int, Handler],
         context: object,
         api_versions: Callable[[], list[dict]],
+        config: SocketServerConfig,
         *,
-        max_request_bytes: int = 104857600,
-        idle_timeout_ms: int = 600000,
-        max_connections: int = (1 << 31) - 1,
-        max_connections_per_ip: int = (1 << 31) - 1,
-        max_connections_per_ip_overrides: Mapping[str, int] | None = None,
-        queued_max_requests: int = 500,
-        queued_max_request_bytes: int = -1,
         transports: Mapping[str, ListenerTransport] | None = None,
         inline_handlers: Mapping[int, InlineHandler] | None = None,
         request_quota: RequestQuota | None = None,
     ):
-        """`max_connections` (broker-wide), `max_connections_per_ip` and its per-host overrides are
-        Kafka's `max.connections*` keys: a connection beyond them is closed at once (and logged).
-        `queued_max_requests` (Kafka's `queued.max.requests`) bounds the requests doing their
-        ordered work at once across all connections (a Produce holds its place only while it
-        appends, not while it waits for replication, as in Kafka's purgatory);
-        `queued_max_request_bytes` (Kafka's `queued.max.request.bytes`, -1 unbounded) bounds the
-        bytes of the requests in progress across all connections: a connection waits to start its
-        next request until enough of the others are done (one request is always let through).
+        """`config` holds the broker's socket server keys (`SocketServerConfig`, filled by
+        `broker.config.derive`: the config table's defaults are the only ones). A connection
+        beyond `max.connections` (broker-wide), `max.connections.per.ip` or its per-host
+        override is closed at once (and logged). `queued.max.requests` bounds the requests doing
+        their ordered work at once across all connections (a Produce holds its place only while
+        it appends, not while it waits for replication, as in Kafka's purgatory);
+        `queued.max.request.bytes` (-1 unbounded) bounds the bytes of the requests in progress
+        across all connections: a connection waits to start its next request until enough of
+        the others are done (one request is always let through).
         `transports` gives each listener's TLS and SASL requirements (PLAINTEXT when absent).
         `inline_handlers`: API keys served by a synchronous handler in the reader's task (see the
         module docstring); `handlers` must serve them too (ApiVersions is built from it).
@@ -129,8 +139,8 @@ class KafkaServer:
         self.handlers = handlers
         self.context = context
         self.api_versions = api_versions
-        self.max_request_bytes = max_request_bytes
-        self.idle_timeout_s = idle_timeout_ms / 1000
+        self.max_request_bytes = config.max_request_bytes
+        self.idle_timeout_s = config.idle_timeout_ms / 1000
         self.bound: list[tuple[Listener, int]] = []
         self._accepting = trio.CancelScope()
         self._reading: set[trio.CancelScope] = set()  # TLS connections waiting for a request
@@ -139,12 +149,13 @@ class KafkaServer:
         self._closing = False
         self._connections: trio.Nursery | None = None
         self.active_connections = 0
-        self.max_connections = max_connections
-        self.max_connections_per_ip = max_connections_per_ip
-        self.max_connections_per_ip_overrides = dict(max_connections_per_ip_overrides or {})
+        self._drained: trio.Event | None = None  # set when the last connection closes during `stop`
+        self.max_connections = config.max_connections
+        self.max_connections_per_ip = config.max_connections_per_ip
+        self.max_connections_per_ip_overrides = dict(config.max_connections_per_ip_overrides)
         self._per_ip: dict[str, int] = {}
-        self._queued = trio.Semaphore(queued_max_requests)
-        self._request_bytes = _ByteBudget(queued_max_request_bytes)
+        self._queued = trio.Semaphore(config.queued_max_requests)
+        self._request_bytes = _ByteBudget(config.queued_max_request_bytes)
         self.request_stats = RequestStats()  # kafka.network:type=RequestMetrics, for metrics/
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -190,9 +201,10 @@ class KafkaServer:
             scope.cancel()
         for fd in list(self._waiting):
             trio.lowlevel.notify_closing(fd)
-        with trio.move_on_after(grace_s):
-            while self.active_connections:
-                await trio.sleep(0.01)
+        if self.active_connections:
+            self._drained = trio.Event()
+            with trio.move_on_after(grace_s):
+                await self._drained.wait()
         if self._connections is not None:
             self._connections.cancel_scope.cancel()
 
@@ -247,6 +259,8 @@ class KafkaServer:
             log.exception("closing %s: unexpected error serving it", peer)
         finally:
             self.active_connections -= 1
+            if not self.active_connections and self._drained is not None:
+                self._drained.set()
             self._per_ip[ip] -= 1
             if not self._per_ip[ip]:
                 del self._per_ip[ip]

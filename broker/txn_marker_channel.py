@@ -26,9 +26,9 @@ from broker.broker_queues import BrokerQueues
 from client.connection import Connection
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
-TopicPartition = tuple[str, int]
 _STOP = {ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED}
 RETRY_BACKOFF_S = 0.1
 

@@ -33,9 +33,9 @@ from client.connection import Connection
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.topic_names import TRANSACTION_STATE_TOPIC
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
-TopicPartition = tuple[str, int]
 REQUEST_TIMEOUT_S = 30.0
 _RETRIABLE = {
     ErrorCode.CONCURRENT_TRANSACTIONS,

@@ -14,12 +14,11 @@ import trio
 
 from broker.partition import Partition
 from metrics.stats import ReplicaStats
+from protocol.topic_partition import TopicPartition
 from zk import znodes
 from zk.client import ZkClient
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
 
 
 class ZkIsrManager:

@@ -319,7 +319,7 @@ def markdown_row(name: str, report: Report, what: str) -> str:
 
 
 def publish_table(seed: int, rows: list[str]) -> None:
-    """The run's table in `bench/results/chaos_docker.md` and README.md's `chaos:docker` section."""
+    """The run's table in `bench/results/chaos_docker.md` and docs/chaos.md's `chaos:docker` section."""
     import re
 
     header = (
@@ -332,7 +332,7 @@ def publish_table(seed: int, rows: list[str]) -> None:
     table = header + "\n".join(rows) + "\n"
     root = Path(__file__).resolve().parent.parent
     (root / "bench" / "results" / "chaos_docker.md").write_text(table)
-    readme = root / "README.md"
+    readme = root / "docs" / "chaos.md"
     start, end = "<!-- chaos:docker:start -->", "<!-- chaos:docker:end -->"
     text = readme.read_text()
     if start in text:

@@ -261,6 +261,39 @@ async def _abort_all(env: Env, hanging: list[dict]) -> None:
             )
 
 
+async def _workload(
+    env: Env, proxy: KafkaProxy, seed: int, victim: int, verification: bool
+) -> tuple[int, list[dict], list[dict]]:
+    """The producers, the consumer and the observer; the late write after 3 s; then OBSERVE_S of
+    workload, the hanging transactions found (and, without verification, aborted) and found
+    again. Returns (the late Produce's error code, hanging found, hanging left). Each task is told
+    to stop; their nursery waits for them (at most 60 s: a client blocked past its own timeouts is
+    abandoned)."""
+    stop_producers, stop_consumer, stop_observer = threading.Event(), threading.Event(), trio.Event()
+    async with trio.open_nursery() as nursery:
+        for name in ("S", "T"):
+            args = (env.bootstrap, name, random.Random(f"{seed}-{name}"), stop_producers)
+            nursery.start_soon(lambda args=args: trio.to_thread.run_sync(_producer, env, *args, abandon_on_cancel=True))
+        nursery.start_soon(
+            lambda: trio.to_thread.run_sync(_consumer, env, "assign", stop_consumer, abandon_on_cancel=True)
+        )
+        nursery.start_soon(_observe, env, stop_observer)
+        await trio.sleep(3)
+        late_code = await _late_write(env, proxy, victim)
+        await trio.sleep(OBSERVE_S)
+        stop_producers.set()
+        await trio.sleep(3)
+        hanging = await _hanging(env)
+        if hanging and not verification:
+            await _abort_all(env, hanging)  # what `minikafka transactions abort` does
+        await trio.sleep(2)
+        left = await _hanging(env)
+        stop_consumer.set()
+        stop_observer.set()
+        nursery.cancel_scope.deadline = trio.current_time() + 60
+    return late_code, hanging, left
+
+
 async def run_late_write_scenario(seed: int, root: Path, verification: bool = True) -> tuple[LateWriteReport, str]:
     directory = root / f"{NAME}-{'on' if verification else 'off'}"
     directory.mkdir(parents=True)
@@ -272,39 +305,17 @@ async def run_late_write_scenario(seed: int, root: Path, verification: bool = Tr
         await create_topic(env)
         proxy = KafkaProxy({i: (b.host, b.port) for i, b in env.brokers.items()})
         env.record(op="bound", lso_s=BOUND_S)
-        stop_producers, stop_consumer, stop_observer = threading.Event(), threading.Event(), trio.Event()
         victim = rng.randrange(PARTITIONS)
-        late_code: list[int] = []
-        async with trio.open_nursery() as nursery:
-            await nursery.start(proxy.run)
-            for name in ("S", "T"):
-                args = (env.bootstrap, name, random.Random(f"{seed}-{name}"), stop_producers)
-                nursery.start_soon(
-                    lambda args=args: trio.to_thread.run_sync(_producer, env, *args, abandon_on_cancel=True)
-                )
-            nursery.start_soon(
-                lambda: trio.to_thread.run_sync(_consumer, env, "assign", stop_consumer, abandon_on_cancel=True)
-            )
-            nursery.start_soon(_observe, env, stop_observer)
-            await trio.sleep(3)
-            late_code.append(await _late_write(env, proxy, victim))
-            await trio.sleep(OBSERVE_S)
-            stop_producers.set()
-            await trio.sleep(3)
-            hanging = await _hanging(env)
-            if hanging and not verification:
-                await _abort_all(env, hanging)  # what `minikafka transactions abort` does
-            await trio.sleep(2)
-            left = await _hanging(env)
-            stop_consumer.set()
-            stop_observer.set()
-            nursery.cancel_scope.deadline = trio.current_time() + 60
+        async with trio.open_nursery() as proxied:  # the proxy serves until the workload ends
+            await proxied.start(proxy.run)
+            late_code, hanging, left = await _workload(env, proxy, seed, victim, verification)
+            proxied.cancel_scope.cancel()
         await trio.to_thread.run_sync(_final_read, env)
         report = LateWriteReport(check(env.history), verification, proxy.delivered.is_set(), hanging, left)
         report.errors = [e["error"] for e in env.history if e["op"] == "error"][:10]
         what = (
             f"held producer {proxy.held_producer}'s Produce to {TOPIC}-{victim} for {HOLD_S:.0f} s, "
-            f"answered {ErrorCode(late_code[0]).name if late_code else '-'} "
+            f"answered {ErrorCode(late_code).name} "
             f"(verification {'on' if verification else 'off'}); hanging found {len(hanging)}, left {len(left)}"
         )
         return report, what

@@ -16,10 +16,10 @@ import trio
 from client.cluster import Cluster, ConnectionClosed, KafkaError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-TopicPartition = tuple[str, int]
 
 
 async def on_controller(cluster: Cluster, api_key: ApiKey, make_body: Callable[[int], dict], errors_of) -> Any:

@@ -24,8 +24,8 @@ from client.connection import Connection
 from client.groups import _commit_body, _raise, committed_offsets, coordinator_connection, starting_positions
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
-TopicPartition = tuple[str, int]
 FENCED = {ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID}
 
 

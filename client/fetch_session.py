@@ -14,10 +14,9 @@ request is full again. A partition left out of an incremental response has nothi
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
-
-TopicPartition = tuple[str, int]
 
 
 class FetchSessionHandler:

@@ -23,8 +23,8 @@ from client.reads import list_offset
 from protocol import consumer_protocol as cp
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
-TopicPartition = tuple[str, int]
 REJOIN = {ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID}
 
 

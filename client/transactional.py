@@ -23,8 +23,8 @@ from client.cluster import Cluster, KafkaError
 from client.groups import coordinator_connection
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
-TopicPartition = tuple[str, int]
 FATAL = frozenset(
     {
         ErrorCode.PRODUCER_FENCED,

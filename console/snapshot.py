@@ -92,12 +92,12 @@ def _members(coordinator, group_id: str, g) -> list[dict[str, Any]]:
     if g.consumer is not None:
         return [
             {
-                "member_id": m["member_id"],
-                "client_id": m["client_id"],
-                "host": m["client_host"],
-                "assignment": {tp["topic_name"]: tp["partitions"] for tp in m["assignment"]["topic_partitions"]},
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "assignment": {tp.topic_name: tp.partitions for tp in m.assignment},
             }
-            for m in describe_consumer_group(coordinator, group_id)["members"]
+            for m in describe_consumer_group(coordinator, group_id).members
         ]
     return [
         {

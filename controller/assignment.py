@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import random
 
+from protocol.errors import ErrorCode, KafkaError
 
-class InvalidReplicationFactor(ValueError):
-    pass
+
+class InvalidReplicationFactor(KafkaError, ValueError):
+    """The replication factor is not larger than 0 or exceeds the live brokers."""
+
+    error_code = ErrorCode.INVALID_REPLICATION_FACTOR
 
 
 def assign_replicas(

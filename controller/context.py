@@ -8,9 +8,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from protocol.topic_partition import TopicPartition
 from zk.znodes import BrokerRegistration, LeaderIsr
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass

@@ -34,13 +34,14 @@ from controller import election
 from controller import events as ev
 from controller.channel import BrokerChannels, RequestBatch
 from controller.config import ControllerConfig
-from controller.context import ControllerContext, Reassignment, TopicPartition
+from controller.context import ControllerContext, Reassignment
 from controller.partition_state_machine import NEW, OFFLINE, ONLINE, Chooser, PartitionStateMachine, set_state
 from controller.reassignment import ReassignmentManager
 from controller.topic_deletion import TopicDeletionManager
 from controller.topics import TopicError, check_partition_count, plan_new_partitions
 from metrics.stats import ControllerStats
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 from protocol.types import ZERO_UUID
 from storage.topic_configs import TopicConfigs
 from zk import znodes
@@ -80,6 +81,7 @@ class KafkaController:
         #: the active controller's context is loaded and announced (live brokers, assignments):
         #: what the admin requests it serves outside its event loop may rely on
         self.ready = False
+        self._settled = trio.Event()  # set (and renewed) when `ready` turns true or the controller resigns
         self.stats = ControllerStats()  # leader elections while active, for metrics/
         self._send, self._receive = trio.open_memory_channel(1 << 16)
         self._active_scope: trio.CancelScope | None = None
@@ -249,11 +251,22 @@ class KafkaController:
             except Exception as e:  # the session is gone too: its ephemeral /controller with it
                 log.warning("could not give up /controller: %s", e)
 
+    def _settle(self) -> None:
+        self._settled.set()
+        self._settled = trio.Event()
+
+    async def wait_settled(self) -> None:
+        """Return once no failover is in progress: not active, or active and ready (bound it
+        with a cancel scope)."""
+        while self.active and not self.ready:
+            await self._settled.wait()
+
     def _resign(self, why: str) -> None:
         if not self.active:
             return
         log.info("broker %d resigns as controller: %s", self.broker_id, why)
         self.active = self.ready = False
+        self._settle()
         self.channels = None
         for watch in self._watches:
             watch.stop()
@@ -336,6 +349,7 @@ class KafkaController:
         self._send_batch()
         log.info("controller failover done after %.0f ms", (trio.current_time() - started) * 1000)
         self.ready = True
+        self._settle()
         deleting = await self.zk.get_children(znodes.DELETE_TOPICS)
         if deleting:
             await self.topic_deletion.on_notification(deleting)

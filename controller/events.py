@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-TopicPartition = tuple[str, int]
+from protocol.topic_partition import TopicPartition
+
 Reply = Callable[[Any], None]
 
 

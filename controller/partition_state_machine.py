@@ -21,8 +21,9 @@ from collections.abc import Callable
 
 from controller import election
 from controller.channel import RequestBatch
-from controller.context import ControllerContext, TopicPartition
+from controller.context import ControllerContext
 from metrics.stats import ControllerStats
+from protocol.topic_partition import TopicPartition
 from storage.topic_configs import TopicConfigs
 from zk import znodes
 from zk.client import BadVersionError, NodeExistsError, NoNodeError, ZkClient

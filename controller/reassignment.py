@@ -21,9 +21,10 @@ import logging
 from collections.abc import Callable
 
 from controller.channel import RequestBatch
-from controller.context import ControllerContext, Reassignment, TopicPartition
+from controller.context import ControllerContext, Reassignment
 from controller.partition_state_machine import PartitionStateMachine
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 from protocol.types import ZERO_UUID
 from zk import znodes
 from zk.client import NoNodeError, ZkClient

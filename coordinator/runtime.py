@@ -1,7 +1,9 @@
 """What both coordinators share (Kafka's `CoordinatorRuntime`): the partitions of one internal
 topic (`__consumer_offsets`, `__transaction_state`) this broker leads, their load on election
-and unload on resignation, the replay of a partition's log, and appends through the broker's one
-append path (acks=-1, origin COORDINATOR).
+and unload on resignation, the replay of a partition's log, the one write path of both
+coordinators (`write`: an operation's `CoordinatorResult` appended through the broker's append
+path with acks=-1 and origin COORDINATOR, and applied only once committed; writes of one key can
+take turns, `one_at_a_time`), and the one timer (`every`).
 
 A coordinator owns a `CoordinatorRuntime` and gives it two callbacks: `load(partition, token)`
 (replay the partition with `replay`, then install what it found if `is_current(partition,
@@ -18,19 +20,24 @@ stale, and a stale load installs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
-from typing import NamedTuple, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 import trio
 
-from protocol.errors import ErrorCode
-from protocol.record_batch import iter_batches
+from protocol.errors import ErrorCode, KafkaError
+from protocol.record_batch import build_batch, iter_batches
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
+#: one coordinator record: (key, value), value None for a tombstone
+Record = tuple[bytes, bytes | None]
+R = TypeVar("R")
 
 
 class AppendOutcome(NamedTuple):
@@ -89,6 +96,41 @@ APPEND_ERROR_MAP = {
 }
 
 
+@dataclass(frozen=True)
+class CoordinatorResult(Generic[R]):
+    """What a coordinator operation returns (Kafka's `CoordinatorResult`): the `records` to
+    append to the coordinator's partition and the `response` its caller gets once they are
+    committed (at once when there are none). The operation itself changes no state.
+
+    - `replay(first_offset)`: applies the records to the coordinator's state once they are
+      committed (the record at index i has offset first_offset + i). Offsets, transactional
+      offsets, consumer groups and transactions replay; a classic group's record, as in Kafka
+      (`replayRecords=false`), carries state its caller holds and applies in `replay`.
+    - `producer`: (producer id, epoch) makes the batch that producer's transactional batch.
+    - `size_error`: what a batch too large answers (Kafka answers a too-large offset commit
+      INVALID_COMMIT_OFFSET_SIZE, a too-large group record UNKNOWN_SERVER_ERROR); None: the
+      runtime's mapping.
+    """
+
+    records: Sequence[Record]
+    response: R
+    replay: Callable[[int], object] | None = None
+    producer: tuple[int, int] | None = None
+    size_error: ErrorCode | None = None
+
+
+class WriteFailed(KafkaError):
+    """A write's records were not committed: `error_code` is what the coordinator's client is
+    told (the append path's error mapped as Kafka's coordinators map it, or NOT_COORDINATOR when
+    the partition was unloaded or reloaded meanwhile). The state is the last committed one."""
+
+    def __init__(self, error_code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or error_code.name, error_code)
+
+
+_SIZE_ERRORS = (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE)
+
+
 class _PeriodicJob:
     __slots__ = ("job", "interval_s", "due", "running")
 
@@ -125,6 +167,9 @@ class CoordinatorRuntime:
         *,
         reload_on_new_epoch: bool,
         append_error_map: dict[ErrorCode, ErrorCode] = APPEND_ERROR_MAP,
+        clock_ms: Callable[[], int] = lambda: 0,
+        compression: int = 0,
+        append_timeout_ms: int = 5000,
     ) -> None:
         self.topic = topic
         self.partition_log = partition_log
@@ -132,6 +177,10 @@ class CoordinatorRuntime:
         self._unloaded = unloaded
         self._reload_on_new_epoch = reload_on_new_epoch
         self._append_error_map = append_error_map
+        self._clock_ms = clock_ms  # record timestamps: wall clock, ms since the epoch
+        self._compression = compression  # the batches' codec (offsets.topic.compression.codec)
+        self._append_timeout_ms = append_timeout_ms
+        self._key_locks: dict[Hashable, tuple[trio.Lock, int]] = {}  # key -> (lock, holders and waiters)
         self.owned: dict[int, int] = {}  # partition -> leader epoch it is (being) loaded in
         self.loading: set[int] = set()
         self._loads: dict[int, object] = {}  # partition -> the token of its current load
@@ -265,9 +314,85 @@ class CoordinatorRuntime:
             await trio.sleep(0)
         return self.is_current(partition, token)
 
-    async def append(self, partition: int, records: bytes, timeout_ms: int) -> AppendOutcome:
-        """Append to the partition (acks=-1); the error mapped for the coordinator's client."""
-        outcome = await self.partition_log.append((self.topic, partition), records, timeout_ms)
-        if outcome.error == ErrorCode.NONE:
-            return outcome
-        return outcome._replace(error=self._append_error_map.get(outcome.error, outcome.error))
+    # ---- the write path ----------------------------------------------------------------------
+    async def write(
+        self,
+        partition: int,
+        operation: Callable[[], CoordinatorResult[R]],
+        *,
+        epoch: int | None = None,
+    ) -> R:
+        """Run `operation` against the partition's current state and commit its records (the one
+        write path of both coordinators, Kafka's `CoordinatorRuntime.scheduleWriteOperation`):
+        the records go out as one v2 batch through the broker's append path (acks=-1, origin
+        COORDINATOR); once the HW covers them and the partition is still loaded as it was, the
+        result's `replay` applies them and its `response` is returned.
+
+        Raises `WriteFailed` (the state untouched, so it is the last committed one) with
+        NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS when the partition is not served here,
+        or when it is unloaded or reloaded while the append waits (the records are in the log
+        then, and the next load replays them); or with the append path's error mapped for the
+        coordinator's client (NOT_ENOUGH_REPLICAS and timeouts: COORDINATOR_NOT_AVAILABLE; a
+        lost leadership: NOT_COORDINATOR; `size_error` for a batch too large). `epoch`: the
+        coordinator epoch the caller validated against (the transaction coordinator's); another
+        one, or a partition still loading, is NOT_COORDINATOR. Writes that must not interleave
+        run inside `one_at_a_time`."""
+        error = self.error_for(partition)
+        if epoch is not None and self.epoch_of(partition) != epoch:
+            error = ErrorCode.NOT_COORDINATOR
+        if error != ErrorCode.NONE:
+            raise WriteFailed(error)
+        token = self._loads.get(partition)
+        result = operation()
+        if not result.records:
+            return result.response
+        pid, producer_epoch = result.producer if result.producer is not None else (-1, -1)
+        batch = build_batch(
+            list(result.records),
+            timestamp_ms=self._clock_ms(),
+            compression=self._compression,
+            producer_id=pid,
+            producer_epoch=producer_epoch,
+            transactional=result.producer is not None,
+        )
+        outcome = await self.partition_log.append((self.topic, partition), batch, self._append_timeout_ms)
+        if outcome.error != ErrorCode.NONE:
+            mapped = self._append_error_map.get(outcome.error, outcome.error)
+            if result.size_error is not None and outcome.error in _SIZE_ERRORS:
+                mapped = result.size_error
+            log.warning(
+                "write to %s-%d failed: %s (%s, told %s)",
+                self.topic,
+                partition,
+                outcome.message,
+                outcome.error.name,
+                mapped.name,
+            )
+            raise WriteFailed(mapped, outcome.message)
+        if self._loads.get(partition) is not token:
+            raise WriteFailed(ErrorCode.NOT_COORDINATOR, "the partition was reloaded during the write")
+        if result.replay is not None:
+            result.replay(outcome.first_offset)
+        return result.response
+
+    def waiting(self, key: Hashable) -> int:
+        """How many tasks wait for `key`'s turn (not counting its holder)."""
+        found = self._key_locks.get(key)
+        return 0 if found is None else found[1] - 1
+
+    @contextlib.asynccontextmanager
+    async def one_at_a_time(self, key: Hashable) -> AsyncIterator[None]:
+        """Hold `key`'s turn for a sequence of operations and writes that must not interleave
+        with another of the same key (a consumer group's heartbeat: its decision, its write,
+        its deadlines). A key's lock lives only while someone holds or waits for it."""
+        lock, users = self._key_locks.get(key) or (trio.Lock(), 0)
+        self._key_locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._key_locks[key]
+            if users == 1:
+                del self._key_locks[key]
+            else:
+                self._key_locks[key] = (lock, users - 1)

@@ -306,5 +306,5 @@ class BrokerCollector:
             by_protocol.add_metric([protocol], n)
         for state, n in states.items():
             by_state.add_metric([state], n)
-        rebalances.add_metric([], getattr(coordinator, "consumer_rebalances", 0))
+        rebalances.add_metric([], getattr(getattr(coordinator, "consumer", None), "consumer_rebalances", 0))
         yield from (by_protocol, by_state, rebalances, members, group_epoch, assignment_epoch, assignment_lag)

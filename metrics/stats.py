@@ -113,13 +113,13 @@ class BrokerTopicStats:
         self.bytes_in[topic] += size
         self.messages_in[topic] += records
 
-    def fetched(self, responses: list, follower: bool) -> None:
-        """Count the record bytes of a Fetch response's `responses` (Fetch v4-12 names)."""
+    def fetched(self, reads: list, follower: bool) -> None:
+        """Count the record bytes of a fetch's reads: (topic, [FetchPartitionData]) pairs."""
         out = self.replication_bytes_out if follower else self.bytes_out
-        for topic in responses:
-            size = sum(len(p["records"] or b"") for p in topic["partitions"])
+        for topic, parts in reads:
+            size = sum(len(p.records) for p in parts)
             if size:
-                out[topic["topic"]] += size
+                out[topic] += size
 
 
 @dataclass

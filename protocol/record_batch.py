@@ -156,15 +156,6 @@ def read_header(buf, pos: int = 0) -> BatchHeader:
     return header
 
 
-def holds_control_batch(buf) -> bool:
-    """Whether the first batch of a records blob is a control batch (False for a blob too short
-    or malformed to say: the log's own parse refuses it)."""
-    try:
-        return read_header(buf, 0).is_control
-    except (CorruptRecordBatch, UnsupportedMagic):
-        return False
-
-
 def iter_batches(buf, *, allow_partial_tail: bool = False) -> Iterator[tuple[int, BatchHeader]]:
     """Yield (position, header) for each batch in a records blob.
 

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from security import plain, principal
 from security.scram import ScramCredential, ScramError, ScramServer
 
 
-class SaslAuthenticationFailed(Exception):
+class SaslAuthenticationFailed(KafkaError):
     """Answered SASL_AUTHENTICATION_FAILED with `str(self)` as the error message."""
 
+    error_code = ErrorCode.SASL_AUTHENTICATION_FAILED
 
-class IllegalSaslState(Exception):
+
+class IllegalSaslState(KafkaError):
     """A request out of order (answered ILLEGAL_SASL_STATE; the connection closes)."""
+
+    error_code = ErrorCode.ILLEGAL_SASL_STATE
 
 
 class SaslServerAuthenticator:

@@ -42,6 +42,7 @@ from protocol.control_records import read_marker
 from protocol.errors import CorruptRecordBatch
 from protocol.record_filter import batch_payload, keyless_records
 from protocol.record_validation import InvalidRecord, validate_client_batch
+from storage.append_origin import AppendOrigin
 from storage.checkpoint import LEADER_EPOCH_CHECKPOINT
 from storage.config import LONG_MAX, LogConfig
 from storage.epoch_cache import LeaderEpochCache
@@ -208,23 +209,22 @@ class Log:
         records,
         leader_epoch: int,
         *,
-        validate_records: bool = True,
-        markers: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
         now_ms: int | None = None,
         verification: dict | None = None,
     ) -> LogAppendInfo:
         """Append batches as the leader: assign offsets from LEO, stamp `leader_epoch`, apply
         LogAppendTime if configured. Raises CorruptRecordBatch (CRC, count, magic), InvalidRecord
-        (a client batch Kafka's LogValidator refuses, `protocol.record_validation`; skipped with
-        `validate_records=False`), RecordTooLarge; nothing of a refused append is written.
-        `markers`: transaction markers from a coordinator (WriteTxnMarkers), checked against the
-        producer state (InvalidProducerEpoch, TransactionCoordinatorFenced) instead of validated as
-        client records. `verification` (KIP-890; None: off): producer id -> the VerificationGuard
+        (a CLIENT batch Kafka's LogValidator refuses, `protocol.record_validation`; a COORDINATOR's
+        batches are trusted), RecordTooLarge; nothing of a refused append is written. A
+        COORDINATOR append holding a control batch is transaction markers (WriteTxnMarkers): every
+        batch must be one, checked against the producer state (InvalidProducerEpoch,
+        TransactionCoordinatorFenced). `verification` (KIP-890; None: off): producer id -> the VerificationGuard
         its transactional batches were verified under; a transactional batch of a producer
         without an open transaction here and without its current guard raises InvalidTxnState.
         `records` is not modified or copied."""
-        parsed = self._parse(records, validate_records and not markers)
-        if markers:
+        parsed = self._parse(records, validate_records=origin is AppendOrigin.CLIENT)
+        if origin is AppendOrigin.COORDINATOR and any(header.is_control for _, header in parsed.batches):
             self._check_markers(parsed)
         duplicate = self._check_producers(parsed)
         if duplicate is not None:
@@ -631,13 +631,6 @@ class Log:
         if doomed:
             self.maybe_increment_log_start_offset(self._segments[0].base_offset)
         return doomed
-
-    def delete_old_segments(self, high_watermark: int, now_ms: int | None = None) -> int:
-        """Retention in one call (state and files); returns how many segments were deleted."""
-        doomed = self.detach_old_segments(high_watermark, now_ms)
-        for segment in doomed:
-            segment.delete()
-        return len(doomed)
 
     # ---- the log cleaner's swap ---------------------------------------------------------------
     def replace_segments(self, cleaned_base: int, replaced: list[int], after_step=None) -> list[Path]:

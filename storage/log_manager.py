@@ -31,6 +31,7 @@ from pathlib import Path
 import trio
 
 from protocol.topic_names import validate_topic_name
+from protocol.topic_partition import TopicPartition
 from storage import checkpoint
 from storage.config import LogConfig
 from storage.errors import CorruptCheckpoint, KafkaStorageError, LogDirInUse, UnsafeLogPath
@@ -42,7 +43,6 @@ log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
-TopicPartition = tuple[str, int]
 
 
 def partition_dir(log_dir: Path, tp: TopicPartition) -> Path:

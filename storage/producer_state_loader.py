@@ -11,15 +11,31 @@ their transaction index rebuilt from the markers on the way.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from protocol.control_records import read_marker
 from protocol.errors import CorruptRecordBatch
-from storage.producer_state import CorruptSnapshot
+from storage.producer_state import CorruptSnapshot, ProducerStateManager
+from storage.segment import LogSegment
 from storage.transaction_index import AbortedTxn
 
-if TYPE_CHECKING:
-    from storage.log import Log
+
+class RebuiltLog(Protocol):
+    """What a rebuild reads of a log (`storage.log.Log`): its segments, offsets and the producer
+    state it resets and refills."""
+
+    @property
+    def producer_state(self) -> ProducerStateManager: ...
+
+    @property
+    def segments(self) -> list[LogSegment]: ...
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +49,7 @@ def marker_of(segment, position: int, header):
         return None
 
 
-def rebuild_producer_state(lg: Log, *, rebuild_txn_index_from: int | None = None) -> None:
+def rebuild_producer_state(lg: RebuiltLog, *, rebuild_txn_index_from: int | None = None) -> None:
     """Reload `lg.producer_state` up to the log end; snapshots above it are stale and deleted."""
     state = lg.producer_state
     state.delete_snapshots_from(lg.log_end_offset + 1)

@@ -28,7 +28,15 @@ DEFAULT_SPECS = ROOT.parent / "shared" / "kafka-message-specs"
 DEFAULT_RECORD_SPECS = ROOT.parent / "shared" / "kafka-record-specs"
 #: newer specs than 3.8's for the APIs in NEXT (KIP-848's, as the newest clients send them)
 DEFAULT_NEXT_SPECS = ROOT.parent / "shared" / "kafka-message-specs-next"
-NEXT = {"ConsumerGroupHeartbeat", "ConsumerGroupDescribe"}
+NEXT = {
+    "ConsumerGroupHeartbeat",
+    "ConsumerGroupDescribe",
+    # KIP-932's share groups: Kafka 4.2's stable versions, which librdkafka 2.16 sends
+    "ShareGroupHeartbeat",
+    "ShareGroupDescribe",
+    "ShareFetch",
+    "ShareAcknowledge",
+}
 DEFAULT_OUT = ROOT / "protocol" / "schemas"
 
 #: API name -> (min, max) versions served; the broker advertises exactly these in ApiVersions.
@@ -88,6 +96,10 @@ SERVED: dict[str, tuple[int, int]] = {
     "AlterClientQuotas": (0, 1),
     "ConsumerGroupHeartbeat": (0, 1),
     "ConsumerGroupDescribe": (0, 0),
+    "ShareGroupHeartbeat": (1, 1),
+    "ShareGroupDescribe": (1, 1),
+    "ShareFetch": (1, 1),
+    "ShareAcknowledge": (1, 1),
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
 #: record spec name -> versions generated (all Kafka 3.8 writes or may have written)
@@ -111,6 +123,17 @@ RECORDS: dict[str, tuple[int, int]] = {
     "ConsumerGroupTargetAssignmentMemberValue": (0, 0),
     "ConsumerGroupCurrentMemberAssignmentKey": (8, 8),
     "ConsumerGroupCurrentMemberAssignmentValue": (0, 0),
+    # KIP-932's share groups (Kafka 4's coordinator records: the key's version is its record type)
+    "ShareGroupMemberMetadataKey": (0, 0),
+    "ShareGroupMemberMetadataValue": (0, 0),
+    "ShareGroupMetadataKey": (0, 0),
+    "ShareGroupMetadataValue": (0, 0),
+    "ShareGroupTargetAssignmentMetadataKey": (0, 0),
+    "ShareGroupTargetAssignmentMetadataValue": (0, 0),
+    "ShareGroupTargetAssignmentMemberKey": (0, 0),
+    "ShareGroupTargetAssignmentMemberValue": (0, 0),
+    "ShareGroupCurrentMemberAssignmentKey": (0, 0),
+    "ShareGroupCurrentMemberAssignmentValue": (0, 0),
 }
 
 SPEC_KEYS = {
@@ -412,7 +435,9 @@ class Generator:
         maps = {}
         for spec_name, versions in served.items():
             spec = load_spec(directory / f"{spec_name}.json")
-            if spec["type"] != kind:
+            if spec["type"] != kind and not (
+                kind == "data" and spec["type"] in ("coordinator-key", "coordinator-value")
+            ):
                 raise SpecError(f"{spec_name}: type {spec['type']!r}")
             spec["apiKey"] = -1
             top, prefix = names(spec_name)

@@ -24,6 +24,7 @@ CLUSTER_ID = "/cluster/id"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_USERS = "/config/users"
+CONFIG_GROUPS = "/config/groups"  # KIP-932's group configs (Kafka keeps them in KRaft metadata)
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
@@ -39,6 +40,7 @@ PERSISTENT_PATHS = [
     "/config/topics",
     "/config/brokers",
     "/config/users",
+    "/config/groups",
     "/config/changes",
     "/admin/delete_topics",
     "/isr_change_notification",

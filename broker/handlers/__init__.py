@@ -32,6 +32,7 @@ from broker.handlers import (
     produce,
     sasl,
     scram_credentials,
+    share_group,
     transaction_admin,
     transactions,
     write_txn_markers,
@@ -64,6 +65,7 @@ HANDLERS: dict[int, Handler] = {
     **scram_credentials.HANDLERS,
     **acls.HANDLERS,
     **client_quotas.HANDLERS,
+    **share_group.HANDLERS,
 }
 
 

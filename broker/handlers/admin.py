@@ -196,8 +196,9 @@ async def create_partitions(ctx: BrokerContext, request: Request):
         if not body.validate_only and not isinstance(answer, ErrorCode):
             grown = [(t.name, t.count) for t, r in zip(topics, results) if r["error_code"] == ErrorCode.NONE]
             with trio.move_on_after(max(body.timeout_ms, 0) / 1000):
-                while not all(ctx.metadata_cache.get_partition(name, count - 1) for name, count in grown):
-                    await trio.sleep(0.01)
+                await ctx.metadata_cache.wait_until(
+                    lambda: all(ctx.metadata_cache.get_partition(name, count - 1) for name, count in grown)
+                )
     return {"throttle_time_ms": throttle_ms, "results": results + refused}
 
 

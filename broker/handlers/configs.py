@@ -1,8 +1,9 @@
 """DescribeConfigs (API 32, v0-4), AlterConfigs (33, v0-2) and IncrementalAlterConfigs (44,
 v0-1), served by every broker as Kafka's ZooKeeper mode does (`ZkAdminManager`, `ConfigHelper`).
 
-Resources: TOPIC (type 2, name = the topic) and BROKER (type 4, name = this broker's id, or "" for
-the cluster-wide default). A broker resource naming another broker is INVALID_REQUEST ("Unexpected
+Resources: TOPIC (type 2, name = the topic), BROKER (type 4, name = this broker's id, or "" for
+the cluster-wide default) and GROUP (type 32, name = the group; KIP-932's share group configs,
+`coordinator.group.group_config`, stored in `/config/groups/<group>`). A broker resource naming another broker is INVALID_REQUEST ("Unexpected
 broker id"), as clients must send it to that broker. Errors per resource: UNKNOWN_TOPIC_OR_PARTITION
 for a missing topic, INVALID_TOPIC_EXCEPTION for an illegal name, INVALID_CONFIG for an unknown key,
 a bad value or a key that cannot change at runtime, INVALID_REQUEST for duplicate keys, null values
@@ -18,10 +19,11 @@ from typing import TYPE_CHECKING
 
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.config import ConfigError
-from broker.config_helper import describe_broker, describe_topic
-from broker.config_ops import BROKER, TOPIC, ConfigOpError, apply_incremental, replace_all
+from broker.config_helper import describe_broker, describe_group, describe_topic
+from broker.config_ops import BROKER, GROUP, TOPIC, ConfigOpError, apply_incremental, replace_all
 from broker.dynamic_config import DEFAULT_ENTITY
 from broker.server import Handler
+from coordinator.group import group_config
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_names import INTERNAL_TOPICS, is_valid_topic_name
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from zk.client import ZkClient
 
 
-_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER"}
+_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", GROUP: "GROUP"}
 
 
 class ResourceError(KafkaError):
@@ -54,6 +56,8 @@ def _authorize(ctx: BrokerContext, request: Request, resource, operation: Op) ->
         raise ResourceError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
     if resource.resource_type == BROKER and not cluster_allowed(ctx, request, operation):
         raise ResourceError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+    if resource.resource_type == GROUP and not allowed(ctx, request, operation, Resource.GROUP, resource.resource_name):
+        raise ResourceError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
 
 
 def _resource(resource_type: int, name: str) -> str:
@@ -73,6 +77,11 @@ async def _check_topic(ctx: BrokerContext, name: str) -> None:
         raise ResourceError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal")
     if await _served(ctx)[0].exists(znodes.topic_path(name)) is None:
         raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+
+
+def _check_group(name: str) -> None:
+    if not name:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
 
 
 def _broker_entity(ctx: BrokerContext, name: str) -> str:
@@ -112,6 +121,14 @@ async def _describe_one(ctx: BrokerContext, resource) -> list[dict]:
     if resource.resource_type == BROKER:
         entity = _broker_entity(ctx, resource.resource_name)
         return describe_broker(_served(ctx)[1], per_broker=entity != DEFAULT_ENTITY, keys=keys)
+    if resource.resource_type == GROUP:
+        _check_group(resource.resource_name)
+        stored = await admin.fetch_entity_config(_served(ctx)[0], "groups", resource.resource_name)
+        try:
+            overrides = group_config.validate(stored, ctx.config)
+        except group_config.GroupConfigError:
+            overrides = {}  # written by an older broker with other rules: the defaults stand
+        return describe_group(group_config.describe(overrides, ctx.config, keys))
     raise ResourceError(
         ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type} for DescribeConfigs"
     )
@@ -165,6 +182,9 @@ async def _alter_one(ctx: BrokerContext, resource, validate_only: bool, incremen
         entity_type, entity = "topics", name
     elif rtype == BROKER:
         entity_type, entity = "brokers", _broker_entity(ctx, name)
+    elif rtype == GROUP:
+        _check_group(name)
+        entity_type, entity = "groups", name
     else:
         raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype} for altering configs")
     try:
@@ -179,9 +199,11 @@ async def _alter_one(ctx: BrokerContext, resource, validate_only: bool, incremen
     try:
         if rtype == TOPIC:
             parse_topic_config(new, internal=name in INTERNAL_TOPICS)
+        elif rtype == GROUP:
+            group_config.validate(new, ctx.config)
         else:
             dynamic.validate(new, per_broker=entity != DEFAULT_ENTITY)
-    except (ValueError, ConfigError) as e:
+    except (ValueError, ConfigError) as e:  # GroupConfigError is a ValueError
         raise ResourceError(
             ErrorCode.INVALID_CONFIG, f"Invalid config value for resource {_resource(rtype, name)}: {e}"
         ) from None

@@ -10,13 +10,15 @@ DESCRIBE on each group.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from broker.authz import Op, Resource, allowed
 from broker.server import Handler
 from coordinator.group import admin as group_admin
-from coordinator.group.consumer_coordinator import assignment_in, heartbeat_result
+from coordinator.group.consumer_coordinator import assignment_in, assignment_out, heartbeat_result
 from coordinator.group.consumer_heartbeat import HeartbeatRequest
+from coordinator.group.results import ConsumerGroupHeartbeatResult, DescribedConsumerGroup
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -26,15 +28,43 @@ if TYPE_CHECKING:
 
 
 async def consumer_group_heartbeat(ctx: BrokerContext, request: Request):
-    body, version = request.body, request.api_version
+    return heartbeat_body(await _heartbeat(ctx, request))
+
+
+def heartbeat_body(result: ConsumerGroupHeartbeatResult) -> dict:
+    """A ConsumerGroupHeartbeat v0-1 or ShareGroupHeartbeat v1 response body."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": result.error_code,
+        "error_message": result.error_message,
+        "member_id": result.member_id,
+        "member_epoch": result.member_epoch,
+        "heartbeat_interval_ms": result.heartbeat_interval_ms,
+        "assignment": assignment_out(result.assignment),
+    }
+
+
+def heartbeat_refusal(ctx: BrokerContext, request: Request) -> ErrorCode | None:
+    """Why a consumer or share group heartbeat is refused before the coordinator sees it (READ
+    on the group, DESCRIBE on each subscribed topic, a coordinator to answer), or None."""
+    body = request.body
     if not allowed(ctx, request, Op.READ, Resource.GROUP, body.group_id):
-        return heartbeat_result(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
     names = body.subscribed_topic_names
     if names is not None and not all(allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, n) for n in names):
-        return heartbeat_result(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if ctx.group_coordinator is None:
-        return heartbeat_result(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    return await ctx.group_coordinator.consumer_group_heartbeat(
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return None
+
+
+async def _heartbeat(ctx: BrokerContext, request: Request) -> ConsumerGroupHeartbeatResult:
+    body, version = request.body, request.api_version
+    refusal = heartbeat_refusal(ctx, request)
+    if refusal is not None or ctx.group_coordinator is None:
+        return heartbeat_result(refusal or ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    names = body.subscribed_topic_names
+    return await ctx.group_coordinator.consumer.consumer_group_heartbeat(
         HeartbeatRequest(
             group_id=body.group_id,
             member_id=body.member_id,
@@ -56,12 +86,23 @@ async def consumer_group_describe(ctx: BrokerContext, request: Request):
     groups = []
     for group_id in request.body.group_ids:
         if not allowed(ctx, request, Op.DESCRIBE, Resource.GROUP, group_id):
-            groups.append(group_admin.consumer_group_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            described = group_admin.consumer_group_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         elif ctx.group_coordinator is None:
-            groups.append(group_admin.consumer_group_error(group_id, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            described = group_admin.consumer_group_error(group_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         else:
-            groups.append(group_admin.describe_consumer_group(ctx.group_coordinator, group_id))
+            described = group_admin.describe_consumer_group(ctx.group_coordinator, group_id)
+        groups.append(described_group_body(described))
     return {"throttle_time_ms": 0, "groups": groups}
+
+
+def described_group_body(group: DescribedConsumerGroup) -> dict:
+    """One group of a ConsumerGroupDescribe v0 response: field names as the result's, each
+    assignment in the response's `topic_partitions` struct."""
+    body = asdict(group)
+    for member in body["members"]:
+        member["assignment"] = {"topic_partitions": member["assignment"]}
+        member["target_assignment"] = {"topic_partitions": member["target_assignment"]}
+    return body
 
 
 HANDLERS: dict[int, Handler] = {

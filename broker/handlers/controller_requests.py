@@ -24,9 +24,8 @@ from protocol.api import Request
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.topic_names import is_valid_topic_name
+from protocol.topic_partition import TopicPartition
 from zk import znodes
-
-TopicPartition = tuple[str, int]
 
 
 async def _refresh_broker_epoch(ctx: BrokerContext, request: Request) -> None:
@@ -80,7 +79,7 @@ async def leader_and_isr(ctx: BrokerContext, request: Request) -> dict:
     refused = await _refused(ctx, request)
     if refused is not None:
         return leader_and_isr_response(request.api_version, refused, [])
-    await _load_topic_configs(ctx, {p["topic_name"] for p in partition_states(request.body)})
+    await _load_topic_configs(ctx, partition_states(request.body))
 
     def on_leadership_change(leaders: list[Partition], followers: list[Partition]) -> None:
         for listener in ctx.leadership_listeners:
@@ -89,21 +88,33 @@ async def leader_and_isr(ctx: BrokerContext, request: Request) -> dict:
             for partition in followers:
                 listener.on_resignation(partition.tp, partition.leader_epoch)
 
-    result = await ctx.replica_manager.become_leader_or_follower_in_steps(
+    result = await ctx.replica_manager.become_leader_or_follower(
         request.body, request.api_version, on_leadership_change
     )
     return leader_and_isr_response(request.api_version, result.error, result.partitions)
 
 
-async def _load_topic_configs(ctx: BrokerContext, topics: set[str]) -> None:
-    """Per-topic overrides (/config/topics/<topic>) for topics this broker has not seen yet, so
-    their logs are created with them."""
+async def _load_topic_configs(ctx: BrokerContext, states: list) -> None:
+    """Read /config/topics/<topic> for each topic of the LeaderAndIsr `states` that this broker
+    has no overrides for, or has a partition whose log does not exist here yet: a log is created
+    with the topic's current overrides, as Kafka's `fetchLogConfig` reads them on log creation.
+    (Overrides held from a deleted topic of the same name, set late by a config change that
+    raced the deletion, must not reach the re-created topic's logs.)"""
     if ctx.zk is None:
         return
-    for topic in topics:
-        if is_valid_topic_name(topic) and topic not in ctx.topic_configs:
-            found = await ctx.zk.get_or_none(f"{znodes.CONFIG_TOPICS}/{topic}")
-            ctx.topic_configs.set(topic, znodes.decode_topic_config(found[0]) if found else {})
+    log_manager = ctx.replica_manager.log_manager
+    stale: set[str] = set()
+    for p in states:
+        topic = p["topic_name"]
+        if topic not in ctx.topic_configs or log_manager.get_log((topic, p["partition_index"])) is None:
+            stale.add(topic)
+    topics = sorted(t for t in stale if is_valid_topic_name(t))
+    if not topics:
+        return
+    found = await ctx.zk.get_many([f"{znodes.CONFIG_TOPICS}/{topic}" for topic in topics])  # one round trip
+    for topic, config in zip(topics, found):
+        ctx.topic_configs.set(topic, znodes.decode_topic_config(config[0]) if config else {})
+    log_manager.reconfigure(set(topics))  # the logs they have here already run with the same
 
 
 async def stop_replica(ctx: BrokerContext, request: Request) -> dict:

@@ -20,6 +20,7 @@ from protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from broker.context import BrokerContext
+    from broker.read_results import FetchResult
     from protocol.api import Request
 
 
@@ -44,24 +45,55 @@ async def handle(ctx: BrokerContext, request: Request):
         window_bytes = ctx.quotas.fetch.max_value_in_window(request.user, request.client_id)
         if window_bytes is not None:
             request.body["max_bytes"] = max(1, min(request.body.max_bytes, int(window_bytes)))
-    response = await ctx.replica_manager.fetch(request.body, may_read, request.api_version)
-    response["throttle_time_ms"] = 0
-    if consumer:
-        _apply_fetch_quota(ctx, request, response)
-    return response
+    result = await ctx.replica_manager.fetch(request.body, may_read, request.api_version)
+    throttle_ms = _apply_fetch_quota(ctx, request, result) if consumer else 0
+    return response_body(result, throttle_ms)
 
 
-def _apply_fetch_quota(ctx: BrokerContext, request: Request, response: dict) -> None:
-    """The consumer byte-rate quota (KIP-13): the response's record bytes are recorded; over the
-    quota the records are taken back (not sent, not counted) and the throttle time answered, as
-    Kafka's `handleFetchRequest` does (the partitions stay, empty)."""
-    partitions = [p for t in response["responses"] for p in t["partitions"]]
-    size = sum(len(p["records"]) for p in partitions if p.get("records"))
+def response_body(result: FetchResult, throttle_time_ms: int = 0) -> dict:
+    """A Fetch v4-12 response body (fields a version lacks are left out when encoding)."""
+    return {
+        "throttle_time_ms": throttle_time_ms,
+        "error_code": result.error_code,
+        "session_id": result.session_id,
+        "responses": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition_index": p.partition,
+                        "error_code": p.error_code,
+                        "high_watermark": p.high_watermark,
+                        "last_stable_offset": p.last_stable_offset,
+                        "log_start_offset": p.log_start_offset,
+                        "records": p.records,
+                        "aborted_transactions": None
+                        if p.aborted_transactions is None
+                        else [
+                            {"producer_id": t.producer_id, "first_offset": t.first_offset}
+                            for t in p.aborted_transactions
+                        ],
+                        "preferred_read_replica": p.preferred_read_replica,
+                    }
+                    for p in parts
+                ],
+            }
+            for topic, parts in result.topics
+        ],
+    }
+
+
+def _apply_fetch_quota(ctx: BrokerContext, request: Request, result: FetchResult) -> int:
+    """The consumer byte-rate quota (KIP-13): the result's record bytes are recorded; over the
+    quota the records are taken back (not sent, not counted) and the throttle time (ms)
+    returned, as Kafka's `handleFetchRequest` does (the partitions stay, empty)."""
+    partitions = result.partitions()
+    size = sum(len(p.records) for p in partitions)
     now_ms = trio.current_time() * 1000
     quota = ctx.quotas.fetch
     throttle_ms = quota.record(request.user, request.client_id, size, now_ms)
     if throttle_ms > 0:
         quota.unrecord(request.user, request.client_id, size, now_ms)
         for p in partitions:
-            p["records"] = b""
-        response["throttle_time_ms"] = throttle_ms
+            p.records = b""
+    return throttle_ms

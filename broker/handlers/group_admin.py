@@ -9,11 +9,13 @@ group (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.server import Handler
 from coordinator.group import admin as group_admin
+from coordinator.group.results import DescribedGroup
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -34,28 +36,22 @@ async def list_groups(ctx: BrokerContext, request: Request):
         body.states_filter if version >= 4 else [],
         body.types_filter if version >= 5 else [],
     )
-    error, groups = listed["error_code"], listed["groups"]
+    groups = listed.groups
     if not cluster_allowed(ctx, request, Op.DESCRIBE):
-        groups = [g for g in groups if allowed(ctx, request, Op.DESCRIBE, Resource.GROUP, g["group_id"])]
-    return {"throttle_time_ms": 0, "error_code": error, "groups": groups}
+        groups = [g for g in groups if allowed(ctx, request, Op.DESCRIBE, Resource.GROUP, g.group_id)]
+    return {"throttle_time_ms": 0, "error_code": listed.error_code, "groups": [asdict(g) for g in groups]}
 
 
 async def describe_groups(ctx: BrokerContext, request: Request):
     groups = []
     for group_id in request.body.groups:
         if not allowed(ctx, request, Op.DESCRIBE, Resource.GROUP, group_id):
-            groups.append(
-                {
-                    "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
-                    "group_id": group_id,
-                    "group_state": "",
-                    "members": [],
-                }
-            )
+            described = DescribedGroup(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id, "")
         elif ctx.group_coordinator is None:
-            groups.append({"error_code": NOT_AVAILABLE, "group_id": group_id, "group_state": "", "members": []})
+            described = DescribedGroup(NOT_AVAILABLE, group_id, "")
         else:
-            groups.append(group_admin.describe_group(ctx.group_coordinator.manager, group_id))
+            described = group_admin.describe_group(ctx.group_coordinator.manager, group_id)
+        groups.append(asdict(described))  # DescribeGroups' field names, every version's
     return {"throttle_time_ms": 0, "groups": groups}
 
 

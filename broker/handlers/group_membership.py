@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from broker.authz import Op, Resource, allowed
 from broker.server import Handler
 from coordinator.group.coordinator import JoinRequest, join_result, sync_result
+from coordinator.group.results import JoinGroupResult
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -54,7 +55,7 @@ async def join_group(ctx: BrokerContext, request: Request):
                 require_known_member_id=version >= 4,
             )
         )
-    return {"throttle_time_ms": 0, **result}
+    return join_group_body(result)
 
 
 async def sync_group(ctx: BrokerContext, request: Request):
@@ -73,7 +74,31 @@ async def sync_group(ctx: BrokerContext, request: Request):
             body.protocol_name if version >= 5 else None,
             {a.member_id: bytes(a.assignment) for a in body.assignments},
         )
-    return {"throttle_time_ms": 0, **result}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": result.error_code,
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name,
+        "assignment": result.assignment,
+    }
+
+
+def join_group_body(result: JoinGroupResult) -> dict:
+    """A JoinGroup v0-9 response body (fields a version lacks are left out when encoding)."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": result.error_code,
+        "generation_id": result.generation_id,
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name,
+        "leader": result.leader,
+        "skip_assignment": False,
+        "member_id": result.member_id,
+        "members": [
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
+            for m in result.members
+        ],
+    }
 
 
 async def heartbeat(ctx: BrokerContext, request: Request):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from broker.authz import Op, Resource, allowed
+from broker.read_results import ListedOffset
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -19,9 +20,20 @@ API_KEY = ApiKey.LIST_OFFSETS
 
 
 async def handle(ctx: BrokerContext, request: Request):
-    topics = ctx.replica_manager.list_offsets(request.body, request.api_version)
-    for topic in topics:
-        if not allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, topic["name"]):
-            for entry in topic["partitions"]:
-                entry.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, timestamp=-1, offset=-1, leader_epoch=-1)
+    version = request.api_version
+    topics = []
+    for name, listed in ctx.replica_manager.list_offsets(request.body, version):
+        if not allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, name):
+            listed = [ListedOffset(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in listed]
+        topics.append({"name": name, "partitions": [partition_body(p, version) for p in listed]})
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+def partition_body(p: ListedOffset, version: int) -> dict:
+    return {
+        "partition_index": p.partition,
+        "error_code": p.error_code,
+        "timestamp": p.timestamp,
+        "offset": p.offset,
+        "leader_epoch": p.leader_epoch if version >= 4 else -1,  # v4+ (and not ignorable)
+    }

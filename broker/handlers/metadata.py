@@ -61,8 +61,7 @@ async def handle(ctx: BrokerContext, request: Request):
         # Answering "no brokers" then leaves librdkafka's AdminClient waiting for its request
         # timeout (it does not ask again), so the answer waits for the cluster, bounded.
         with trio.move_on_after(FIRST_UPDATE_WAIT_S):
-            while not cache.updated:
-                await trio.sleep(0.01)
+            await cache.wait_until(lambda: cache.updated)
     body = request.body
     auto_create = (
         ctx.config["auto.create.topics.enable"]
@@ -73,7 +72,7 @@ async def handle(ctx: BrokerContext, request: Request):
     if body.topics is None:  # every topic the principal may DESCRIBE
         names = [n for n in sorted(cache.partitions) if allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, n)]
     else:
-        by_id = {tid: name for name, tid in cache.topic_ids.items()}
+        by_id = cache.topic_names()
         names = [
             t.name if t.name is not None else None if request.api_version < 12 else by_id.get(t.topic_id, t.topic_id)
             for t in body.topics

@@ -93,7 +93,7 @@ async def offset_commit(ctx: BrokerContext, request: Request):
         offsets = _commits(body, version, coordinator.wall_clock_ms(), coordinator.config.offsets_retention_ms)
         offsets, refused = _split_by_topic(ctx, request, offsets, Op.READ)
         results = (
-            await coordinator.commit_offsets(
+            await coordinator.offsets.commit_offsets(
                 body.group_id,
                 body.generation_id_or_member_epoch if version >= 1 else -1,
                 body.member_id if version >= 1 else "",
@@ -124,9 +124,9 @@ def _fetch_group(
     elif ctx.group_coordinator is None:
         error = NOT_AVAILABLE
     else:
-        error, found = ctx.group_coordinator.fetch_offsets(group_id, wanted, member)
+        error, found = ctx.group_coordinator.offsets.fetch_offsets(group_id, wanted, member)
         if require_stable and error == ErrorCode.NONE:
-            unstable = ctx.group_coordinator.unstable_partitions(group_id)
+            unstable = ctx.group_coordinator.txn_offsets.unstable_partitions(group_id)
     if error != ErrorCode.NONE and wanted is not None:
         found = dict.fromkeys(wanted)
     visible = {t: allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, t) for t, _ in found}
@@ -200,7 +200,7 @@ async def txn_offset_commit(ctx: BrokerContext, request: Request):
     elif not offsets:
         results = {}
     else:
-        results = await coordinator.txn_commit_offsets(
+        results = await coordinator.txn_offsets.txn_commit_offsets(
             body.group_id,
             body.producer_id,
             body.producer_epoch,
@@ -222,7 +222,7 @@ async def offset_delete(ctx: BrokerContext, request: Request):
     if ctx.group_coordinator is None:
         error, results = NOT_AVAILABLE, {}
     else:
-        error, results = await ctx.group_coordinator.delete_offsets(body.group_id, list(kept))
+        error, results = await ctx.group_coordinator.offsets.delete_offsets(body.group_id, list(kept))
     topics = _by_topic({**results, **refused}) if error == ErrorCode.NONE else []
     return {"error_code": error, "throttle_time_ms": 0, "topics": topics}
 

@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker.append import AppendOrigin, AppendResults, PartitionAppend
+from broker.append import AppendResults, PartitionAppend
 from broker.authz import Op, Resource, allowed
 from broker.delayed import DelayedResponse
 from broker.server import InlineHandler
 from protocol import record_batch as rb
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from storage.append_origin import AppendOrigin
 
 if TYPE_CHECKING:
     from broker.context import BrokerContext

@@ -25,18 +25,29 @@ if TYPE_CHECKING:
 
 
 async def describe_transactions(ctx: BrokerContext, request: Request):
-    ids = request.body.transactional_ids
-    if ctx.txn_coordinator is None:
-        states = [admin.describe_unavailable(tid) for tid in ids]
-    else:
-        states = [admin.describe(ctx.txn_coordinator.manager, tid) for tid in ids]
-    for state in states:
-        if not allowed(ctx, request, Op.DESCRIBE, Resource.TRANSACTIONAL_ID, state["transactional_id"]):
-            state.update(
-                admin.describe_unavailable(state["transactional_id"]),
-                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            )
+    states = []
+    for tid in request.body.transactional_ids:
+        if not allowed(ctx, request, Op.DESCRIBE, Resource.TRANSACTIONAL_ID, tid):
+            described = admin.DescribedTransaction(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, tid)
+        elif ctx.txn_coordinator is None:
+            described = admin.DescribedTransaction(ErrorCode.COORDINATOR_NOT_AVAILABLE, tid)
+        else:
+            described = admin.describe(ctx.txn_coordinator.manager, tid)
+        states.append(_described_body(described))
     return {"throttle_time_ms": 0, "transaction_states": states}
+
+
+def _described_body(t: admin.DescribedTransaction) -> dict:
+    return {
+        "error_code": t.error_code,
+        "transactional_id": t.transactional_id,
+        "transaction_state": t.transaction_state,
+        "transaction_timeout_ms": t.transaction_timeout_ms,
+        "transaction_start_time_ms": t.transaction_start_time_ms,
+        "producer_id": t.producer_id,
+        "producer_epoch": t.producer_epoch,
+        "topics": [{"topic": topic, "partitions": partitions} for topic, partitions in t.topics],
+    }
 
 
 async def list_transactions(ctx: BrokerContext, request: Request):
@@ -49,19 +60,27 @@ async def list_transactions(ctx: BrokerContext, request: Request):
             "transaction_states": [],
         }
     coordinator = ctx.txn_coordinator
-    answer = admin.list_transactions(
+    listed = admin.list_transactions(
         coordinator.manager,
         list(body.state_filters),
         list(body.producer_id_filters),
         body.duration_filter if request.api_version >= 1 else -1,
         coordinator.clock_ms(),
     )
-    answer["transaction_states"] = [
-        s
-        for s in answer["transaction_states"]
-        if allowed(ctx, request, Op.DESCRIBE, Resource.TRANSACTIONAL_ID, s["transactional_id"])
-    ]
-    return {"throttle_time_ms": 0, **answer}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": listed.error_code,
+        "unknown_state_filters": listed.unknown_state_filters,
+        "transaction_states": [
+            {
+                "transactional_id": t.transactional_id,
+                "producer_id": t.producer_id,
+                "transaction_state": t.transaction_state,
+            }
+            for t in listed.transaction_states
+            if allowed(ctx, request, Op.DESCRIBE, Resource.TRANSACTIONAL_ID, t.transactional_id)
+        ],
+    }
 
 
 def _producers(ctx: BrokerContext, request: Request, topic: str, index: int) -> dict:

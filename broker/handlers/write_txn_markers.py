@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.append import AppendOrigin, appended
+from broker.append import appended
 from broker.authz import Op, cluster_allowed
 from protocol.api_keys import ApiKey
 from protocol.control_records import marker_batch
 from protocol.errors import ErrorCode
 from protocol.topic_names import GROUP_METADATA_TOPIC
+from storage.append_origin import AppendOrigin
 
 if TYPE_CHECKING:
     from broker.context import BrokerContext
@@ -72,7 +73,9 @@ async def handle(ctx: BrokerContext, request: Request):
             if results[(i, t.name, index)] == ErrorCode.NONE
         ]
         if offsets_partitions and ctx.group_coordinator is not None:
-            ctx.group_coordinator.complete_txn(marker.producer_id, offsets_partitions, marker.transaction_result)
+            ctx.group_coordinator.txn_offsets.complete_txn(
+                marker.producer_id, offsets_partitions, marker.transaction_result
+            )
         answers.append(
             {
                 "producer_id": marker.producer_id,

@@ -23,8 +23,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from protocol.topic_partition import TopicIdPartition
+
 Assignment = Mapping[uuid.UUID, frozenset[int]]
-TopicPartition = tuple[uuid.UUID, int]
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class MemberSubscription:
     current: Assignment
 
 
-def _as_assignment(owned: dict[str, set[TopicPartition]], members) -> dict[str, dict[uuid.UUID, frozenset[int]]]:
+def _as_assignment(owned: dict[str, set[TopicIdPartition]], members) -> dict[str, dict[uuid.UUID, frozenset[int]]]:
     out: dict[str, dict[uuid.UUID, frozenset[int]]] = {}
     for member_id in members:
         by_topic: dict[uuid.UUID, set[int]] = {}
@@ -50,8 +51,8 @@ def uniform(members: Mapping[str, MemberSubscription], topics: Mapping[uuid.UUID
         for topic_id in members[member_id].topics:
             if topic_id in topics:
                 eligible.setdefault(topic_id, []).append(member_id)
-    owned: dict[str, set[TopicPartition]] = {m: set() for m in members}
-    owner: dict[TopicPartition, str] = {}
+    owned: dict[str, set[TopicIdPartition]] = {m: set() for m in members}
+    owner: dict[TopicIdPartition, str] = {}
     # 1. stickiness: keep what each member had while still eligible
     for member_id in sorted(members):
         for topic_id, partitions in members[member_id].current.items():
@@ -91,7 +92,7 @@ def uniform(members: Mapping[str, MemberSubscription], topics: Mapping[uuid.UUID
 
 def range_(members: Mapping[str, MemberSubscription], topics: Mapping[uuid.UUID, int]) -> dict[str, dict]:
     """Contiguous ranges per topic (see the module doc)."""
-    owned: dict[str, set[TopicPartition]] = {m: set() for m in members}
+    owned: dict[str, set[TopicIdPartition]] = {m: set() for m in members}
     for topic_id in sorted(topics):
         subscribers = sorted(m for m, s in members.items() if topic_id in s.topics)
         if not subscribers:

@@ -5,7 +5,8 @@ defaults are the only ones."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -32,3 +33,11 @@ class GroupCoordinatorConfig:
     consumer_max_size: int = field(metadata={"key": "group.consumer.max.size"})
     consumer_assignors: tuple[str, ...] = field(metadata={"key": "group.consumer.assignors"})
     consumer_migration_policy: str = field(metadata={"key": "group.consumer.migration.policy"})
+    # KIP-932's share groups
+    share_heartbeat_interval_ms: int = field(metadata={"key": "group.share.heartbeat.interval.ms"})
+    share_session_timeout_ms: int = field(metadata={"key": "group.share.session.timeout.ms"})
+    share_max_size: int = field(metadata={"key": "group.share.max.size"})
+
+    def broker_values(self) -> dict[str, Any]:
+        """These fields under their broker keys (the defaults of per-group configs)."""
+        return {f.metadata["key"]: getattr(self, f.name) for f in fields(self) if "scale" not in f.metadata}

@@ -49,10 +49,9 @@ from coordinator.group.consumer_records import (
     MemberMetadata,
     TopicMetadata,
 )
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 #: Kafka 4's code for a regex RE2/J refuses (not in 3.8's table)
-INVALID_REGULAR_EXPRESSION = 128
 _REGEX_CACHE: dict[str, re.Pattern | None] = {}
 #: what Python's re accepts and RE2/J refuses: lookaround, backreferences, atomic groups
 _RE2_UNSUPPORTED = re.compile(r"\(\?[=!>]|\(\?<[=!]|\\[1-9]|\(\?P=")
@@ -98,10 +97,13 @@ class HeartbeatOutcome:
     revoking: bool = False
 
 
-class HeartbeatError(Exception):
-    def __init__(self, error: int, message: str | None = None) -> None:
-        super().__init__(message)
-        self.error, self.message = error, message
+class HeartbeatError(KafkaError):
+    """A ConsumerGroupHeartbeat refused: `error_code`, and `message` for the response's
+    ErrorMessage (None: the response carries none)."""
+
+    def __init__(self, error_code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or error_code.name, error_code)
+        self.message = message
 
 
 def compile_regex(pattern: str) -> re.Pattern:
@@ -119,7 +121,7 @@ def compile_regex(pattern: str) -> re.Pattern:
         _REGEX_CACHE[pattern] = found
     if found is None:
         raise HeartbeatError(
-            INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {pattern!r} is not a valid RE2/J pattern"
+            ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {pattern!r} is not a valid RE2/J pattern"
         )
     return found
 

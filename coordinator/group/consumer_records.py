@@ -112,11 +112,11 @@ def is_consumer_key(key: bytes | None) -> bool:
     return key is not None and len(key) >= 2 and VERSION_PREFIX.unpack_from(key)[0] in KINDS
 
 
-def _partitions_out(assignment: Assignment | None) -> list[dict]:
+def partitions_out(assignment: Assignment | None) -> list[dict]:
     return [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted((assignment or {}).items()) if ps]
 
 
-def _partitions_in(items) -> Assignment:
+def partitions_in(items) -> Assignment:
     return {t["topic_id"]: frozenset(t["partitions"]) for t in items if t["partitions"]}
 
 
@@ -162,14 +162,14 @@ def encode(record: ConsumerRecord) -> tuple[bytes, bytes | None]:
             },
         }
     elif record.kind == TARGET_ASSIGNMENT_MEMBER:
-        fields = {"topic_partitions": _partitions_out(v)}
+        fields = {"topic_partitions": partitions_out(v)}
     else:
         fields = {
             "member_epoch": v.member_epoch,
             "previous_member_epoch": v.previous_member_epoch,
             "state": v.state,
-            "assigned_partitions": _partitions_out(v.assigned),
-            "partitions_pending_revocation": _partitions_out(v.pending_revocation),
+            "assigned_partitions": partitions_out(v.assigned),
+            "partitions_pending_revocation": partitions_out(v.pending_revocation),
         }
     return key, build_versioned(_VALUE_SPECS[record.kind], 0, fields)
 
@@ -211,14 +211,14 @@ def decode(key: bytes, value: bytes | None) -> ConsumerRecord:
             _classic_in(v.get("classic_member_metadata")),
         )
     elif kind == TARGET_ASSIGNMENT_MEMBER:
-        typed = _partitions_in(v["topic_partitions"])
+        typed = partitions_in(v["topic_partitions"])
     else:
         typed = CurrentAssignment(
             v["member_epoch"],
             v["previous_member_epoch"],
             v["state"],
-            _partitions_in(v["assigned_partitions"]),
-            _partitions_in(v["partitions_pending_revocation"]),
+            partitions_in(v["assigned_partitions"]),
+            partitions_in(v["partitions_pending_revocation"]),
         )
     return ConsumerRecord(kind, k["group_id"], member_id, typed)
 

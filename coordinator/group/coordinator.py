@@ -20,39 +20,45 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import trio
 
 from coordinator.group import records
-from coordinator.group.classic_members import ClassicMemberOperations
+from coordinator.group.classic_members import ClassicMembers
 from coordinator.group.config import GroupCoordinatorConfig
-from coordinator.group.consumer_coordinator import ConsumerGroupOperations
+from coordinator.group.consumer_coordinator import ConsumerGroupCoordinator
+from coordinator.group.group_config import GroupConfigs
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import GroupMetadataManager
 from coordinator.group.migration import may_upgrade
-from coordinator.group.offsets import OffsetOperations
-from coordinator.group.txn_offsets import TxnOffsetOperations
+from coordinator.group.offsets import OffsetManager
+from coordinator.group.results import JoinedMember, JoinGroupResult, SyncGroupResult
+from coordinator.group.share_membership import ShareGroups
+from coordinator.group.txn_offsets import TxnOffsetManager
 from coordinator.runtime import PartitionLog
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 SWEEP_INTERVAL_S = 0.1
+T = TypeVar("T", JoinGroupResult, SyncGroupResult)
 
 
-class Reply:
+class Reply(Generic[T]):
     """One member's pending JoinGroup or SyncGroup answer."""
 
     def __init__(self) -> None:
         self._event = trio.Event()
-        self.value: dict = {}
+        self.value: T | None = None
 
-    def complete(self, value: dict) -> None:
+    def complete(self, value: T) -> None:
         if not self._event.is_set():
             self.value = value
             self._event.set()
 
-    async def wait(self) -> dict:
+    async def wait(self) -> T:
         await self._event.wait()
+        assert self.value is not None
         return self.value
 
 
@@ -81,30 +87,38 @@ class JoinRequest:
     require_known_member_id: bool
 
 
-def join_result(member_id: str, error: ErrorCode, group: GroupMetadata | None = None, members=()) -> dict:
-    """A JoinGroup response body (v0-9 field names)."""
-    return {
-        "error_code": error,
-        "generation_id": group.generation_id if group and error == ErrorCode.NONE else -1,
-        "protocol_type": group.protocol_type if group and error == ErrorCode.NONE else None,
-        "protocol_name": (group.protocol_name or "") if group and error == ErrorCode.NONE else "",
-        "leader": (group.leader_id or "") if group and error == ErrorCode.NONE else "",
-        "skip_assignment": False,
-        "member_id": member_id,
-        "members": list(members),
-    }
+def join_result(
+    member_id: str, error: ErrorCode, group: GroupMetadata | None = None, members: tuple[JoinedMember, ...] = ()
+) -> JoinGroupResult:
+    """A JoinGroup answer for `member_id`; the generation and protocol of `group` when `error`
+    is NONE."""
+    if group is None or error != ErrorCode.NONE:
+        return JoinGroupResult(error, member_id)
+    return JoinGroupResult(
+        error,
+        member_id,
+        group.generation_id,
+        group.protocol_type,
+        group.protocol_name or "",
+        group.leader_id or "",
+        members,
+    )
 
 
-def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment: bytes = b"") -> dict:
-    return {
-        "error_code": error,
-        "protocol_type": group.protocol_type if group and error == ErrorCode.NONE else None,
-        "protocol_name": group.protocol_name if group and error == ErrorCode.NONE else None,
-        "assignment": assignment,
-    }
+def sync_result(error: ErrorCode, group: GroupMetadata | None = None, assignment: bytes = b"") -> SyncGroupResult:
+    """A SyncGroup answer; the protocol of `group` when `error` is NONE."""
+    if group is None or error != ErrorCode.NONE:
+        return SyncGroupResult(error, assignment=assignment)
+    return SyncGroupResult(error, group.protocol_type, group.protocol_name, assignment)
 
 
-class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOperations, ClassicMemberOperations):
+class GroupCoordinator:
+    """The group coordinator (Kafka's GroupCoordinator): the classic group protocol here, and
+    its parts as fields over one `GroupMetadataManager`: `offsets` (OffsetCommit / OffsetFetch /
+    OffsetDelete, expiry), `txn_offsets` (TxnOffsetCommit and its markers), `consumer` (KIP-848's
+    consumer groups and the conversions between group types), `classic_members` (classic
+    members of consumer groups) and `share` (KIP-932's share groups)."""
+
     def __init__(
         self,
         partition_log: PartitionLog,
@@ -112,6 +126,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         config: GroupCoordinatorConfig,
         *,
         wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        group_configs: GroupConfigs | None = None,
     ):
         self.config = config
         self.metadata_cache = metadata_cache
@@ -121,7 +136,25 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         self._rebalances: dict[str, _Rebalance] = {}
         self._pending_deadlines: dict[tuple[str, str], float] = {}
         self._nursery: trio.Nursery | None = None
-        self._init_consumer_groups()
+        self.offsets = OffsetManager(self.manager, config, metadata_cache, wall_clock_ms, self.group_error, self._touch)
+        self.txn_offsets = TxnOffsetManager(self.manager, self.group_error, self.offsets.check_offsets)
+        self.consumer = ConsumerGroupCoordinator(
+            self.manager,
+            config,
+            metadata_cache,
+            self.now_ms,
+            wall_clock_ms,
+            self._fail_waiters,
+            self._prepare_rebalance,
+        )
+        self.classic_members = ClassicMembers(self.consumer, self._spawn)
+        self.share = ShareGroups(
+            self.manager,
+            config,
+            self.consumer.consumer_topics,
+            self.now_ms,
+            group_configs or GroupConfigs(config.broker_values()),
+        )
 
     @staticmethod
     def now_ms() -> float:
@@ -133,10 +166,16 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self.runtime.every(SWEEP_INTERVAL_S, self._sweep_sessions)
-            self.runtime.every(SWEEP_INTERVAL_S, self._sweep_consumer_groups)
-            self.runtime.every(self.config.offsets_retention_check_interval_ms / 1000, self._expire_offsets)
+            self.runtime.every(SWEEP_INTERVAL_S, self.consumer.sweep)
+            self.runtime.every(SWEEP_INTERVAL_S, self.share.sweep)
+            self.runtime.every(self.config.offsets_retention_check_interval_ms / 1000, self.offsets.expire_now)
             await self.runtime.run(nursery)
             task_status.started()
+
+    def _spawn(self, async_fn, *args) -> None:
+        """Start a task in the coordinator's nursery."""
+        assert self._nursery is not None, "the coordinator runs"
+        self._nursery.start_soon(async_fn, *args)
 
     def on_election(self, tp: tuple[str, int], leader_epoch: int) -> None:
         """LeadershipListener: this broker now leads `tp`; the runtime loads an offsets partition."""
@@ -151,7 +190,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         """Groups a resignation removed: their waiting members are answered NOT_COORDINATOR."""
         for group in groups:
             self._fail_waiters(group, ErrorCode.NOT_COORDINATOR)
-            group.state = GroupState.DEAD
+            group.transition_to(GroupState.DEAD)
 
     def _fail_waiters(self, group: GroupMetadata, error: ErrorCode) -> None:
         rebalance = self._rebalances.pop(group.group_id, None)
@@ -162,14 +201,14 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
             self._answer_sync(m, sync_result(error))
 
     @staticmethod
-    def _answer_join(member: MemberMetadata, result: dict) -> None:
+    def _answer_join(member: MemberMetadata, result: JoinGroupResult) -> None:
         """Answer the member's waiting JoinGroup, if one waits."""
         reply, member.join_waiter = member.join_waiter, None
         if reply is not None:
             reply.complete(result)
 
     @staticmethod
-    def _answer_sync(member: MemberMetadata, result: dict) -> None:
+    def _answer_sync(member: MemberMetadata, result: SyncGroupResult) -> None:
         """Answer the member's waiting SyncGroup, if one waits."""
         reply, member.sync_waiter = member.sync_waiter, None
         if reply is not None:
@@ -190,7 +229,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         member.heartbeat_deadline_ms = self.now_ms() + member.session_timeout_ms
 
     # ---- JoinGroup -----------------------------------------------------------------------------
-    async def join_group(self, req: JoinRequest) -> dict:
+    async def join_group(self, req: JoinRequest) -> JoinGroupResult:
         error = self.group_error(req.group_id)
         if error == ErrorCode.NONE and not (
             self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms
@@ -205,12 +244,14 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
             group = self.manager.groups[req.group_id] = GroupMetadata(req.group_id)
         if group.is_in(GroupState.DEAD):
             return join_result(req.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.share is not None:  # Kafka: "Group g is not a classic group."
+            return join_result(req.member_id, ErrorCode.GROUP_ID_NOT_FOUND)
         if group.consumer is not None:
             if group.consumer.members:  # a classic member of a consumer group (online migration)
                 if not may_upgrade(self.config.consumer_migration_policy):
                     return join_result(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-                return await self.classic_join_consumer_group(group, req)
-            error = await self.consumer_group_to_classic(group)
+                return await self.classic_members.classic_join_consumer_group(group, req)
+            error = await self.consumer.consumer_group_to_classic(group)
             if error != ErrorCode.NONE:
                 return join_result(req.member_id, error)
         if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
@@ -222,7 +263,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
     def _accepts_new_member(self, group: GroupMetadata) -> bool:
         return group.size() < self.config.max_size
 
-    async def _join_unknown_member(self, group: GroupMetadata, req: JoinRequest) -> dict:
+    async def _join_unknown_member(self, group: GroupMetadata, req: JoinRequest) -> JoinGroupResult:
         new_id = group.generate_member_id(req.client_id, req.group_instance_id)
         old_id = group.static_member_id(req.group_instance_id)
         if old_id is not None and group.has(old_id):
@@ -235,7 +276,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
             return join_result(new_id, ErrorCode.MEMBER_ID_REQUIRED)
         return await self._add_member_and_rebalance(group, req, new_id)
 
-    async def _join_known_member(self, group: GroupMetadata, req: JoinRequest) -> dict:
+    async def _join_known_member(self, group: GroupMetadata, req: JoinRequest) -> JoinGroupResult:
         member_id = req.member_id
         if member_id in group.pending_members:
             self._pending_deadlines.pop((group.group_id, member_id), None)
@@ -256,23 +297,21 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
             return self._current_generation(group, member_id)
         return await self._update_member_and_rebalance(group, member, req)
 
-    def _current_generation(self, group: GroupMetadata, member_id: str) -> dict:
-        members = self._member_list(group) if group.is_leader(member_id) else []
+    def _current_generation(self, group: GroupMetadata, member_id: str) -> JoinGroupResult:
+        members = self._member_list(group) if group.is_leader(member_id) else ()
         return join_result(member_id, ErrorCode.NONE, group, members)
 
     @staticmethod
-    def _member_list(group: GroupMetadata) -> list[dict]:
+    def _member_list(group: GroupMetadata) -> tuple[JoinedMember, ...]:
         assert group.protocol_name is not None
-        return [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "metadata": m.metadata_for(group.protocol_name),
-            }
+        return tuple(
+            JoinedMember(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
             for m in group.members.values()
-        ]
+        )
 
-    async def _add_member_and_rebalance(self, group: GroupMetadata, req: JoinRequest, member_id: str) -> dict:
+    async def _add_member_and_rebalance(
+        self, group: GroupMetadata, req: JoinRequest, member_id: str
+    ) -> JoinGroupResult:
         member = MemberMetadata(
             member_id,
             req.group_instance_id,
@@ -283,7 +322,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
             req.protocol_type,
             list(req.protocols),
         )
-        reply = member.join_waiter = Reply()
+        reply = member.join_waiter = Reply[JoinGroupResult]()
         self._touch(member)
         group.add(member)
         if group.is_in(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
@@ -299,7 +338,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         self._answer_join(
             member, join_result(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS)
         )  # a repeated JoinGroup
-        reply = member.join_waiter = Reply()
+        reply = member.join_waiter = Reply[JoinGroupResult]()
         self._touch(member)
         self._maybe_prepare_rebalance(group, f"updating metadata of member {member.member_id}")
         self._recheck_join(group)
@@ -307,31 +346,44 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
 
     async def _replace_static_member(self, group: GroupMetadata, req: JoinRequest, old_id: str, new_id: str):
         """KIP-345: a static member restarted (no member id, known group.instance.id). In Stable
-        with unchanged protocols it gets its old assignment without a rebalance (the new id is
-        stored first); otherwise it rejoins through a rebalance."""
+        with unchanged protocols it gets its old assignment without a rebalance, once the group
+        record naming its new id is committed (a failed write leaves the old id in place and
+        answers the error); otherwise it rejoins through a rebalance."""
         old = group.members[old_id]
         self._answer_join(old, join_result(old_id, ErrorCode.FENCED_INSTANCE_ID))
         self._answer_sync(old, sync_result(ErrorCode.FENCED_INSTANCE_ID))
-        old_protocols = old.protocols
+        instance_id = req.group_instance_id or ""
+        if not (group.is_in(GroupState.STABLE) and old.protocols == req.protocols):
+            return await self._update_member_and_rebalance(group, self._replace(group, req, old_id, new_id), req)
+        generation = group.generation_id
+
+        def replay(_: int) -> None:
+            if (
+                self._live_group(group.group_id) is group
+                and group.generation_id == generation
+                and group.static_members.get(instance_id) == old_id
+            ):
+                self._replace(group, req, old_id, new_id)
+
+        stored = group.stored_with_new_id(
+            old_id, new_id, req.client_id, req.client_host, req.rebalance_timeout_ms, req.session_timeout_ms
+        )
+        error = await self.manager.write_group_records(
+            group.group_id, [records.group_record(group.group_id, stored)], replay
+        )
+        if error != ErrorCode.NONE:
+            return join_result("", error)
+        if not group.has(new_id):  # the group moved on while the record was written
+            return join_result(new_id, ErrorCode.REBALANCE_IN_PROGRESS)
+        return self._current_generation(group, new_id)
+
+    def _replace(self, group: GroupMetadata, req: JoinRequest, old_id: str, new_id: str) -> MemberMetadata:
+        """The static member's new id and settings take over its membership."""
         member = group.replace_static_member(req.group_instance_id or "", old_id, new_id)
         member.client_id, member.client_host = req.client_id, req.client_host
         member.session_timeout_ms, member.rebalance_timeout_ms = req.session_timeout_ms, req.rebalance_timeout_ms
         self._touch(member)
-        if group.is_in(GroupState.STABLE) and old_protocols == req.protocols:
-            generation = group.generation_id
-            error, _ = await self.manager.append(
-                group.group_id,
-                [(records.group_key(group.group_id), records.group_value(group.stored()))],
-                group_metadata=True,
-            )
-            if error != ErrorCode.NONE:
-                if self._live_group(group.group_id) is group and group.has(new_id):
-                    group.replace_static_member(req.group_instance_id or "", new_id, old_id)
-                return join_result("", error)
-            if self._live_group(group.group_id) is not group or group.generation_id != generation:
-                return join_result(new_id, ErrorCode.REBALANCE_IN_PROGRESS)
-            return self._current_generation(group, new_id)
-        return await self._update_member_and_rebalance(group, member, req)
+        return member
 
     # ---- rebalancing ---------------------------------------------------------------------------
     def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
@@ -404,17 +456,16 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
             group.size(),
         )
         if group.is_empty():
-            await self.manager.append(
-                group.group_id,
-                [(records.group_key(group.group_id), records.group_value(group.stored()))],
-                group_metadata=True,
+            # on a failed write the group stays Empty here; the log holds its previous generation
+            await self.manager.write_group_records(
+                group.group_id, [records.group_record(group.group_id, group.stored())], None
             )
             return
         members = self._member_list(group)
         for m in group.members.values():
             self._touch(m)
             self._answer_join(
-                m, join_result(m.member_id, ErrorCode.NONE, group, members if group.is_leader(m.member_id) else [])
+                m, join_result(m.member_id, ErrorCode.NONE, group, members if group.is_leader(m.member_id) else ())
             )
 
     # ---- SyncGroup -----------------------------------------------------------------------------
@@ -427,7 +478,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         protocol_type: str | None,
         protocol_name: str | None,
         assignments: dict[str, bytes],
-    ) -> dict:
+    ) -> SyncGroupResult:
         """SyncGroup (key 14): the leader's `assignments` {member id: bytes} are stored with the
         group before any member is answered."""
         error = self.group_error(group_id)
@@ -437,7 +488,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         if group is None:
             return sync_result(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.consumer is not None:
-            return self.classic_sync_consumer_group(group, generation_id, member_id, protocol_name)
+            return self.classic_members.classic_sync_consumer_group(group, generation_id, member_id, protocol_name)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return sync_result(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(member_id)
@@ -458,29 +509,35 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
             return sync_result(ErrorCode.NONE, group, member.assignment)
         # CompletingRebalance
         self._answer_sync(member, sync_result(ErrorCode.REBALANCE_IN_PROGRESS))  # a repeated SyncGroup
-        reply = member.sync_waiter = Reply()
+        reply = member.sync_waiter = Reply[SyncGroupResult]()
         if group.is_leader(member_id):
             full = {m: assignments.get(m, b"") for m in group.members}
-            error, _ = await self.manager.append(
-                group_id, [(records.group_key(group_id), records.group_value(group.stored(full)))], group_metadata=True
+
+            def current() -> bool:
+                return (
+                    self._live_group(group_id) is group
+                    and group.is_in(GroupState.COMPLETING_REBALANCE)
+                    and group.generation_id == generation_id
+                )
+
+            def assigned(_: int) -> None:
+                if not current():
+                    return
+                for m in group.members.values():
+                    m.assignment = full[m.member_id]
+                    if m.sync_waiter is not None:
+                        self._answer_sync(m, sync_result(ErrorCode.NONE, group, m.assignment))
+                        self._touch(m)
+                group.transition_to(GroupState.STABLE, self.wall_clock_ms())
+                log.info("group %s: generation %d is stable", group_id, generation_id)
+
+            error = await self.manager.write_group_records(
+                group_id, [records.group_record(group_id, group.stored(full))], assigned
             )
-            if (
-                self._live_group(group_id) is group
-                and group.is_in(GroupState.COMPLETING_REBALANCE)
-                and group.generation_id == generation_id
-            ):
-                if error != ErrorCode.NONE:
-                    for m in group.members.values():
-                        self._answer_sync(m, sync_result(error))
-                    self._maybe_prepare_rebalance(group, f"storing the assignment failed: {error.name}")
-                else:
-                    for m in group.members.values():
-                        m.assignment = full[m.member_id]
-                        if m.sync_waiter is not None:
-                            self._answer_sync(m, sync_result(ErrorCode.NONE, group, m.assignment))
-                            self._touch(m)
-                    group.transition_to(GroupState.STABLE, self.wall_clock_ms())
-                    log.info("group %s: generation %d is stable", group_id, generation_id)
+            if error != ErrorCode.NONE and current():
+                for m in group.members.values():
+                    self._answer_sync(m, sync_result(error))
+                self._maybe_prepare_rebalance(group, f"storing the assignment failed: {error.name}")
         return await reply.wait()
 
     # ---- Heartbeat and LeaveGroup --------------------------------------------------------------
@@ -493,7 +550,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.consumer is not None:
-            return self.classic_heartbeat_consumer_group(group, generation_id, member_id)
+            return self.classic_members.classic_heartbeat_consumer_group(group, generation_id, member_id)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return ErrorCode.FENCED_INSTANCE_ID
         if group.is_in(GroupState.DEAD):
@@ -519,7 +576,7 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(leaving)
         if group.consumer is not None:
-            return ErrorCode.NONE, self.classic_leave_consumer_group(group, leaving)
+            return ErrorCode.NONE, self.classic_members.classic_leave_consumer_group(group, leaving)
         results = []
         for member_id, instance_id in leaving:
             if instance_id is not None:

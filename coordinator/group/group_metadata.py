@@ -20,6 +20,7 @@ JoinGroup / SyncGroup waits: this module only tests them for None and clears the
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import uuid
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from typing import Any
 
 from coordinator.group.consumer_group import ConsumerGroup
 from coordinator.group.records import OffsetAndMetadata, StoredGroup, StoredMember
+from coordinator.group.share_group import ShareGroup
 from protocol.consumer_protocol import subscribed_topics
 
 #: the longest member id prefix: a protocol string's 32,767 bytes less "-" and a UUID
@@ -103,6 +105,8 @@ class GroupMetadata:
     pending_txn_offsets: dict[int, dict[tuple[str, int], tuple[OffsetAndMetadata, int]]] = field(default_factory=dict)
     #: the group's KIP-848 state when it is a consumer group (its classic state stays Empty)
     consumer: ConsumerGroup | None = None
+    #: the group's KIP-932 state when it is a share group (its classic state stays Empty)
+    share: ShareGroup | None = None
     #: member id -> its member epoch in the consumer group this group was converted from: its
     #: commits of that epoch are accepted until the first generation after the conversion
     converted_epochs: dict[str, int] = field(default_factory=dict)
@@ -116,6 +120,20 @@ class GroupMetadata:
             raise IllegalGroupTransition(f"group {self.group_id}: {self.state.value} -> {target.value}")
         self.state = target
         self.current_state_timestamp_ms = now_ms
+
+    def replace_classic(self, other: GroupMetadata) -> None:
+        """The classic group this object carries becomes `other` (built for the conversion from
+        or to a consumer group, where Kafka replaces the group object): its members, generation,
+        protocol, leader, state and state timestamp. Offsets and the consumer part stay."""
+        self.members, self.static_members, self.pending_members = (
+            other.members,
+            other.static_members,
+            other.pending_members,
+        )
+        self.generation_id, self.protocol_type = other.generation_id, other.protocol_type
+        self.protocol_name, self.leader_id = other.protocol_name, other.leader_id
+        self.state, self.current_state_timestamp_ms = other.state, other.current_state_timestamp_ms
+        self.converted_epochs = other.converted_epochs
 
     def can_rebalance(self) -> bool:
         return self.state in VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]
@@ -252,12 +270,19 @@ class GroupMetadata:
 
     @property
     def group_type(self) -> str:
-        """ "consumer" for a KIP-848 group, else "classic" (ListGroups' / DescribeGroups' type)."""
+        """ "consumer" for a KIP-848 group, "share" for a KIP-932 one, else "classic" (ListGroups'
+        / DescribeGroups' type)."""
+        if self.share is not None:
+            return "share"
         return "consumer" if self.consumer is not None else "classic"
 
     def has_members(self) -> bool:
-        """Members of either protocol (a consumer group's classic state is always Empty)."""
-        return bool(self.members) or (self.consumer is not None and bool(self.consumer.members))
+        """Members of any protocol (a consumer or share group's classic state is always Empty)."""
+        return (
+            bool(self.members)
+            or (self.consumer is not None and bool(self.consumer.members))
+            or (self.share is not None and bool(self.share.members))
+        )
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members subscribe to (consumer protocol only); None when not known."""
@@ -297,12 +322,40 @@ class GroupMetadata:
             ),
         )
 
+    def stored_with_new_id(
+        self,
+        old_id: str,
+        new_id: str,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+    ) -> StoredGroup:
+        """`stored()` as it will be once the static member `old_id` rejoined as `new_id` from
+        (`client_id`, `client_host`) with the given timeouts (KIP-345), this group left as it is."""
+        stored = self.stored()
+        members = tuple(
+            dataclasses.replace(
+                m,
+                member_id=new_id,
+                client_id=client_id,
+                client_host=client_host,
+                rebalance_timeout_ms=rebalance_timeout_ms,
+                session_timeout_ms=session_timeout_ms,
+            )
+            if m.member_id == old_id
+            else m
+            for m in stored.members
+        )
+        leader = new_id if stored.leader == old_id else stored.leader
+        return dataclasses.replace(stored, members=members, leader=leader)
+
     @classmethod
     def loaded(cls, group_id: str, stored: StoredGroup, now_ms: float) -> GroupMetadata:
         """A group read back from its latest `GroupMetadataValue`: Stable with its members, or
         Empty without (Kafka's `GroupMetadata.loadGroup`); every member's session restarts at
         `now_ms`, a reading of the coordinator's monotonic clock (never the wall clock)."""
-        group = cls(group_id)
+        group = cls(group_id, state=GroupState.STABLE if stored.members else GroupState.EMPTY)
         group.generation_id = stored.generation
         group.protocol_type = stored.protocol_type or None
         group.protocol_name = stored.protocol
@@ -326,5 +379,4 @@ class GroupMetadata:
             group.members[m.member_id] = member
             if m.group_instance_id is not None:
                 group.static_members[m.group_instance_id] = m.member_id
-        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
         return group

@@ -8,29 +8,43 @@
   record per key wins and a null value (tombstone) deletes. Offsets without group metadata make an
   Empty group ("simple" consumers). A load finishes only if the partition is still led in the same
   leader epoch; otherwise its result is dropped.
-- Writes (`append`) are one uncompressed v2 batch per call, appended with acks=-1 (the topic's
-  min.insync.replicas) through `ReplicaManager.append_records` (origin COORDINATOR); the caller changes its in-memory
-  state only after a successful append. Append errors are mapped as Kafka's coordinator maps them.
+- Writes go through the runtime's one write path (`write`, `CoordinatorRuntime.write`): an
+  operation returns its records and response, the records are appended as one v2 batch
+  (compressed with `offsets.topic.compression.codec`) with acks=-1 and origin COORDINATOR, and
+  the state changes only once they are committed (`replay_offsets`, `remove_if_dead`, the
+  results' own `replay`). Append errors are mapped as Kafka's coordinator maps them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
-from coordinator.group import consumer_records, records
+from coordinator.group import consumer_records, offset_replay, records, share_records
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.consumer_group import ConsumerGroup
-from coordinator.group.group_metadata import GroupMetadata
-from coordinator.runtime import APPEND_ERROR_MAP, CoordinatorRuntime, PartitionLog
+from coordinator.group.group_metadata import GroupMetadata, GroupState
+from coordinator.group.records import OffsetAndMetadata
+from coordinator.group.share_group import ShareGroup
+from coordinator.runtime import (
+    APPEND_ERROR_MAP,
+    CoordinatorResult,
+    CoordinatorRuntime,
+    PartitionLog,
+    Record,
+    WriteFailed,
+)
 from protocol.control_records import read_marker
 from protocol.errors import CorruptRecordBatch, ErrorCode
-from protocol.record_batch import build_batch, decode_records
+from protocol.record_batch import decode_records
 from protocol.topic_names import GROUP_METADATA_TOPIC
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = GROUP_METADATA_TOPIC
+R = TypeVar("R")
 
 #: Kafka's mapping of append errors to what a group client is told (GroupMetadataManager)
 _APPEND_ERROR_MAP = {
@@ -54,7 +68,6 @@ class GroupMetadataManager:
         the coordinator's monotonic clock, the one its session deadlines are compared with;
         `unloaded(groups)` hears of the groups a resignation removed."""
         self.config = config
-        self.clock_ms = clock_ms
         self.monotonic_ms = monotonic_ms
         self.groups: dict[str, GroupMetadata] = {}
         self._partition_of: dict[str, int] = {}  # group id -> offsets partition (a cache)
@@ -66,6 +79,9 @@ class GroupMetadataManager:
             self._unload_groups,
             reload_on_new_epoch=False,
             append_error_map=_APPEND_ERROR_MAP,
+            clock_ms=clock_ms,
+            compression=config.offsets_topic_compression_codec,
+            append_timeout_ms=config.offsets_commit_timeout_ms,
         )
 
     def partition_for(self, group_id: str) -> int:
@@ -96,39 +112,44 @@ class GroupMetadataManager:
 
     async def load(self, partition: int, token: object) -> int:
         """Replay `__consumer_offsets-<partition>` and install its groups; returns how many. A
-        load overtaken by a resignation (and maybe a new election) installs nothing."""
+        load overtaken by a resignation (and maybe a new election) installs nothing. Offset
+        records and markers replay through `offset_replay`, as the runtime's writes do, and
+        consumer group records through `ConsumerGroup.replay`; a classic group's latest
+        GroupMetadata record is its state (Kafka stores the whole group in each one)."""
         found_groups: dict[str, records.StoredGroup | None] = {}
         found_consumer: dict[str, ConsumerGroup] = {}
-        found_offsets: dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]] = {}
-        pending_txn: dict[int, dict[str, dict[tuple[str, int], tuple[records.OffsetAndMetadata, int]]]] = {}
+        found_share: dict[str, ShareGroup] = {}
+        replayed: dict[str, GroupMetadata] = {}  # offsets and pending transactional offsets
 
         def on_batch(buf, pos: int, header) -> None:
             if header.is_control:
-                self._replay_marker(buf, pos, header, pending_txn, found_offsets)
+                self._replay_marker(buf, pos, header, replayed)
                 return
-            into = pending_txn.setdefault(header.producer_id, {}) if header.is_transactional else None
             for record in decode_records(buf, pos, header):
                 if consumer_records.is_consumer_key(record.key):
-                    self._replay_consumer(record, found_consumer)
+                    self._replay_modern(record, consumer_records, found_consumer, ConsumerGroup)
+                elif share_records.is_share_key(record.key):
+                    self._replay_modern(record, share_records, found_share, ShareGroup)
                 else:
-                    self._replay(record, found_groups, found_offsets if into is None else into)
+                    self._replay(record, header, found_groups, replayed)
 
         if not await self.runtime.replay(partition, token, self.config.offsets_load_buffer_size, on_batch):
             return 0
         now = self.monotonic_ms()  # loaded members' sessions restart now, on the deadline clock
-        still_pending = {g for by_group in pending_txn.values() for g, offsets in by_group.items() if offsets}
         consumer_groups = {g: c for g, c in found_consumer.items() if c.exists}
-        with_offsets = {g for g, offsets in found_offsets.items() if offsets}
-        for group_id in set(found_groups) | with_offsets | still_pending | set(consumer_groups):
+        share_groups = {g: c for g, c in found_share.items() if c.exists}
+        for group_id in set(found_groups) | set(replayed) | set(consumer_groups) | set(share_groups):
             stored = found_groups.get(group_id)
+            offsets = replayed.get(group_id) or GroupMetadata(group_id)
+            pending = any(offsets.pending_txn_offsets.values())
+            modern = group_id in consumer_groups or group_id in share_groups
+            if stored is None and not offsets.offsets and not pending and not modern:
+                continue  # only tombstones, or offsets all deleted
             group = GroupMetadata.loaded(group_id, stored, now) if stored else GroupMetadata(group_id)
             group.consumer = consumer_groups.get(group_id)
-            for tp, (om, log_offset) in found_offsets.get(group_id, {}).items():
-                group.offsets[tp] = om
-                group.offset_log_offsets[tp] = log_offset
-            for pid, by_group in pending_txn.items():
-                if by_group.get(group_id):
-                    group.pending_txn_offsets[pid] = dict(by_group[group_id])
+            group.share = share_groups.get(group_id)
+            group.offsets, group.offset_log_offsets = offsets.offsets, offsets.offset_log_offsets
+            group.pending_txn_offsets = {pid: by_tp for pid, by_tp in offsets.pending_txn_offsets.items() if by_tp}
             self.groups[group_id] = group
         self.runtime.finish_loading(partition, token)
         log.info(
@@ -141,92 +162,101 @@ class GroupMetadataManager:
         return len(found_groups)
 
     @staticmethod
-    def _replay_marker(buf, pos: int, header, pending_txn: dict, found_offsets: dict) -> None:
-        """A transaction marker: its producer's pending offsets become committed (COMMIT; a
-        record later in the log than the one held wins) or are dropped (ABORT)."""
+    def _replay_marker(buf, pos: int, header, replayed: dict[str, GroupMetadata]) -> None:
+        """A transaction marker: its producer's pending offsets become committed or go."""
         try:
             marker = read_marker(buf, pos, header)
         except CorruptRecordBatch as e:
             log.error("skipping an unreadable marker in %s at %d: %s", OFFSETS_TOPIC, header.base_offset, e)
             return
-        done = pending_txn.pop(header.producer_id, {})
-        if marker is None or not marker.commit:
-            return
-        for group_id, offsets in done.items():
-            held = found_offsets.setdefault(group_id, {})
-            for tp, (om, log_offset) in offsets.items():
-                if tp not in held or held[tp][1] < log_offset:
-                    held[tp] = (om, log_offset)
+        offset_replay.replay_marker(replayed.values(), header.producer_id, marker is not None and marker.commit)
 
     @staticmethod
-    def _replay_consumer(record, found: dict[str, ConsumerGroup]) -> None:
-        """A consumer group record (keys 3-8, KIP-848) replayed onto its group."""
+    def _replay_modern(record, codec, found: dict, new_group) -> None:
+        """A consumer group (keys 3-8, KIP-848) or share group (types 10-14, KIP-932) record,
+        decoded by `codec` and replayed onto its group in `found` (made by `new_group(id)`)."""
         try:
-            decoded = consumer_records.decode(record.key, record.value)
+            decoded = codec.decode(record.key, record.value)
         except records.CorruptCoordinatorRecord as e:
             log.error("skipping an unreadable %s record at offset %d: %s", OFFSETS_TOPIC, record.offset, e)
             return
         group = found.get(decoded.group_id)
         if group is None:
-            group = found[decoded.group_id] = ConsumerGroup(decoded.group_id)
+            group = found[decoded.group_id] = new_group(decoded.group_id)
         group.replay(decoded)
 
     @staticmethod
-    def _replay(record, found_groups: dict, found_offsets: dict) -> None:
+    def _replay(record, header, found_groups: dict, replayed: dict[str, GroupMetadata]) -> None:
         try:
             key = records.decode_key(record.key)
             if isinstance(key, records.GroupKey):
                 found_groups[key.group] = None if record.value is None else records.decode_group_value(record.value)
                 if record.value is None:
                     found_groups.pop(key.group)
+                return
+            om = None if record.value is None else records.decode_offset_value(record.value)
+            offsets = [((key.topic, key.partition), om)]
+            if header.is_transactional:
+                offset_replay.replay_pending_offsets(replayed, key.group, header.producer_id, offsets, record.offset)
             else:
-                offsets = found_offsets.setdefault(key.group, {})
-                tp = (key.topic, key.partition)
-                if record.value is None:
-                    offsets.pop(tp, None)
-                else:
-                    offsets[tp] = (records.decode_offset_value(record.value), record.offset)
+                offset_replay.replay_offsets(replayed, key.group, offsets, record.offset)
         except records.CorruptCoordinatorRecord as e:
             log.error("skipping an unreadable %s record at offset %d: %s", OFFSETS_TOPIC, record.offset, e)
 
     # ---- writes --------------------------------------------------------------------------------
-    async def append(
-        self,
-        group_id: str,
-        entries: Sequence[tuple[bytes, bytes | None]],
-        producer: tuple[int, int] | None = None,
-        *,
-        group_metadata: bool = False,
-    ) -> tuple[ErrorCode, int]:
-        """Append (key, value) records for `group_id` to its partition; (error, base offset). The
-        error is NONE, or what Kafka tells a group client for that append failure. `producer`
-        (id, epoch) makes it a transactional batch of that producer (TxnOffsetCommit). A batch
-        too large answers INVALID_COMMIT_OFFSET_SIZE for offsets, UNKNOWN_SERVER_ERROR for the
-        group's own record (`group_metadata`, Kafka's storeGroup: a huge SyncGroup assignment)."""
-        partition = self.partition_for(group_id)
-        if self.runtime.error_for(partition) != ErrorCode.NONE:
-            return ErrorCode.NOT_COORDINATOR, -1
-        pid, epoch = producer if producer is not None else (-1, -1)
-        batch = build_batch(
-            list(entries),
-            timestamp_ms=self.clock_ms(),
-            compression=self.config.offsets_topic_compression_codec,
-            producer_id=pid,
-            producer_epoch=epoch,
-            transactional=producer is not None,
-        )
-        outcome = await self.runtime.append(partition, batch, self.config.offsets_commit_timeout_ms)
-        if outcome.error != ErrorCode.NONE:
-            mapped = outcome.error
-            if group_metadata and mapped == ErrorCode.INVALID_COMMIT_OFFSET_SIZE:
-                mapped = ErrorCode.UNKNOWN_SERVER_ERROR
-            log.warning(
-                "append for group %s to %s-%d failed: %s (%s)",
-                group_id,
-                OFFSETS_TOPIC,
-                partition,
-                outcome.message,
-                mapped.name,
+    async def write(self, group_id: str, operation: Callable[[], CoordinatorResult[R]]) -> R:
+        """Run `operation` on `group_id`'s partition through the runtime's write path
+        (`CoordinatorRuntime.write`): its response once its records are committed; raises
+        `WriteFailed` with the error Kafka tells a group client (the state untouched)."""
+        return await self.runtime.write(self.partition_for(group_id), operation)
+
+    async def write_group_records(
+        self, group_id: str, entries: list[Record], replay: Callable[[int], object] | None
+    ) -> ErrorCode:
+        """Write records of the group itself (its GroupMetadata, ConsumerGroup* records or their
+        tombstones) and `replay` them once committed: NONE, or the error Kafka tells the client
+        (a batch too large is UNKNOWN_SERVER_ERROR, as Kafka's storeGroup answers)."""
+        try:
+            await self.write(
+                group_id, lambda: CoordinatorResult(entries, None, replay, size_error=ErrorCode.UNKNOWN_SERVER_ERROR)
             )
-            return mapped, -1
-        return ErrorCode.NONE, outcome.first_offset
+        except WriteFailed as e:
+            return e.error_code
+        return ErrorCode.NONE
+
+    def deletion(
+        self, group: GroupMetadata, partitions: list[TopicPartition], *, whole_group: bool
+    ) -> CoordinatorResult[None]:
+        """Tombstones of the group's offsets of `partitions` and, with `whole_group`, of the group
+        itself (its consumer group records too); once committed the offsets go and a deleted
+        group is removed if it is still Empty, without members or offsets (`remove_if_dead`)."""
+        offsets: list[tuple[TopicPartition, OffsetAndMetadata | None]] = [(tp, None) for tp in partitions]
+        entries: list[Record] = records.offset_records(group.group_id, offsets)
+        if whole_group:
+            if group.consumer is not None:
+                entries += [consumer_records.encode(r) for r in group.consumer.group_tombstones()]
+            if group.share is not None:
+                entries += [share_records.encode(r) for r in group.share.group_tombstones()]
+            entries.append((records.group_key(group.group_id), None))
+
+        def replay(first: int) -> None:
+            self.replay_offsets(group.group_id, offsets, first)
+            if whole_group:
+                self.remove_if_dead(group.group_id)
+
+        return CoordinatorResult(entries, None, replay)
+
+    def remove_if_dead(self, group_id: str) -> None:
+        """A committed tombstone of the group: it is removed (Dead) if it is still Empty,
+        without members or offsets (a member that joined meanwhile keeps it)."""
+        group = self.groups.get(group_id)
+        if group is not None and group.is_in(GroupState.EMPTY) and not group.has_members() and not group.offsets:
+            group.transition_to(GroupState.DEAD)
+            del self.groups[group_id]
+
+    def replay_offsets(
+        self, group_id: str, offsets: list[tuple[TopicPartition, OffsetAndMetadata | None]], first_offset: int
+    ) -> None:
+        """Committed offset records of `group_id` (the i-th at log offset first_offset + i; None
+        a tombstone), replayed as a load replays them (`offset_replay.replay_offsets`)."""
+        offset_replay.replay_offsets(self.groups, group_id, offsets, first_offset)

@@ -144,7 +144,7 @@ def to_classic(group: ConsumerGroup, leaving: str, now_ms: float, wall_clock_ms:
     if protocol is None:
         return None
     names = {t.topic_id: t.name for t in group.subscription_metadata.values()}
-    out = GroupMetadata(group.group_id)
+    out = GroupMetadata(group.group_id, state=GroupState.STABLE)
     out.generation_id = group.group_epoch
     out.protocol_type = "consumer"
     out.protocol_name = protocol
@@ -168,6 +168,5 @@ def to_classic(group: ConsumerGroup, leaving: str, now_ms: float, wall_clock_ms:
             out.static_members[m.instance_id] = m.member_id
         out.converted_epochs[m.member_id] = m.member_epoch
     out.leader_id = next(iter(out.members), None)
-    out.state = GroupState.STABLE
     out.current_state_timestamp_ms = wall_clock_ms
     return out

@@ -1,6 +1,6 @@
 """Committed offsets: OffsetCommit (key 8), OffsetFetch (key 9), OffsetDelete (key 47) and offset
-expiry, as Kafka's GroupCoordinator and GroupMetadataManager handle them (mixed into
-`GroupCoordinator`, whose state they share).
+expiry, as Kafka's GroupCoordinator and GroupMetadataManager handle them (`OffsetManager`, a part
+of `GroupCoordinator`).
 
 - A commit is accepted from a member of the current generation (Stable or PreparingRebalance),
   or with generation -1 from anyone while the group is Empty ("simple" consumers that assign()
@@ -18,20 +18,22 @@ expiry, as Kafka's GroupCoordinator and GroupMetadataManager handle them (mixed 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from coordinator.group import consumer_records, records
+from coordinator.group import records
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.consumer_group import ConsumerGroup
 from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from coordinator.group.manager import GroupMetadataManager
 from coordinator.group.records import OffsetAndMetadata
+from coordinator.runtime import CoordinatorResult, WriteFailed
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
-TopicPartition = tuple[str, int]
 
 
 def consumer_commit_error(
@@ -60,20 +62,27 @@ def consumer_commit_error(
     return ErrorCode.NONE
 
 
-class OffsetOperations:
-    """The offset half of `GroupCoordinator` (which provides the attributes and the three
-    methods declared here)."""
+class OffsetManager:
+    """Committed offsets of the groups this broker coordinates (a part of `GroupCoordinator`)."""
 
-    config: GroupCoordinatorConfig
-    manager: GroupMetadataManager
-    metadata_cache: Any
-    wall_clock_ms: Callable[[], int]
-
-    def group_error(self, group_id: str | None, *, allow_empty: bool = False) -> ErrorCode:
-        raise NotImplementedError
-
-    def _touch(self, member: MemberMetadata) -> None:
-        raise NotImplementedError
+    def __init__(
+        self,
+        manager: GroupMetadataManager,
+        config: GroupCoordinatorConfig,
+        metadata_cache: Any,
+        wall_clock_ms: Callable[[], int],
+        group_error: Callable[..., ErrorCode],
+        touch: Callable[[MemberMetadata], None],
+    ) -> None:
+        """`group_error(group_id, allow_empty=...)`: the coordinator's check of a group id
+        (Kafka's validateGroupStatus); `touch(member)`: restart a classic member's session (a
+        commit from a member counts as its heartbeat)."""
+        self.manager = manager
+        self.config = config
+        self.metadata_cache = metadata_cache
+        self.wall_clock_ms = wall_clock_ms
+        self.group_error = group_error
+        self._touch = touch
 
     # ---- OffsetCommit --------------------------------------------------------------------------
     async def commit_offsets(
@@ -87,21 +96,22 @@ class OffsetOperations:
         """Commit `offsets`; returns an error per partition (NONE when committed)."""
         error = self.group_error(group_id, allow_empty=True)
         if error == ErrorCode.NONE:
-            group, error = self._group_for_commit(group_id, generation_id, member_id, group_instance_id, offsets)
+            error = self._commit_error(group_id, generation_id, member_id, group_instance_id, offsets)
         if error != ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
         results, valid = self.check_offsets(offsets)
-        if not valid:
-            return results
-        entries = [(records.offset_key(group_id, t, p), records.offset_value(om)) for (t, p), om in valid.items()]
-        error, base_offset = await self.manager.append(group_id, entries)
-        if error == ErrorCode.NONE and self.manager.groups.get(group_id) is group:
-            for i, (tp, om) in enumerate(valid.items()):
-                if group.offset_log_offsets.get(tp, -1) < base_offset + i:
-                    group.offsets[tp] = om
-                    group.offset_log_offsets[tp] = base_offset + i
-        results.update(dict.fromkeys(valid, error))
-        return results
+
+        def commit() -> CoordinatorResult[dict[TopicPartition, ErrorCode]]:
+            return CoordinatorResult(
+                records.offset_records(group_id, valid.items()),
+                results | dict.fromkeys(valid, ErrorCode.NONE),
+                lambda first: self.manager.replay_offsets(group_id, list(valid.items()), first),
+            )
+
+        try:
+            return await self.manager.write(group_id, commit)
+        except WriteFailed as e:
+            return results | dict.fromkeys(valid, e.error_code)
 
     def check_offsets(
         self, offsets: dict[TopicPartition, OffsetAndMetadata]
@@ -119,38 +129,36 @@ class OffsetOperations:
                 valid[tp] = om
         return results, valid
 
-    def _group_for_commit(
+    def _commit_error(
         self,
         group_id: str,
         generation_id: int,
         member_id: str,
         group_instance_id: str | None,
         offsets: Iterable[TopicPartition],
-    ) -> tuple[GroupMetadata, ErrorCode]:
-        groups = self.manager.groups
-        group = groups.get(group_id)
+    ) -> ErrorCode:
+        """Kafka's validateOffsetCommit: whether this member may commit now. A group that does
+        not exist takes commits of generation -1 only (it is created Empty when they commit)."""
+        group = self.manager.groups.get(group_id)
         if group is None:
-            if generation_id >= 0:
-                return GroupMetadata(group_id), ErrorCode.ILLEGAL_GENERATION
-            group = groups[group_id] = GroupMetadata(group_id)
-            return group, ErrorCode.NONE
+            return ErrorCode.ILLEGAL_GENERATION if generation_id >= 0 else ErrorCode.NONE
         if group.is_in(GroupState.DEAD):
-            return group, ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.consumer is not None:
-            return group, consumer_commit_error(group.consumer, member_id, generation_id, offsets)
+            return consumer_commit_error(group.consumer, member_id, generation_id, offsets)
         if group.is_static_member_fenced(member_id, group_instance_id):
-            return group, ErrorCode.FENCED_INSTANCE_ID
+            return ErrorCode.FENCED_INSTANCE_ID
         if generation_id < 0 and group.is_in(GroupState.EMPTY):
-            return group, ErrorCode.NONE
+            return ErrorCode.NONE
         if group.is_in(GroupState.COMPLETING_REBALANCE):
-            return group, ErrorCode.REBALANCE_IN_PROGRESS
+            return ErrorCode.REBALANCE_IN_PROGRESS
         member = group.members.get(member_id)
         if member is None:
-            return group, ErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id and group.converted_epochs.get(member_id) != generation_id:
-            return group, ErrorCode.ILLEGAL_GENERATION
+            return ErrorCode.ILLEGAL_GENERATION
         self._touch(member)
-        return group, ErrorCode.NONE
+        return ErrorCode.NONE
 
     # ---- OffsetFetch ---------------------------------------------------------------------------
     def fetch_offsets(
@@ -202,18 +210,15 @@ class OffsetOperations:
             tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else ErrorCode.NONE for tp in partitions
         }
         doomed = [tp for tp, e in results.items() if e == ErrorCode.NONE and tp in group.offsets]
-        if doomed:
-            entries = [(records.offset_key(group_id, t, p), None) for t, p in doomed]
-            error, _ = await self.manager.append(group_id, entries)
-            if error != ErrorCode.NONE:
-                return error, {}
-            for tp in doomed:
-                group.offsets.pop(tp, None)
-                group.offset_log_offsets.pop(tp, None)
+
+        try:
+            await self.manager.write(group_id, lambda: self.manager.deletion(group, doomed, whole_group=False))
+        except WriteFailed as e:
+            return e.error_code, {}
         return ErrorCode.NONE, results
 
     # ---- expiry --------------------------------------------------------------------------------
-    async def _expire_offsets(self) -> None:
+    async def expire_now(self) -> None:
         """Every offsets.retention.check.interval.ms (on the runtime's timer)."""
         await self.expire_offsets(self.wall_clock_ms())
 
@@ -250,22 +255,12 @@ class OffsetOperations:
             drop_group = group.is_in(GroupState.EMPTY) and not group.has_members() and len(doomed) == len(group.offsets)
             if not doomed and not (drop_group and (group.generation_id > 0 or group.consumer is not None)):
                 continue
-            entries: list[tuple[bytes, bytes | None]] = [
-                (records.offset_key(group.group_id, t, p), None) for t, p in doomed
-            ]
-            if drop_group:
-                if group.consumer is not None:
-                    entries += [consumer_records.encode(r) for r in group.consumer.group_tombstones()]
-                entries.append((records.group_key(group.group_id), None))
-            error, _ = await self.manager.append(group.group_id, entries)
-            if error != ErrorCode.NONE:
+            try:
+                await self.manager.write(
+                    group.group_id, functools.partial(self.manager.deletion, group, doomed, whole_group=drop_group)
+                )
+            except WriteFailed:
                 continue
-            for tp in doomed:
-                group.offsets.pop(tp, None)
-                group.offset_log_offsets.pop(tp, None)
             removed += len(doomed)
-            if drop_group and group.is_in(GroupState.EMPTY) and not group.offsets:
-                group.transition_to(GroupState.DEAD)
-                self.manager.groups.pop(group.group_id, None)
             log.info("expired %d offsets of group %s", len(doomed), group.group_id)
         return removed

@@ -160,6 +160,17 @@ def group_value(g: StoredGroup) -> bytes:
     )
 
 
+def offset_records(group_id: str, offsets) -> list[tuple[bytes, bytes | None]]:
+    """`OffsetCommit` records of the group for (topic partition, offset) pairs; an offset of
+    None makes its tombstone."""
+    return [(offset_key(group_id, t, p), None if om is None else offset_value(om)) for (t, p), om in offsets]
+
+
+def group_record(group_id: str, stored: StoredGroup) -> tuple[bytes, bytes]:
+    """The group's `GroupMetadata` record: (key, value)."""
+    return group_key(group_id), group_value(stored)
+
+
 def decode_group_value(data: bytes) -> StoredGroup:
     version, v = parse_versioned(specs.GROUP_METADATA_VALUE, data, "group metadata value")
     members = tuple(

@@ -1,6 +1,6 @@
 """Offsets committed inside a transaction (KIP-98 / KIP-447): TxnOffsetCommit (key 28), their
-completion by the transaction's marker, and OffsetFetch's `require_stable` (mixed into
-`GroupCoordinator`, as Kafka's GroupCoordinator.handleTxnCommitOffsets and
+completion by the transaction's marker, and OffsetFetch's `require_stable` (`TxnOffsetManager`, a
+part of `GroupCoordinator`, as Kafka's GroupCoordinator.handleTxnCommitOffsets and
 GroupMetadataManager.handleTxnCompletion).
 
 - A TxnOffsetCommit is appended to the group's `__consumer_offsets` partition as a transactional
@@ -19,36 +19,35 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
 
-from coordinator.group import records
-from coordinator.group.config import GroupCoordinatorConfig
-from coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from coordinator.group import offset_replay, records
+from coordinator.group.group_metadata import GroupMetadata, GroupState
 from coordinator.group.manager import GroupMetadataManager
 from coordinator.group.offsets import consumer_commit_error
 from coordinator.group.records import OffsetAndMetadata
+from coordinator.runtime import CoordinatorResult, WriteFailed
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
-TopicPartition = tuple[str, int]
 
 
-class TxnOffsetOperations:
-    config: GroupCoordinatorConfig
-    manager: GroupMetadataManager
-    metadata_cache: Any
-    wall_clock_ms: Callable[[], int]
+class TxnOffsetManager:
+    """Transactional offsets of the groups this broker coordinates (a part of `GroupCoordinator`)."""
 
-    def group_error(self, group_id: str | None, *, allow_empty: bool = False) -> ErrorCode:
-        raise NotImplementedError
-
-    def _touch(self, member: MemberMetadata) -> None:
-        raise NotImplementedError
-
-    def check_offsets(
-        self, offsets: dict[TopicPartition, OffsetAndMetadata]
-    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetAndMetadata]]:
-        raise NotImplementedError
+    def __init__(
+        self,
+        manager: GroupMetadataManager,
+        group_error: Callable[..., ErrorCode],
+        check_offsets: Callable[
+            [dict[TopicPartition, OffsetAndMetadata]],
+            tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetAndMetadata]],
+        ],
+    ) -> None:
+        """`group_error` and `check_offsets` are the coordinator's and the offsets' checks."""
+        self.manager = manager
+        self.group_error = group_error
+        self.check_offsets = check_offsets
 
     async def txn_commit_offsets(
         self,
@@ -62,26 +61,28 @@ class TxnOffsetOperations:
     ) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: an error per partition (NONE once the records are appended)."""
         error = self.group_error(group_id, allow_empty=True)
-        group = None
         if error == ErrorCode.NONE:
-            group = self.manager.groups.get(group_id)
-            if group is None:
-                group = self.manager.groups[group_id] = GroupMetadata(group_id)
+            group = self.manager.groups.get(group_id) or GroupMetadata(group_id)  # created by the replay
             error = self._txn_member_error(group, generation_id, member_id, group_instance_id, offsets)
         if error != ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
-        assert group is not None
         results, valid = self.check_offsets(offsets)
-        if not valid:
-            return results
-        entries = [(records.offset_key(group_id, t, p), records.offset_value(om)) for (t, p), om in valid.items()]
-        error, base_offset = await self.manager.append(group_id, entries, producer=(producer_id, producer_epoch))
-        if error == ErrorCode.NONE and self.manager.groups.get(group_id) is group:
-            pending = group.pending_txn_offsets.setdefault(producer_id, {})
-            for i, (tp, om) in enumerate(valid.items()):
-                pending[tp] = (om, base_offset + i)
-        results.update(dict.fromkeys(valid, error))
-        return results
+
+        def replay(first: int) -> None:
+            offset_replay.replay_pending_offsets(self.manager.groups, group_id, producer_id, valid.items(), first)
+
+        def commit() -> CoordinatorResult[dict[TopicPartition, ErrorCode]]:
+            return CoordinatorResult(
+                records.offset_records(group_id, valid.items()),
+                results | dict.fromkeys(valid, ErrorCode.NONE),
+                replay,
+                producer=(producer_id, producer_epoch),
+            )
+
+        try:
+            return await self.manager.write(group_id, commit)
+        except WriteFailed as e:
+            return results | dict.fromkeys(valid, e.error_code)
 
     @staticmethod
     def _txn_member_error(
@@ -111,19 +112,9 @@ class TxnOffsetOperations:
         """The producer's marker is in these `__consumer_offsets` partitions: its pending
         offsets in their groups are committed or dropped."""
         wanted = set(offsets_partitions)
-        for group in list(self.manager.groups.values()):
-            if self.manager.partition_for(group.group_id) not in wanted:
-                continue
-            pending = group.pending_txn_offsets.pop(producer_id, None)
-            if not pending or not commit:
-                continue
-            for tp, (om, log_offset) in pending.items():
-                if group.offset_log_offsets.get(tp, -1) < log_offset:
-                    group.offsets[tp] = om
-                    group.offset_log_offsets[tp] = log_offset
-            log.debug(
-                "group %s: %d transactional offsets of producer %d committed", group.group_id, len(pending), producer_id
-            )
+        groups = [g for g in self.manager.groups.values() if self.manager.partition_for(g.group_id) in wanted]
+        for group, count in offset_replay.replay_marker(groups, producer_id, commit):
+            log.debug("group %s: %d transactional offsets of producer %d committed", group.group_id, count, producer_id)
 
     def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
         """Partitions of the group with offsets pending in an open transaction."""

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from coordinator.runtime import PartitionLog
+from coordinator.runtime import PartitionLog, WriteFailed
 from coordinator.transaction.config import TransactionConfig
 from coordinator.transaction.manager import TransactionStateManager
 from coordinator.transaction.transaction_metadata import (
@@ -39,9 +39,9 @@ from coordinator.transaction.transaction_metadata import (
     TxnTransition,
 )
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
-TopicPartition = tuple[str, int]
 COMPLETION_WAIT_S = 1.0
 
 
@@ -100,17 +100,40 @@ class TransactionCoordinator:
                     self._nursery.start_soon(self._complete, metadata, epoch)
 
     # ---- helpers -------------------------------------------------------------------------------
-    async def _write(self, metadata: TransactionMetadata, transition: TxnTransition, epoch: int) -> ErrorCode:
-        """Append `transition` and apply it; on failure forget it. NOT_COORDINATOR when the id
-        is no longer ours (or was replaced) by the time the write returns."""
-        error = await self.manager.append(metadata.transactional_id, transition, epoch)
-        if self.manager.transactions.get(metadata.transactional_id) is not metadata:
-            return ErrorCode.NOT_COORDINATOR
-        if error != ErrorCode.NONE:
+    async def _write(
+        self, metadata: TransactionMetadata, transition: TxnTransition, epoch: int, *, tombstone: bool = False
+    ) -> ErrorCode:
+        """Write `transition` (prepared on `metadata`; with `tombstone`, the id's tombstone, and
+        the id is removed once it is committed) and apply it once committed; on a failed write
+        the prepared transition is dropped, so the id is as last committed. NOT_COORDINATOR when
+        the id is no longer ours (or was replaced) by then."""
+        applied = False
+
+        transactions = self.manager.transactions
+        new = metadata.transactional_id not in transactions  # a first InitProducerId's
+
+        def ours() -> bool:  # still this id's metadata, or the first one, not installed yet
+            current = transactions.get(metadata.transactional_id)
+            return current is metadata or (new and current is None)
+
+        def replay(_: int) -> None:
+            nonlocal applied
+            if ours():
+                applied = True
+                metadata.complete_transition(transition)
+                if tombstone:
+                    del transactions[metadata.transactional_id]
+                else:
+                    transactions[metadata.transactional_id] = metadata
+
+        try:
+            await self.manager.write(metadata.transactional_id, None if tombstone else transition, epoch, replay)
+        except WriteFailed as e:
+            if not ours():
+                return ErrorCode.NOT_COORDINATOR
             metadata.abort_transition()
-            return error
-        metadata.complete_transition(transition)
-        return ErrorCode.NONE
+            return e.error_code
+        return ErrorCode.NONE if applied else ErrorCode.NOT_COORDINATOR
 
     def _validate(self, transactional_id: str | None) -> tuple[ErrorCode, TransactionMetadata | None, int]:
         if not transactional_id:
@@ -142,9 +165,8 @@ class TransactionCoordinator:
             if producer_id is None:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1
             metadata = self.manager.transactions.get(transactional_id)
-            if metadata is None:
+            if metadata is None:  # installed by its first write's replay, once committed
                 metadata = TransactionMetadata(transactional_id, producer_id, txn_timeout_ms=txn_timeout_ms)
-                self.manager.transactions[transactional_id] = metadata
         if metadata.pending is not None or metadata.state in (
             TxnState.PREPARE_COMMIT,
             TxnState.PREPARE_ABORT,
@@ -355,10 +377,5 @@ class TransactionCoordinator:
                 if epoch is None:
                     continue
                 transition = metadata.prepare_dead()
-                error = await self.manager.append(metadata.transactional_id, None, epoch)
-                if error == ErrorCode.NONE and self.manager.transactions.get(metadata.transactional_id) is metadata:
-                    metadata.complete_transition(transition)
-                    del self.manager.transactions[metadata.transactional_id]
+                if await self._write(metadata, transition, epoch, tombstone=True) == ErrorCode.NONE:
                     log.info("transactional id %s expired after %d ms idle", metadata.transactional_id, idle)
-                else:
-                    metadata.abort_transition()

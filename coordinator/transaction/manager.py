@@ -7,9 +7,9 @@
   one not led NOT_COORDINATOR.
 - Loading replays the partition from its log start offset to its end: the latest record per id
   wins, a tombstone removes it. A load overtaken by a resignation installs nothing.
-- Writes (`append`) are one uncompressed batch per transition, appended with acks=-1 (the topic's
-  min ISR) through `ReplicaManager.append_records` (origin COORDINATOR); the caller applies the transition only after
-  a successful append. Append errors map as Kafka's coordinator maps them.
+- Writes (`write`) go through the runtime's write path: one uncompressed batch per transition,
+  appended with acks=-1 (the topic's min ISR) and origin COORDINATOR; the transition is applied
+  (`replay`) only once committed. Append errors map as Kafka's coordinator maps them.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import logging
 from collections.abc import Callable
 
 from coordinator.record_codec import CorruptCoordinatorRecord
-from coordinator.runtime import CoordinatorRuntime, PartitionLog
+from coordinator.runtime import CoordinatorResult, CoordinatorRuntime, PartitionLog
 from coordinator.transaction import records
 from coordinator.transaction.config import TransactionConfig
 from coordinator.transaction.transaction_metadata import TransactionMetadata, TxnTransition
 from protocol.errors import ErrorCode
-from protocol.record_batch import build_batch, decode_records
+from protocol.record_batch import decode_records
 from protocol.topic_names import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
@@ -40,11 +40,16 @@ class TransactionStateManager:
         """`clock_ms`: the wall clock (ms since the epoch) for record timestamps; `loaded(installed)`
         hears of the ids a load installed."""
         self.config = config
-        self.clock_ms = clock_ms
         self.transactions: dict[str, TransactionMetadata] = {}
         self._loaded = loaded
         self.runtime = CoordinatorRuntime(
-            TRANSACTION_STATE_TOPIC, partition_log, self.load, self._unload_ids, reload_on_new_epoch=True
+            TRANSACTION_STATE_TOPIC,
+            partition_log,
+            self.load,
+            self._unload_ids,
+            reload_on_new_epoch=True,
+            clock_ms=clock_ms,
+            append_timeout_ms=config.append_timeout_ms,
         )
 
     def partition_for(self, transactional_id: str) -> int:
@@ -101,22 +106,21 @@ class TransactionStateManager:
         return installed
 
     # ---- writes --------------------------------------------------------------------------------
-    async def append(
-        self, transactional_id: str, transition: TxnTransition | None, coordinator_epoch: int
-    ) -> ErrorCode:
-        """Write `transition` (None: a tombstone) for the id; NONE, or the error Kafka tells the
-        client. NOT_COORDINATOR when the partition changed hands (or epoch) meanwhile."""
-        partition = self.partition_for(transactional_id)
-        if self.runtime.epoch_of(partition) != coordinator_epoch:
-            return ErrorCode.NOT_COORDINATOR
+    async def write(
+        self,
+        transactional_id: str,
+        transition: TxnTransition | None,
+        coordinator_epoch: int,
+        replay: Callable[[int], object],
+    ) -> None:
+        """Write `transition` (None: a tombstone) for the id through the runtime's write path,
+        in `coordinator_epoch`; `replay` applies it once committed. Raises `WriteFailed` with
+        the error Kafka tells the client: NOT_COORDINATOR when the partition is not served in
+        that epoch (or changed hands meanwhile), else the append's error mapped."""
         value = None if transition is None else records.transaction_value(transition)
-        batch = build_batch([(records.transaction_key(transactional_id), value)], timestamp_ms=self.clock_ms())
-        outcome = await self.runtime.append(partition, batch, self.config.append_timeout_ms)
-        if outcome.error != ErrorCode.NONE:
-            log.warning(
-                "append for transactional id %s failed: %s (%s)", transactional_id, outcome.message, outcome.error.name
-            )
-            return outcome.error
-        if self.runtime.owned.get(partition) != coordinator_epoch:
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.NONE
+        entry = (records.transaction_key(transactional_id), value)
+        await self.runtime.write(
+            self.partition_for(transactional_id),
+            lambda: CoordinatorResult([entry], None, replay),
+            epoch=coordinator_epoch,
+        )

@@ -21,6 +21,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
+
 NO_PRODUCER_EPOCH = -1
 SHORT_MAX = (1 << 15) - 1
 
@@ -54,11 +57,10 @@ class IllegalTxnTransition(Exception):
     """A transition the state table forbids, or one started while another is pending."""
 
 
-class ProducerFenced(Exception):
+class ProducerFenced(KafkaError):
     """InitProducerId named an epoch that is not the current one (PRODUCER_FENCED)."""
 
-
-TopicPartition = tuple[str, int]
+    error_code = ErrorCode.PRODUCER_FENCED
 
 
 @dataclass(frozen=True)

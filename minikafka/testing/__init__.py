@@ -2,7 +2,7 @@
 127.0.0.1 (ephemeral ports) in a temporary directory, speaking Kafka's wire protocol to any client.
 
 - In pytest: the `kafka_cluster`, `kafka_topic` and `admin` fixtures (`minikafka.testing.plugin`,
-  registered through the package's `pytest11` entry point; README "Testing your application").
+  registered through the package's `pytest11` entry point; docs/testing.md).
 - Anywhere else: `with KafkaCluster(brokers=3) as cluster: ...`.
 """
 

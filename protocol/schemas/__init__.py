@@ -50,6 +50,10 @@ from protocol.schemas import offset_for_leader_epoch
 from protocol.schemas import produce
 from protocol.schemas import sasl_authenticate
 from protocol.schemas import sasl_handshake
+from protocol.schemas import share_acknowledge
+from protocol.schemas import share_fetch
+from protocol.schemas import share_group_describe
+from protocol.schemas import share_group_heartbeat
 from protocol.schemas import stop_replica
 from protocol.schemas import sync_group
 from protocol.schemas import txn_offset_commit
@@ -104,6 +108,10 @@ APIS = {
     produce.API_KEY: produce,
     sasl_authenticate.API_KEY: sasl_authenticate,
     sasl_handshake.API_KEY: sasl_handshake,
+    share_acknowledge.API_KEY: share_acknowledge,
+    share_fetch.API_KEY: share_fetch,
+    share_group_describe.API_KEY: share_group_describe,
+    share_group_heartbeat.API_KEY: share_group_heartbeat,
     stop_replica.API_KEY: stop_replica,
     sync_group.API_KEY: sync_group,
     txn_offset_commit.API_KEY: txn_offset_commit,

@@ -28,9 +28,10 @@ import trio
 import trio_parallel
 
 from protocol.errors import CorruptRecordBatch
+from protocol.topic_partition import TopicPartition
 from storage import checkpoint
 from storage.cleaner.cleaner import CleanResult, CleanTask, SegmentInfo, clean, remove_cleaned
-from storage.cleaner.manager import LogCleanerManager, LogToClean, TopicPartition
+from storage.cleaner.manager import LogCleanerManager, LogToClean
 from storage.cleaner.offset_map import capacity_for
 from storage.segment import unlink_all
 

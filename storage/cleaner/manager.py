@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from protocol.topic_partition import TopicPartition
 from storage import checkpoint
 from storage.errors import CorruptCheckpoint
 from storage.log import Log
@@ -36,7 +37,6 @@ from storage.log import Log
 log = logging.getLogger(__name__)
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)

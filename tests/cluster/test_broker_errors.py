@@ -189,7 +189,7 @@ async def test_acks_all_waits_and_pipelined_requests_answer_in_order(start_broke
 
 
 async def test_a_batch_with_a_damaged_record_is_refused_with_kafkas_record_errors(start_broker):
-    from test_record_validation import DAMAGE, batch, good
+    from record_helpers import DAMAGE, batch, good
 
     broker = start_broker(1)
     await assign([broker], {"t": [[1]]})

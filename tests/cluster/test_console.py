@@ -95,7 +95,9 @@ def test_every_view_in_chromium_matches_the_cluster_and_shows_an_isr_shrink(clus
     message = audit.poll(TIMEOUT)
     assert message is not None and message.error() is None
 
-    txn = Producer({**config, "transactional.id": "invoices-1"})
+    # open until the Transactions view is checked: on a loaded machine the views before it took
+    # longer than the default 60 s timeout once, and the coordinator aborted it (as it should)
+    txn = Producer({**config, "transactional.id": "invoices-1", "transaction.timeout.ms": 600000})
     txn.init_transactions(TIMEOUT)
     txn.begin_transaction()
     txn.produce(topic, b"pending", partition=1)

@@ -10,19 +10,14 @@ from hypothesis import strategies as st
 from replication_helpers import create_topic, partition_state, wait_for
 
 from broker.fetch_sessions import FetchSessionCache, SessionError
+from broker.read_results import FetchPartitionData
 from client.fetch_session import FetchSessionHandler
 from protocol.api import decode_request, encode_request
 from protocol.errors import ErrorCode
 
 
 def entry(index, hw, records=b"", error=0):
-    return {
-        "partition_index": index,
-        "error_code": error,
-        "high_watermark": hw,
-        "log_start_offset": 0,
-        "records": records,
-    }
+    return FetchPartitionData(index, error, high_watermark=hw, log_start_offset=0, records=records)
 
 
 def read_set(context):

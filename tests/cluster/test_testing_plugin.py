@@ -1,4 +1,4 @@
-"""minikafka.testing (issue 38): the README's example test file passes with confluent-kafka,
+"""minikafka.testing (issue 38): docs/testing.md's example test file passes with confluent-kafka,
 kafka-python, aiokafka and minikafka's client under a fresh pytest; nothing outlives the run, not
 even when pytest is killed; the context manager works outside pytest, secured too."""
 

@@ -1,4 +1,4 @@
-"""The README's Spark example for minikafka.testing runs under a fresh pytest (issue 38)."""
+"""docs/testing.md's Spark example for minikafka.testing runs under a fresh pytest (issue 38)."""
 
 from __future__ import annotations
 

@@ -91,13 +91,15 @@ def leader_and_isr(partitions, *, controller_epoch=1, leader_epoch=0, version=7,
 @contextlib.contextmanager
 def replica_manager(tmp_path, **config):
     """A replica manager of broker 1 (min.insync.replicas 2 unless given) over real logs in
-    `tmp_path`, with no ZooKeeper; the logs are shut down afterwards."""
+    `tmp_path`, with no ZooKeeper, its log manager and itself sharing one TopicConfigs as in a
+    broker; the logs are shut down afterwards."""
     props = {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(tmp_path), "min.insync.replicas": "2"}
     broker_config = build_config(props | {k.replace("_", "."): str(v) for k, v in config.items()})
-    manager = LogManager(broker_config.log_dirs, broker_config.log_config())
+    topic_configs = broker_config.topic_configs()
+    manager = LogManager(broker_config.log_dirs, broker_config.log_config(), topic_config=topic_configs.log_config)
     manager.startup()
     try:
-        yield ReplicaManager(broker_config, manager, MetadataCache(), broker_config.topic_configs())
+        yield ReplicaManager(broker_config, manager, MetadataCache(), topic_configs)
     finally:
         manager.shutdown()
 

@@ -145,14 +145,34 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> No
         time.sleep(0.5)
 
 
+def _led_with_full_isr(view: dict[int, tuple[int, list[int]]]) -> bool:
+    """Every partition in `partitions`' answer has a leader and all 3 replicas in its ISR."""
+    return all(len(isr) == 3 and leader >= 0 for leader, isr in view.values())
+
+
 def wait_isr_full(cluster: ComposeCluster, topic: str, timeout_s: float = 90, client: dict | None = None) -> None:
     wait_until(
-        lambda: all(
-            len(isr) == 3 and leader >= 0 for leader, isr in partitions(cluster.bootstrap, topic, client).values()
-        ),
+        lambda: _led_with_full_isr(partitions(cluster.bootstrap, topic, client)),
         timeout_s,
         f"every partition of {topic} to have a leader and 3 replicas in its ISR",
     )
+
+
+def wait_brokers_agree(cluster: ComposeCluster, topic: str, timeout_s: float = 90) -> None:
+    """Until every broker, asked alone, names the same leader and a full ISR for each partition of
+    `topic`. After a partition heals, the cut-off old leader still answers as the leader it was
+    (its metadata and high watermark are stale, as a zombie Kafka leader's are) until the
+    controller's LeaderAndIsr reaches it; a read that must see everything acknowledged waits for
+    this first."""
+
+    def agree() -> bool:
+        views = [
+            {p: (leader, sorted(isr)) for p, (leader, isr) in partitions(f"{cluster.host}:{port}", topic).items()}
+            for port in cluster.ports
+        ]
+        return all(view == views[0] for view in views) and _led_with_full_isr(views[0])
+
+    wait_until(agree, timeout_s, f"every broker to name the same leader and a full ISR for each partition of {topic}")
 
 
 def replica_log_digest(cluster: ComposeCluster, service: str, topic: str, partition: int) -> str:

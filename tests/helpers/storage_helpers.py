@@ -54,3 +54,12 @@ def latest_by_key(log) -> dict[bytes, tuple[int, bytes | None]]:
                     out[r.key] = (r.offset, r.value)
         offset = info.next_offset
     return out
+
+
+def delete_old_segments(log, high_watermark: int, now_ms: int | None = None) -> int:
+    """Retention in one call, as the log manager runs it (`Log.detach_old_segments`, then each
+    detached segment's files deleted); how many segments were deleted."""
+    doomed = log.detach_old_segments(high_watermark, now_ms)
+    for segment in doomed:
+        segment.delete()
+    return len(doomed)

@@ -13,7 +13,6 @@ from coordinator.group import consumer_records as cr
 from coordinator.group.assignors import MemberSubscription, range_, uniform
 from coordinator.group.consumer_group import ConsumerGroup, MemberState, partitions_of
 from coordinator.group.consumer_heartbeat import (
-    INVALID_REGULAR_EXPRESSION,
     ConsumerGroupLimits,
     HeartbeatError,
     HeartbeatRequest,
@@ -101,15 +100,15 @@ def test_fencing_and_unknown_members():
     join(g, "a")
     with pytest.raises(HeartbeatError) as e:
         beat(g, HeartbeatRequest("g", "a", 7, owned={}))
-    assert e.value.error == ErrorCode.FENCED_MEMBER_EPOCH
+    assert e.value.error_code == ErrorCode.FENCED_MEMBER_EPOCH
     with pytest.raises(HeartbeatError) as e:
         beat(g, HeartbeatRequest("g", "zz", 1))
-    assert e.value.error == ErrorCode.UNKNOWN_MEMBER_ID
+    assert e.value.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     join(g, "b")
     join(g, "c")
     with pytest.raises(HeartbeatError) as e:
         join(g, "d")
-    assert e.value.error == ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert e.value.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
 
 
 @pytest.mark.parametrize(
@@ -132,26 +131,26 @@ def test_fencing_and_unknown_members():
         ),
         (
             HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_regex="t(", owned={}),
-            INVALID_REGULAR_EXPRESSION,
+            ErrorCode.INVALID_REGULAR_EXPRESSION,
         ),
         (
             HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_regex=r"(t)\1", owned={}),
-            INVALID_REGULAR_EXPRESSION,
+            ErrorCode.INVALID_REGULAR_EXPRESSION,
         ),
         (
             HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_regex=r"(?>t.*)", owned={}),
-            INVALID_REGULAR_EXPRESSION,
+            ErrorCode.INVALID_REGULAR_EXPRESSION,
         ),
         (
             HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1, subscribed_topic_regex=r"t(?=x)", owned={}),
-            INVALID_REGULAR_EXPRESSION,
+            ErrorCode.INVALID_REGULAR_EXPRESSION,
         ),
     ],
 )
 def test_invalid_requests_are_refused_with_kafkas_codes(req, error):
     with pytest.raises(HeartbeatError) as e:
         heartbeat(ConsumerGroup("g"), req, TOPICS, LIMITS, "new")
-    assert e.value.error == error
+    assert e.value.error_code == error
 
 
 def test_leave_bumps_the_epoch_and_the_rest_take_over():
@@ -177,7 +176,7 @@ def test_a_static_member_comes_back_to_its_partitions_without_a_rebalance():
     assert out.member_epoch == -2 and g.members["a"].assigned == before
     with pytest.raises(HeartbeatError) as e:  # b's instance is held by a live member
         join(g, "b2", instance_id="i-b")
-    assert e.value.error == ErrorCode.UNRELEASED_INSTANCE_ID
+    assert e.value.error_code == ErrorCode.UNRELEASED_INSTANCE_ID
     out = join(g, "a2", instance_id="i-a")
     assert out.assignment == before and out.member_epoch == epoch
     assert "a" not in g.members and g.group_epoch == epoch and g.static_members["i-a"] == "a2"

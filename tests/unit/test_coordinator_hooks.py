@@ -96,8 +96,8 @@ async def test_a_coordinator_append_returns_once_replicated(ctx, autojump_clock)
     min.insync.replicas)."""
     rm = ctx.replica_manager
     writer = CoordinatorPartitionLog(rm)
-    rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 0): (1, [1, 2], [1, 2])}), 7)
-    rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 1): (2, [2, 1], [2, 1])}), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 0): (1, [1, 2], [1, 2])}), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("__consumer_offsets", 1): (2, [2, 1], [2, 1])}), 7)
     fetch_request = follower_fetch("__consumer_offsets", 0, 2)
     result = {}
 

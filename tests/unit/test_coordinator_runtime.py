@@ -1,14 +1,17 @@
 """coordinator/runtime.py, what both coordinators stand on, over a real replica manager and logs
 in a temp dir (no process), on trio's autojump clock: ownership and its errors, a load
-overtaken by a resignation installs nothing, the reload policy on a new leader epoch, replay of
-what was appended through the one append path, and the one timer's periodic jobs."""
+overtaken by a resignation installs nothing, the reload policy on a new leader epoch, the one
+write path (an operation's records committed, then replayed; a failed or overtaken write leaves
+the state as last committed and raises the error Kafka's coordinators answer), and the one
+timer's periodic jobs."""
 
 import pytest
 import trio
-from broker_helpers import leader_and_isr, replica_manager
+import trio.testing
+from broker_helpers import follower_fetch, leader_and_isr, replica_manager
 
 from broker.coordinator_log import CoordinatorPartitionLog
-from coordinator.runtime import CoordinatorRuntime
+from coordinator.runtime import CoordinatorResult, CoordinatorRuntime, WriteFailed
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
@@ -52,12 +55,23 @@ def _runtime(rm, *, reload: bool) -> tuple[CoordinatorRuntime, Loads]:
     return loads.runtime, loads
 
 
-async def test_election_loads_what_was_appended_and_resignation_unloads(rm, autojump_clock):
-    rm.become_leader_or_follower(leader_and_isr({(TOPIC, 0): (1, [1], [1])}), 7)
+def _owned(runtime: CoordinatorRuntime, partition: int, epoch: int = 0) -> None:
+    """Own `partition` as a finished load would, without replaying it."""
+    assert runtime.finish_loading(partition, runtime.begin_loading(partition, epoch))
+
+
+async def test_election_loads_what_was_written_and_resignation_unloads(rm, autojump_clock):
+    await rm.become_leader_or_follower(leader_and_isr({(TOPIC, 0): (1, [1], [1])}), 7)
     runtime, loads = _runtime(rm, reload=False)
-    assert runtime.error_for(0) == ErrorCode.NOT_COORDINATOR
-    outcome = await runtime.append(0, rb.build_batch([(b"k", b"v1"), (b"k", b"v2")]), 1000)
-    assert outcome == (ErrorCode.NONE, 0, None)
+    with pytest.raises(WriteFailed) as failed:
+        await runtime.write(0, lambda: CoordinatorResult([(b"k", b"v0")], "done"))
+    assert failed.value.error_code == ErrorCode.NOT_COORDINATOR
+    _owned(runtime, 0)
+    replayed: list[int] = []
+    response = await runtime.write(0, lambda: CoordinatorResult([(b"k", b"v1"), (b"k", b"v2")], "ok", replayed.append))
+    assert response == "ok" and replayed == [0]  # the records' first offset, once committed
+    runtime.unload(0)
+    loads.unloaded.clear()
     async with trio.open_nursery() as nursery:
         await runtime.run(nursery)
         assert runtime.on_election((TOPIC, 0), 3) and not runtime.on_election(("other", 0), 3)
@@ -69,8 +83,73 @@ async def test_election_loads_what_was_appended_and_resignation_unloads(rm, auto
         assert runtime.error_for(0) == ErrorCode.NOT_COORDINATOR and loads.unloaded == [0]
 
 
+async def test_a_write_overtaken_by_a_reload_or_failed_replays_nothing(rm, autojump_clock):
+    """min.insync.replicas 2 over an ISR of 1: NOT_ENOUGH_REPLICAS, told COORDINATOR_NOT_AVAILABLE;
+    a follower that never fetches: the HW wait times out (COORDINATOR_NOT_AVAILABLE too); a
+    reload while the append waits: NOT_COORDINATOR. `replay` is never called for any of them."""
+    with replica_manager(rm.log_manager.log_dirs[0].parent / "min2") as strict:
+        await strict.become_leader_or_follower(leader_and_isr({(TOPIC, 0): (1, [1], [1, 2])}), 7)
+        runtime, _ = _runtime(strict, reload=True)
+        _owned(runtime, 0)
+        replayed: list[int] = []
+        with pytest.raises(WriteFailed) as failed:
+            await runtime.write(0, lambda: CoordinatorResult([(b"k", b"v")], "ok", replayed.append))
+        assert failed.value.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE and replayed == []
+
+    await rm.become_leader_or_follower(leader_and_isr({(TOPIC, 0): (1, [1, 2], [1, 2])}), 7)
+    runtime, _ = _runtime(rm, reload=True)
+    _owned(runtime, 0)
+    replayed = []
+    with pytest.raises(WriteFailed) as failed:
+        await runtime.write(0, lambda: CoordinatorResult([(b"k", b"v")], "ok", replayed.append))
+    assert failed.value.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE and replayed == []  # timed out
+    told = {}
+
+    async def overtaken() -> None:
+        with pytest.raises(WriteFailed) as failed:
+            await runtime.write(0, lambda: CoordinatorResult([(b"k", b"v")], "ok", replayed.append))
+        told["error"] = failed.value.error_code
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(overtaken)
+        await trio.sleep(0.1)
+        runtime.begin_loading(0, 1)  # a new leader epoch reloads the partition meanwhile
+        with pytest.raises(WriteFailed) as failed:
+            await runtime.write(0, lambda: CoordinatorResult([], "nothing to write"))
+        assert failed.value.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        await rm.fetch(follower_fetch(TOPIC, 0, 2))  # the follower covers both appends: committed
+    assert told == {"error": ErrorCode.NOT_COORDINATOR} and replayed == []
+
+
+async def test_writes_of_one_key_take_turns_and_see_each_other(rm, autojump_clock):
+    await rm.become_leader_or_follower(leader_and_isr({(TOPIC, 0): (1, [1], [1])}), 7)
+    runtime, _ = _runtime(rm, reload=False)
+    _owned(runtime, 0)
+    state = {"n": 0}
+    seen: list[int] = []
+
+    def bump() -> CoordinatorResult[int]:
+        seen.append(state["n"])  # the operation runs when the key's turn comes
+        return CoordinatorResult([(b"n", str(state["n"] + 1).encode())], state["n"] + 1, replay)
+
+    def replay(_: int) -> None:
+        state["n"] += 1
+
+    async def bump_in_turn() -> None:
+        async with runtime.one_at_a_time("g"):
+            await runtime.write(0, bump)
+
+    async with trio.open_nursery() as nursery:
+        async with runtime.one_at_a_time("g"):  # a heartbeat holding the group's turn
+            for _ in range(3):
+                nursery.start_soon(bump_in_turn)
+            await trio.testing.wait_all_tasks_blocked()
+            assert runtime.waiting("g") == 3 and seen == []
+    assert seen == [0, 1, 2] and state["n"] == 3 and runtime.waiting("g") == 0
+
+
 async def test_a_load_overtaken_by_a_resignation_installs_nothing(rm, autojump_clock):
-    rm.become_leader_or_follower(leader_and_isr({(TOPIC, 0): (1, [1], [1])}), 7)
+    await rm.become_leader_or_follower(leader_and_isr({(TOPIC, 0): (1, [1], [1])}), 7)
     runtime, loads = _runtime(rm, reload=False)
     loads.gate = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -84,7 +163,7 @@ async def test_a_load_overtaken_by_a_resignation_installs_nothing(rm, autojump_c
 
 
 async def test_a_new_leader_epoch_reloads_only_when_asked_to(rm, autojump_clock):
-    rm.become_leader_or_follower(leader_and_isr({(TOPIC, 0): (1, [1], [1])}), 7)
+    await rm.become_leader_or_follower(leader_and_isr({(TOPIC, 0): (1, [1], [1])}), 7)
     for reload in (False, True):
         runtime, loads = _runtime(rm, reload=reload)
         async with trio.open_nursery() as nursery:
@@ -96,13 +175,14 @@ async def test_a_new_leader_epoch_reloads_only_when_asked_to(rm, autojump_clock)
             assert runtime.epoch_of(0) == 2 and loads.unloaded == ([0] if reload else [])
 
 
-async def test_appends_to_a_partition_led_elsewhere_are_mapped_for_the_coordinators_client(rm, autojump_clock):
-    rm.become_leader_or_follower(leader_and_isr({(TOPIC, 1): (2, [2, 1], [2, 1])}), 7)
+async def test_writes_to_a_partition_led_elsewhere_are_mapped_for_the_coordinators_client(rm, autojump_clock):
+    await rm.become_leader_or_follower(leader_and_isr({(TOPIC, 1): (2, [2, 1], [2, 1])}), 7)
     runtime, _ = _runtime(rm, reload=False)
-    assert (await runtime.append(1, rb.build_batch([(b"k", b"v")]), 1000)).error == ErrorCode.NOT_COORDINATOR
-    assert (await runtime.append(5, rb.build_batch([(b"k", b"v")]), 1000)).error == (
-        ErrorCode.COORDINATOR_NOT_AVAILABLE  # UNKNOWN_TOPIC_OR_PARTITION
-    )
+    for partition, told in ((1, ErrorCode.NOT_COORDINATOR), (5, ErrorCode.COORDINATOR_NOT_AVAILABLE)):
+        _owned(runtime, partition)  # 1: NOT_LEADER_OR_FOLLOWER; 5: UNKNOWN_TOPIC_OR_PARTITION
+        with pytest.raises(WriteFailed) as failed:
+            await runtime.write(partition, lambda: CoordinatorResult([(b"k", b"v")], "ok"))
+        assert failed.value.error_code == told
 
 
 async def test_the_one_timer_runs_each_job_at_its_interval_never_twice_at_once(rm, autojump_clock):

@@ -1,4 +1,4 @@
-"""The packages depend downwards only (README "Layout"): no package-level import cycle, and in
+"""The packages depend downwards only (docs/layout.md): no package-level import cycle, and in
 particular nothing below `broker/` imports it. Read from the source with `ast`, so the test sees
 imports inside functions too."""
 
@@ -81,11 +81,12 @@ def _module_name(path: pathlib.Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _runtime_imports(tree: ast.Module) -> set[str]:
-    """Modules a module imports when it runs (inside functions too; not under TYPE_CHECKING)."""
+def _runtime_imports(tree: ast.Module, *, type_checking: bool = False) -> set[str]:
+    """Modules a module imports when it runs (inside functions too), and with `type_checking`
+    those it imports for its annotations only (under TYPE_CHECKING)."""
     skipped = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not type_checking and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skipped |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     names = set()
     for node in ast.walk(tree):
@@ -101,9 +102,14 @@ def _runtime_imports(tree: ast.Module) -> set[str]:
 
 def test_no_module_imports_itself_through_others():
     """No import loop between modules (issue 35: chaos/runner.py and chaos/transactions.py,
-    broker/handlers and its ApiVersions handler had one): the module graph is acyclic."""
+    broker/handlers and its ApiVersions handler had one; issue 45: authz -> context ->
+    control_plane -> authz and storage/log <-> producer_state_loader, through annotations): the
+    module graph is acyclic, annotation-only (TYPE_CHECKING) imports included."""
     trees = {_module_name(path): tree for path, tree in _sources()}
-    graph = {name: {m for m in _runtime_imports(tree) if m in trees and m != name} for name, tree in trees.items()}
+    graph = {
+        name: {m for m in _runtime_imports(tree, type_checking=True) if m in trees and m != name}
+        for name, tree in trees.items()
+    }
     loops = []
     state: dict[str, int] = {}  # 1 on the current path, 2 done
 
@@ -218,3 +224,225 @@ def test_one_error_convention():
                 ):
                     outside.add(f"{value.__module__}.{value.__qualname__}")
     assert outside == set()
+
+
+#: one home per idea (issue 45): these names are declared in one module only
+ONE_HOME = {"TopicPartition": "protocol/topic_partition.py", "TopicIdPartition": "protocol/topic_partition.py"}
+
+
+def test_each_shared_alias_is_declared_once():
+    """`TopicPartition` (and `TopicIdPartition`) are declared in protocol/topic_partition.py and
+    imported everywhere else; a module that spells the alias again (`TopicPartition = ...`,
+    `TopicPartition: TypeAlias = ...`,
+    `class TopicPartition`) is named here."""
+    found = []
+    for path, tree in _sources():
+        where = str(path.relative_to(ROOT))
+        for node in ast.walk(tree):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if isinstance(node, ast.ClassDef):
+                names.append(node.name)
+            found += [f"{where}:{node.lineno} {n}" for n in names if n in ONE_HOME and ONE_HOME[n] != where]
+    assert found == []
+
+
+def test_coordinators_write_only_through_the_runtime():
+    """Issue 45: coordinator/ appends only through `CoordinatorRuntime.write` (the operation's
+    records committed, then replayed). Outside coordinator/runtime.py no coordinator module
+    calls `append` on a runtime, a manager or a partition log, nor defines an `append` of its own."""
+    found = []
+    for path in (ROOT / "coordinator").rglob("*.py"):
+        where = str(path.relative_to(ROOT))
+        if where == "coordinator/runtime.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "append":
+                found.append(f"{where}:{node.lineno} defines append")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "append"
+                and ast.unparse(node.func.value).endswith(("runtime", "manager", "partition_log"))
+            ):
+                found.append(f"{where}:{node.lineno} {ast.unparse(node.func)}")
+    assert found == []
+
+
+def test_a_groups_state_changes_only_through_its_transition_function():
+    """Issue 45: in coordinator/group/, `state` is assigned only by `GroupMetadata.transition_to`
+    (which checks Kafka's allowed transitions, VALID_PREVIOUS) and `replace_classic` (the group
+    a conversion builds takes over); a new group names its first state when it is built."""
+    allowed = {
+        ("coordinator/group/group_metadata.py", "transition_to"),
+        ("coordinator/group/group_metadata.py", "replace_classic"),
+    }
+    found = []
+    for path in (ROOT / "coordinator" / "group").rglob("*.py"):
+        where = str(path.relative_to(ROOT))
+        tree = ast.parse(path.read_text())
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) or (where, function.name) in allowed:
+                continue
+            for node in ast.walk(function):
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else [node.target]
+                    if isinstance(node, ast.AugAssign | ast.AnnAssign)
+                    else []
+                )
+                flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+                found += [
+                    f"{where}:{node.lineno} {ast.unparse(t)}"
+                    for t in flat
+                    if isinstance(t, ast.Attribute) and t.attr == "state"
+                ]
+    assert found == []
+
+
+def test_exceptions_named_for_a_kafka_error_are_kafka_errors_and_each_is_used():
+    """Issue 45: an exception class named after a Kafka error (ProducerFenced for
+    PRODUCER_FENCED, SaslAuthenticationFailed, IllegalSaslState, ...) is a `KafkaError` carrying
+    that code, and no `KafkaError` class is dead: each is named somewhere besides its own class
+    statement (raised, caught, or the base of another)."""
+    import importlib
+
+    from protocol.errors import ErrorCode, KafkaError
+
+    camel = {"".join(w.capitalize() for w in e.name.split("_")): e for e in ErrorCode}
+    wrong, declared = [], {}
+    for package in ("protocol", "storage", "broker", "controller", "coordinator", "security", "client", "zk"):
+        for path in (ROOT / package).rglob("*.py"):
+            module = importlib.import_module(_module_name(path))
+            for name, value in vars(module).items():
+                if (
+                    not (isinstance(value, type) and issubclass(value, BaseException))
+                    or value.__module__ != module.__name__
+                ):
+                    continue
+                if issubclass(value, KafkaError):
+                    declared[name] = str(path.relative_to(ROOT))
+                code = camel.get(name)
+                if code is not None and not (issubclass(value, KafkaError) and value.error_code == code):
+                    wrong.append(f"{value.__module__}.{name} is not a KafkaError with {code.name}")
+    assert wrong == []
+    uses: dict[str, int] = dict.fromkeys(declared, 0)
+    for _path, tree in _sources():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name | ast.Attribute):
+                name = node.id if isinstance(node, ast.Name) else node.attr
+                if name in uses:
+                    uses[name] += 1
+    assert sorted(f"{declared[n]} {n}" for n, count in uses.items() if count == 0) == []
+
+
+def test_no_polling_where_an_event_can_be_awaited():
+    """Issue 45: the broker's packages wait for a condition by awaiting what changes it (the
+    metadata cache's `wait_until`, the controller's `wait_settled`, an Event), never with a loop
+    whose whole body is a sleep (`while not done: await trio.sleep(0.01)`). Periodic timers,
+    whose loops do work after the sleep, are not polling."""
+    found = []
+    for package in (
+        "protocol",
+        "zk",
+        "storage",
+        "controller",
+        "coordinator",
+        "security",
+        "metrics",
+        "console",
+        "broker",
+    ):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (
+                    isinstance(node, ast.While)
+                    and len(node.body) == 1
+                    and isinstance(node.body[0], ast.Expr)
+                    and isinstance(node.body[0].value, ast.Await)
+                    and "sleep" in ast.unparse(node.body[0].value)
+                ):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} while {ast.unparse(node.test)}")
+    assert found == []
+
+
+def test_the_coordinators_compose_their_parts():
+    """Issue 45: no coordinator class is built from mixins: a class of coordinator/ inherits from
+    no class of coordinator/ (exceptions and enums aside), and no coordinator module declares
+    method stubs for a host class (`raise NotImplementedError`, functions under TYPE_CHECKING)."""
+    import enum
+    import importlib
+
+    found = []
+    for path in (ROOT / "coordinator").rglob("*.py"):
+        module = importlib.import_module(_module_name(path))
+        for value in vars(module).values():
+            if not isinstance(value, type) or value.__module__ != module.__name__:
+                continue
+            for base in value.__mro__[1:]:
+                if base.__module__.startswith("coordinator.") and not issubclass(base, BaseException | enum.Enum):
+                    found.append(f"{value.__module__}.{value.__name__} inherits {base.__name__}")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and node.exc is not None and "NotImplementedError" in ast.unparse(node.exc):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} raise NotImplementedError")
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                if any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) for s in node.body for n in ast.walk(s)):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} method stubs under TYPE_CHECKING")
+    assert found == []
+
+
+#: every package that runs in production (tests/ excluded): where a public method must be used
+PRODUCTION = sorted(set(ALLOWED) | {"chaos", "bench", "spark_connector", "tools"})
+
+
+def test_no_public_method_serves_only_the_tests():
+    """Issue 45 (`become_leader_or_follower` ran only in tests while the broker ran another
+    path): every public method of a class in broker/, coordinator/, storage/ and controller/ is
+    named somewhere in the project's own code besides its definition. trio Instrument hooks,
+    which trio calls, are exempt."""
+    named: set[str] = set()
+    methods = []
+    for package in PRODUCTION:
+        for path in (ROOT / package).rglob("*.py"):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute):
+                    named.add(node.attr)
+                elif isinstance(node, ast.Name):
+                    named.add(node.id)
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    named.add(node.value)  # getattr(x, "name"), metrics reading attributes
+                elif (
+                    package in ("broker", "coordinator", "storage", "controller")
+                    and isinstance(node, ast.ClassDef)
+                    and "Instrument" not in ast.unparse(node).split(":", 1)[0]
+                ):
+                    methods += [
+                        (f"{path.relative_to(ROOT)}:{f.lineno}", f.name)
+                        for f in node.body
+                        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and not f.name.startswith("_")
+                    ]
+    assert [f"{where} {name}" for where, name in methods if name not in named] == []
+
+
+def test_the_append_origin_reaches_the_log():
+    """Issue 45: the origin of an append (Kafka's AppendOrigin, storage/append_origin.py) is
+    passed down to the partition and the log, which validate by it, instead of becoming two
+    booleans on the way."""
+    import inspect
+
+    from broker.partition import Partition
+    from storage.append_origin import AppendOrigin
+    from storage.log import Log
+
+    for method in (Log.append_as_leader, Partition.append_records_as_leader):
+        parameters = inspect.signature(method).parameters
+        assert "origin" in parameters and parameters["origin"].default is AppendOrigin.CLIENT
+        assert not {"validate_records", "markers"} & set(parameters)

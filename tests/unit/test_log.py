@@ -1,7 +1,7 @@
 """Log behaviour: offsets, epochs, reads, rolls, truncation, retention, flush (Kafka's rules)."""
 
 import pytest
-from storage_helpers import batch, read_all, values
+from storage_helpers import batch, delete_old_segments, read_all, values
 
 from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch, UnsupportedMagic
@@ -137,8 +137,8 @@ def test_retention_by_bytes_time_and_high_watermark_never_the_active_segment(tmp
     for i in range(12):
         lg.append_as_leader(batch(2, size=60, ts=1000 * i, tag=i), leader_epoch=i // 4)
     n = len(lg.segments)
-    assert lg.delete_old_segments(high_watermark=0) == 0  # nothing wholly below HW 0
-    deleted = lg.delete_old_segments(high_watermark=lg.log_end_offset)
+    assert delete_old_segments(lg, high_watermark=0) == 0  # nothing wholly below HW 0
+    deleted = delete_old_segments(lg, high_watermark=lg.log_end_offset)
     assert deleted > 0 and len(lg.segments) == n - deleted
     assert lg.size - lg.active_segment.size <= 1000 + 400
     assert lg.log_start_offset == lg.segments[0].base_offset
@@ -149,7 +149,7 @@ def test_retention_by_bytes_time_and_high_watermark_never_the_active_segment(tmp
     by_time = Log.create(tmp_path / "s-0", LogConfig(segment_bytes=400, retention_ms=5000))
     for i in range(10):
         by_time.append_as_leader(batch(2, size=60, ts=1000 * i), leader_epoch=0)
-    by_time.delete_old_segments(by_time.log_end_offset, now_ms=100_000)  # everything expired
+    delete_old_segments(by_time, by_time.log_end_offset, now_ms=100_000)  # everything expired
     assert len(by_time.segments) == 1 and by_time.log_start_offset == by_time.active_segment.base_offset
 
 

@@ -5,9 +5,10 @@ import os
 import time
 
 import pytest
-from storage_helpers import keyed_batch, latest_by_key, read_all
+from storage_helpers import delete_old_segments, keyed_batch, latest_by_key, read_all
 
 from protocol import record_batch as rb
+from storage.append_origin import AppendOrigin
 from storage.cleaner.cleaner import CleanTask, SegmentInfo, clean, group_segments
 from storage.cleaner.offset_map import OffsetMap, capacity_for
 from storage.config import LogConfig
@@ -157,7 +158,7 @@ def test_the_last_batch_of_an_idempotent_producer_stays_empty(tmp_path):
 def test_keyless_records_are_dropped_by_the_cleaner(tmp_path):
     log = Log.create(tmp_path / "t-0", CONFIG)
     # written before the topic became compacted (the append skips the client checks, as then)
-    log.append_as_leader(keyed_batch([(None, b"x"), (b"a", b"1")]), leader_epoch=0, validate_records=False)
+    log.append_as_leader(keyed_batch([(None, b"x"), (b"a", b"1")]), leader_epoch=0, origin=AppendOrigin.COORDINATOR)
     log.roll()
     run_cleaning(log, task_for(log))
     assert [v for _, v in read_all(log)] == [b"1"]
@@ -286,7 +287,7 @@ def test_compact_delete_also_applies_retention_and_compact_alone_does_not(tmp_pa
             log.append_as_leader(keyed_batch([(b"k%d" % k, b"v") for k in range(10)], ts=1_000_000), leader_epoch=0)
         log.roll()
         now = 1_000_000 + 5000  # every record is older than retention.ms
-        assert bool(log.delete_old_segments(log.log_end_offset, now_ms=now)) == expect_deleted
+        assert bool(delete_old_segments(log, log.log_end_offset, now_ms=now)) == expect_deleted
 
 
 def test_the_throttle_holds_a_cleaning_to_its_rate(tmp_path):
@@ -312,9 +313,9 @@ def test_aborted_transactions_neither_shadow_keys_nor_survive(tmp_path):
     log = Log.create(tmp_path / "t-0", CONFIG)
     log.append_as_leader(keyed_batch([(b"a", b"committed-a"), (b"b", b"committed-b")]), leader_epoch=0)
     log.append_as_leader(txn(9, [(b"a", b"aborted-a"), (b"c", b"aborted-c")]), leader_epoch=0)
-    log.append_as_leader(marker_batch(9, 0, 0, commit=False), leader_epoch=0, markers=True)
+    log.append_as_leader(marker_batch(9, 0, 0, commit=False), leader_epoch=0, origin=AppendOrigin.COORDINATOR)
     log.append_as_leader(txn(8, [(b"b", b"txn-b")]), leader_epoch=0)
-    log.append_as_leader(marker_batch(8, 0, 0, commit=True), leader_epoch=0, markers=True)
+    log.append_as_leader(marker_batch(8, 0, 0, commit=True), leader_epoch=0, origin=AppendOrigin.COORDINATOR)
     log.roll()
     run_cleaning(log, task_for(log))
     data = [info.records for info in [log.read(0, 1 << 30)]][0]

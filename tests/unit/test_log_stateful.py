@@ -13,7 +13,7 @@ import tempfile
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
-from storage_helpers import read_all, values
+from storage_helpers import delete_old_segments, read_all, values
 
 from protocol import record_batch as rb
 from storage.config import LogConfig
@@ -130,7 +130,7 @@ class LogMachine(RuleBasedStateMachine):
     def retention(self, retention, data):
         hw = data.draw(st.integers(self.start, self.leo))
         self.log.config = dataclasses.replace(CONFIG, retention_bytes=retention)
-        self.log.delete_old_segments(hw)
+        delete_old_segments(self.log, hw)
         self.log.config = CONFIG
         new_start = self.log.log_start_offset
         assert self.start <= new_start <= max(hw, self.start)

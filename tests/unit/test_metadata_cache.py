@@ -100,3 +100,42 @@ def test_update_v5_and_v8():
         )
     )
     assert "t" not in cache.partitions
+
+
+def _topic(name, topic_id, leader=1):
+    return {
+        "topic_name": name,
+        "topic_id": topic_id,
+        "partition_states": [
+            {
+                "partition_index": 0,
+                "controller_epoch": 1,
+                "leader": leader,
+                "leader_epoch": 0,
+                "isr": [1],
+                "replicas": [1],
+            }
+        ],
+    }
+
+
+def test_a_topic_is_found_by_its_id_and_a_recreated_one_by_its_new_id():
+    import uuid
+
+    first, second = uuid.UUID(int=1), uuid.UUID(int=2)
+    cache = MetadataCache()
+    live = [{"id": 1, "endpoints": [{"host": "a", "port": 1, "listener": "PLAINTEXT", "security_protocol": 0}]}]
+
+    def update(*topics):
+        cache.update(
+            decoded(
+                6, 8, {"controller_id": 1, "controller_epoch": 1, "live_brokers": live, "topic_states": list(topics)}
+            )
+        )
+
+    update(_topic("t", first))
+    assert cache.topic_name(first) == "t" and cache.topic_name(second) is None
+    update(_topic("t", first, leader=-2))  # deleted (leader -2 during deletion)
+    assert cache.topic_name(first) is None
+    update(_topic("t", second))  # created again under the same name: a new id
+    assert cache.topic_name(second) == "t" and cache.topic_name(first) is None

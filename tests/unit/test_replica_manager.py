@@ -6,10 +6,11 @@ import trio
 import trio.testing
 from broker_helpers import decoded, follower_fetch, leader_and_isr, replica_manager, session_fetch
 
-from broker.append import AppendOrigin
 from broker.handlers.controller_requests import leader_and_isr_response
+from broker.handlers.list_offsets import partition_body as list_offsets_partition
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
+from storage.append_origin import AppendOrigin
 
 
 @pytest.fixture
@@ -40,33 +41,35 @@ def response(result, version=7):
     return leader_and_isr_response(version, result.error, result.partitions)
 
 
-def test_leader_and_isr_epochs(rm):
-    r = rm.become_leader_or_follower(
+async def test_leader_and_isr_epochs(rm):
+    r = await rm.become_leader_or_follower(
         leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (2, [2, 1], [2, 1]), ("t", 2): (2, [2], [2])}), 7
     )
     assert sorted(errors(response(r)).values()) == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert rm.partitions[("t", 0)].is_leader and not rm.partitions[("t", 1)].is_leader
     # the same leader epoch again is stale, per partition
-    r = rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
+    r = await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
     assert list(errors(response(r)).values()) == [ErrorCode.STALE_CONTROLLER_EPOCH]
     # a newer controller epoch moves the bar; an older one is refused whole
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=1), 7)
-    r = rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=4, leader_epoch=9), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=1), 7)
+    r = await rm.become_leader_or_follower(
+        leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=4, leader_epoch=9), 7
+    )
     assert r.error == ErrorCode.STALE_CONTROLLER_EPOCH and rm.partitions[("t", 0)].leader_epoch == 1
     # v2-4 answer with partition_errors
-    r = rm.become_leader_or_follower(
+    r = await rm.become_leader_or_follower(
         leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=2, version=2), 2
     )
     assert response(r, 2)["partition_errors"] == [{"topic_name": "t", "partition_index": 0, "error_code": 0}]
     rm.broker_epoch = 100
-    r = rm.become_leader_or_follower(
+    r = await rm.become_leader_or_follower(
         leader_and_isr({("t", 0): (1, [1], [1])}, controller_epoch=5, leader_epoch=3, broker_epoch=99), 7
     )
     assert r.error == ErrorCode.STALE_BROKER_EPOCH
 
 
 async def test_acks_all_waits_for_the_isr_then_times_out_or_succeeds(rm, autojump_clock):
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2])}), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2])}), 7)
     partition = rm.partitions[("t", 0)]
     # nobody fetches: REQUEST_TIMED_OUT after timeout_ms, though the leader appended
     start = trio.current_time()
@@ -89,7 +92,7 @@ async def test_acks_all_waits_for_the_isr_then_times_out_or_succeeds(rm, autojum
     assert partition.high_watermark == 3
     # acks=1 does not wait; an ISR below min.insync.replicas refuses acks=-1 up front
     assert (await append(rm, produce("t", 0, [b"d"]), 1, 1000))[("t", 0)].error == ErrorCode.NONE
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1, 2])}, leader_epoch=1), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1, 2])}, leader_epoch=1), 7)
     r = await append(rm, produce("t", 0, [b"e"]), -1, 1000)
     assert r[("t", 0)].error == ErrorCode.NOT_ENOUGH_REPLICAS
 
@@ -100,7 +103,9 @@ async def test_delayed_produce_completes_without_a_task_when_every_partition_is_
     one that covers the second does; one whose follower never fetches times out on the timer."""
     from broker.delayed import DelayedResponse
 
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (1, [1, 2], [1, 2])}), 7)
+    await rm.become_leader_or_follower(
+        leader_and_isr({("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (1, [1, 2], [1, 2])}), 7
+    )
     async with trio.open_nursery() as nursery:
         await nursery.start(rm.delayed_timer.run)
         entries = produce("t", 0, [b"a"]) | produce("t", 1, [b"b", b"c"])
@@ -126,7 +131,7 @@ async def test_delayed_produce_completes_without_a_task_when_every_partition_is_
 
 
 async def test_consumer_fetch_reads_to_the_hw_and_long_polls(rm, autojump_clock):
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
     await append(rm, produce("t", 0, [b"a", b"b"]), 1, 1000)
 
     def fetch(offset, max_wait_ms=0, min_bytes=1):
@@ -149,26 +154,26 @@ async def test_consumer_fetch_reads_to_the_hw_and_long_polls(rm, autojump_clock)
             )
         )
 
-    r = (await fetch(0))["responses"][0]["partitions"][0]
-    assert [x.value for x in rb.decode_records(r["records"])] == [b"a", b"b"] and r["high_watermark"] == 2
+    r = (await fetch(0)).topics[0][1][0]
+    assert [x.value for x in rb.decode_records(r.records)] == [b"a", b"b"] and r.high_watermark == 2
     start = trio.current_time()
-    r = (await fetch(2, max_wait_ms=700))["responses"][0]["partitions"][0]
-    assert r["records"] == b"" and trio.current_time() - start == pytest.approx(0.7)
+    r = (await fetch(2, max_wait_ms=700)).topics[0][1][0]
+    assert r.records == b"" and trio.current_time() - start == pytest.approx(0.7)
     async with trio.open_nursery() as nursery:
         got = []
 
         async def poll():
-            got.append((await fetch(2, max_wait_ms=10_000))["responses"][0]["partitions"][0])
+            got.append((await fetch(2, max_wait_ms=10_000)).topics[0][1][0])
 
         nursery.start_soon(poll)
         await trio.sleep(1)
         await append(rm, produce("t", 0, [b"c"]), 1, 1000)
-    assert [x.value for x in rb.decode_records(got[0]["records"])] == [b"c"]
+    assert [x.value for x in rb.decode_records(got[0].records)] == [b"c"]
     assert trio.current_time() - start == pytest.approx(1.7)
 
 
-def test_list_offsets(rm):
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
+async def test_list_offsets(rm):
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
     log = rm.partitions[("t", 0)].log
     for _i, ts in enumerate([1000, 5000, 3000]):
         log.append_as_leader(rb.build_batch([(None, b"x", [], ts)]), 0)
@@ -185,17 +190,19 @@ def test_list_offsets(rm):
                 ],
             },
         )
-        return rm.list_offsets(body, version)[0]["partitions"][0]
+        return rm.list_offsets(body, version)[0][1][0]
 
-    assert (lookup(-2)["offset"], lookup(-1)["offset"], lookup(-1)["leader_epoch"]) == (0, 3, 0)
-    assert (lookup(-3)["offset"], lookup(-3)["timestamp"]) == (1, 5000)
-    assert (lookup(2000)["offset"], lookup(2000)["timestamp"]) == (1, 5000)
-    assert lookup(9999)["offset"] == -1
-    assert lookup(-1, version=1)["leader_epoch"] == -1  # v1-3 have no leader epoch: left at its default
+    assert (lookup(-2).offset, lookup(-1).offset, lookup(-1).leader_epoch) == (0, 3, 0)
+    assert (lookup(-3).offset, lookup(-3).timestamp) == (1, 5000)
+    assert (lookup(2000).offset, lookup(2000).timestamp) == (1, 5000)
+    assert lookup(9999).offset == -1
+    # the handler builds each version: v1-3 have no leader epoch, left at its default
+    assert list_offsets_partition(lookup(-1, version=1), 1)["leader_epoch"] == -1
+    assert list_offsets_partition(lookup(-1), 4)["leader_epoch"] == 0
 
 
-def test_stop_replica_with_and_without_delete(rm):
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (1, [1], [1])}), 7)
+async def test_stop_replica_with_and_without_delete(rm):
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (1, [1], [1])}), 7)
     body = decoded(
         5,
         4,
@@ -221,7 +228,7 @@ def test_stop_replica_with_and_without_delete(rm):
 
 
 async def test_fetch_byte_limits(rm):
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (1, [1], [1])}), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1]), ("t", 1): (1, [1], [1])}), 7)
     for index in (0, 1):
         for _i in range(5):
             await append(rm, produce("t", index, [b"x" * 1000]), 1, 1000)
@@ -247,8 +254,8 @@ async def test_fetch_byte_limits(rm):
                 ],
             },
         )
-        parts = (await rm.fetch(body))["responses"][0]["partitions"]
-        return [len(p["records"]) // size for p in parts]
+        parts = (await rm.fetch(body)).topics[0][1]
+        return [len(p.records) // size for p in parts]
 
     assert await fetch(1 << 20, 2 * size) == [2, 2]  # partition_max_bytes per partition
     assert await fetch(3 * size, 1 << 20) == [3, 0]  # max_bytes for the whole response
@@ -257,10 +264,10 @@ async def test_fetch_byte_limits(rm):
 
 async def test_a_new_leader_behind_on_its_hw_answers_offset_not_available(rm):
     # this replica followed with a stale HW, then leads with followers that have not fetched yet
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (2, [2, 1], [2, 1])}), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (2, [2, 1], [2, 1])}), 7)
     partition = rm.partitions[("t", 0)]
     partition.log.append_as_follower(rb.build_batch([(None, b"a"), (None, b"b")], partition_leader_epoch=0))
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2])}, leader_epoch=1), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2])}, leader_epoch=1), 7)
     assert partition.high_watermark == 0 and partition.epoch_start_offset == 2
     fetch = decoded(
         1,
@@ -275,12 +282,12 @@ async def test_a_new_leader_behind_on_its_hw_answers_offset_not_available(rm):
             ],
         },
     )
-    r = (await rm.fetch(fetch))["responses"][0]["partitions"][0]
-    assert r["error_code"] == ErrorCode.OFFSET_NOT_AVAILABLE and r["high_watermark"] == -1
+    r = (await rm.fetch(fetch)).topics[0][1][0]
+    assert r.error_code == ErrorCode.OFFSET_NOT_AVAILABLE and r.high_watermark == -1
     body = decoded(
         2, 7, {"replica_id": -1, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}
     )
-    assert rm.list_offsets(body, 7)[0]["partitions"][0]["error_code"] == ErrorCode.OFFSET_NOT_AVAILABLE
+    assert rm.list_offsets(body, 7)[0][1][0].error_code == ErrorCode.OFFSET_NOT_AVAILABLE
     # the follower fetches at the new leader's LEO: HW reaches the epoch start, consumers are served
     await rm.fetch(
         decoded(
@@ -302,12 +309,12 @@ async def test_a_new_leader_behind_on_its_hw_answers_offset_not_available(rm):
             },
         )
     )
-    r = (await rm.fetch(fetch))["responses"][0]["partitions"][0]
-    assert r["error_code"] == 0 and r["high_watermark"] == 2
+    r = (await rm.fetch(fetch)).topics[0][1][0]
+    assert r.error_code == 0 and r.high_watermark == 2
 
 
-def answered(response):
-    return {(t["topic"], p["partition_index"]): p for t in response["responses"] for p in t["partitions"]}
+def answered(result):
+    return {(topic, p.partition): p for topic, parts in result.topics for p in parts}
 
 
 async def test_a_caught_up_follower_keeps_its_isr_place_on_partitions_its_session_leaves_out(rm, monkeypatch):
@@ -315,28 +322,30 @@ async def test_a_caught_up_follower_keeps_its_isr_place_on_partitions_its_sessio
 
     clock = [1_000_000]
     monkeypatch.setattr(broker.partition, "now_ms", lambda: clock[0])
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (1, [1, 2], [1, 2])}), 7)
+    await rm.become_leader_or_follower(
+        leader_and_isr({("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (1, [1, 2], [1, 2])}), 7
+    )
     for index in (0, 1):
         await append(rm, produce("t", index, [b"a", b"b"]), 1, 1000)
     full = await rm.fetch(session_fetch(0, 0, [("t", 0, 0), ("t", 1, 0)]))
-    session = full["session_id"]
+    session = full.session_id
     assert session and set(answered(full)) == {("t", 0), ("t", 1)}
     caught_up = await rm.fetch(session_fetch(session, 1, [("t", 0, 2), ("t", 1, 2)]))  # the HW moves: answered
-    assert {tp: p["high_watermark"] for tp, p in answered(caught_up).items()} == {("t", 0): 2, ("t", 1): 2}
+    assert {tp: p.high_watermark for tp, p in answered(caught_up).items()} == {("t", 0): 2, ("t", 1): 2}
     clock[0] += 5_000
     quiet = await rm.fetch(session_fetch(session, 2))  # nothing new anywhere: an empty answer
-    assert quiet["error_code"] == ErrorCode.NONE and answered(quiet) == {}
+    assert quiet.error_code == ErrorCode.NONE and answered(quiet) == {}
     for index in (0, 1):  # yet the leader saw the follower caught up on both, now
         assert rm.partitions[("t", index)].remote[2].last_caught_up_ms == clock[0]
         assert rm.partitions[("t", index)].out_of_sync_replicas(1_000, now=clock[0] + 500) == []
     await append(rm, produce("t", 1, [b"c"]), 1, 1000)
     news = answered(await rm.fetch(session_fetch(session, 3)))
-    assert list(news) == [("t", 1)] and rb.decode_records(news[("t", 1)]["records"])[0].value == b"c"
+    assert list(news) == [("t", 1)] and rb.decode_records(news[("t", 1)].records)[0].value == b"c"
     # a fenced epoch is still an error on the quick path's partitions
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2])}, leader_epoch=1), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1, 2], [1, 2])}, leader_epoch=1), 7)
     body = session_fetch(session, 4, [("t", 0, 2)])
     body.topics[0].partitions[0]["current_leader_epoch"] = 0
-    assert answered(await rm.fetch(body))[("t", 0)]["error_code"] == ErrorCode.FENCED_LEADER_EPOCH
+    assert answered(await rm.fetch(body))[("t", 0)].error_code == ErrorCode.FENCED_LEADER_EPOCH
 
 
 def test_a_partition_the_cluster_has_elsewhere_answers_not_leader_or_follower(rm):
@@ -355,11 +364,11 @@ def test_a_partition_the_cluster_has_elsewhere_answers_not_leader_or_follower(rm
         rm.get_partition("moved", 1)
 
 
-def test_a_verified_append_carries_the_guard_taken_before_the_question(rm):
+async def test_a_verified_append_carries_the_guard_taken_before_the_question(rm):
     """KIP-890: the guard a Produce's verification started under is the one its append carries; a
     guard voided meanwhile (an abort marker, then another request's verification) fails the append
     with INVALID_TXN_STATE, though the producer has a current guard again."""
-    rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
+    await rm.become_leader_or_follower(leader_and_isr({("t", 0): (1, [1], [1])}), 7)
 
     def txn_entries(seq):
         batch = rb.build_batch([(b"k", b"v")], producer_id=7, producer_epoch=0, base_sequence=seq, transactional=True)

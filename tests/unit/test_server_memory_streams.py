@@ -10,8 +10,9 @@ import struct
 
 import trio
 import trio.testing
+from broker_helpers import component_config
 
-from broker.server import KafkaServer
+from broker.server import KafkaServer, SocketServerConfig
 from protocol.api import decode_response, encode_request
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -21,7 +22,9 @@ VERSION = 3  # ApiVersions v3: a flexible request and a v0 response header
 
 
 def _server(handlers, inline=None, **options) -> KafkaServer:
-    return KafkaServer([], handlers, object(), lambda: [], inline_handlers=inline or {}, **options)
+    """A server with the broker's default socket server keys, `options` (field names) on top."""
+    config = component_config(SocketServerConfig, **options)
+    return KafkaServer([], handlers, object(), lambda: [], config, inline_handlers=inline or {})
 
 
 def _api_versions_request(correlation_id: int) -> bytes:

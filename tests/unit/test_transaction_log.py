@@ -10,6 +10,7 @@ from storage_helpers import read_all
 
 from protocol import record_batch as rb
 from protocol.control_records import marker_batch, read_marker
+from storage.append_origin import AppendOrigin
 from storage.config import LogConfig
 from storage.log import Log
 from storage.log_loader import load_log
@@ -50,11 +51,11 @@ def test_lso_follows_the_oldest_open_transaction(tmp_path):
     log.append_as_leader(plain(b"b"), 0)  # 3
     assert log.last_stable_offset(high_watermark=4) == 1
     assert log.last_stable_offset(high_watermark=0) == 0  # never above the HW
-    log.append_as_leader(marker(1, commit=True), 0, markers=True)  # 4
+    log.append_as_leader(marker(1, commit=True), 0, origin=AppendOrigin.COORDINATOR)  # 4
     # the marker is not replicated yet (HW 4): producer 1's transaction still holds the LSO
     assert log.last_stable_offset(high_watermark=4) == 1
     assert log.last_stable_offset(high_watermark=5) == 2
-    log.append_as_leader(marker(2, commit=False), 0, markers=True)  # 5
+    log.append_as_leader(marker(2, commit=False), 0, origin=AppendOrigin.COORDINATOR)  # 5
     assert log.last_stable_offset(high_watermark=6) == 6
     assert log.collect_aborted_txns(0, 6) == [AbortedTxn(2, 2, 5, 6)]
     assert log.collect_aborted_txns(3, 6) == [AbortedTxn(2, 2, 5, 6)]  # still open at offset 3
@@ -65,7 +66,7 @@ def test_lso_follows_the_oldest_open_transaction(tmp_path):
 def test_txnindex_file_is_kafkas_format(tmp_path):
     log = new_log(tmp_path)
     log.append_as_leader(txn_batch(7, 0, b"x", b"y"), 0)  # 0-1
-    log.append_as_leader(marker(7, commit=False), 0, markers=True)  # 2
+    log.append_as_leader(marker(7, commit=False), 0, origin=AppendOrigin.COORDINATOR)  # 2
     data = (tmp_path / "t-0" / "00000000000000000000.txnindex").read_bytes()
     assert len(data) == ENTRY_SIZE
     assert struct.unpack(">hqqqq", data) == (0, 7, 0, 2, 3)
@@ -74,11 +75,11 @@ def test_txnindex_file_is_kafkas_format(tmp_path):
 def test_markers_are_fenced_by_producer_and_coordinator_epoch(tmp_path):
     log = new_log(tmp_path)
     log.append_as_leader(txn_batch(1, 0, b"x", epoch=3), 0)
-    log.append_as_leader(marker(1, commit=True, epoch=3, coordinator_epoch=5), 0, markers=True)
+    log.append_as_leader(marker(1, commit=True, epoch=3, coordinator_epoch=5), 0, origin=AppendOrigin.COORDINATOR)
     with pytest.raises(InvalidProducerEpoch):
-        log.append_as_leader(marker(1, commit=False, epoch=2, coordinator_epoch=5), 0, markers=True)
+        log.append_as_leader(marker(1, commit=False, epoch=2, coordinator_epoch=5), 0, origin=AppendOrigin.COORDINATOR)
     with pytest.raises(TransactionCoordinatorFenced):
-        log.append_as_leader(marker(1, commit=False, epoch=3, coordinator_epoch=4), 0, markers=True)
+        log.append_as_leader(marker(1, commit=False, epoch=3, coordinator_epoch=4), 0, origin=AppendOrigin.COORDINATOR)
     with pytest.raises(Exception, match="control"):
         log.append_as_leader(marker(1, commit=True, epoch=3, coordinator_epoch=5), 0)  # not from a client
     assert log.log_end_offset == 2
@@ -88,7 +89,7 @@ def test_followers_build_the_same_state(tmp_path):
     leader = new_log(tmp_path / "leader")
     leader.append_as_leader(txn_batch(1, 0, b"a"), 0)
     leader.append_as_leader(txn_batch(2, 0, b"b"), 0)
-    leader.append_as_leader(marker(1, commit=False), 0, markers=True)
+    leader.append_as_leader(marker(1, commit=False), 0, origin=AppendOrigin.COORDINATOR)
     follower = new_log(tmp_path / "follower")
     for segment in leader.segments:
         follower.append_as_follower(segment.pread(segment.size, 0))
@@ -99,14 +100,14 @@ def test_followers_build_the_same_state(tmp_path):
 def test_truncation_reopens_a_transaction_whose_marker_it_removed(tmp_path):
     log = new_log(tmp_path)
     log.append_as_leader(txn_batch(1, 0, b"a"), 0)  # 0
-    log.append_as_leader(marker(1, commit=False), 0, markers=True)  # 1
+    log.append_as_leader(marker(1, commit=False), 0, origin=AppendOrigin.COORDINATOR)  # 1
     log.append_as_leader(plain(b"b"), 0)  # 2
     assert log.last_stable_offset(3) == 3
     log.truncate_to(1)
     assert log.collect_aborted_txns(0, 10) == []
     assert not (tmp_path / "t-0" / "00000000000000000000.txnindex").exists()
     assert log.last_stable_offset(1) == 0  # open again: the LSO is its first offset (below the HW 1)
-    log.append_as_leader(marker(1, commit=True), 0, markers=True)
+    log.append_as_leader(marker(1, commit=True), 0, origin=AppendOrigin.COORDINATOR)
     assert log.last_stable_offset(2) == 2
 
 
@@ -118,7 +119,7 @@ def test_restart_keeps_open_transactions_and_the_index(tmp_path, clean):
         log.append_as_leader(plain(b"p" * 40), 0)
         log.append_as_leader(txn_batch(i, 0, b"t" * 40), 0)
         if i % 2:
-            log.append_as_leader(marker(i, commit=i % 4 == 1), 0, markers=True)
+            log.append_as_leader(marker(i, commit=i % 4 == 1), 0, origin=AppendOrigin.COORDINATOR)
     assert len(log.segments) > 2
     expected_aborted = log.collect_aborted_txns(0, log.log_end_offset)
     expected_lso = log.last_stable_offset(log.log_end_offset)
@@ -138,7 +139,7 @@ def test_a_damaged_txnindex_is_rebuilt(tmp_path):
     config = LogConfig(segment_bytes=300)
     log = Log.create(tmp_path / "t-0", config)
     log.append_as_leader(txn_batch(4, 0, b"t" * 100), 0)
-    log.append_as_leader(marker(4, commit=False), 0, markers=True)
+    log.append_as_leader(marker(4, commit=False), 0, origin=AppendOrigin.COORDINATOR)
     for _ in range(4):
         log.append_as_leader(plain(b"p" * 100), 0)
     log.close()
@@ -153,7 +154,7 @@ def test_cleaner_swap_carries_the_aborted_transactions(tmp_path):
     config = LogConfig(segment_bytes=250, cleanup_policy="compact")
     log = Log.create(tmp_path / "t-0", config)
     log.append_as_leader(txn_batch(4, 0, b"t" * 100), 0)
-    log.append_as_leader(marker(4, commit=False), 0, markers=True)
+    log.append_as_leader(marker(4, commit=False), 0, origin=AppendOrigin.COORDINATOR)
     for _ in range(4):
         log.append_as_leader(plain(b"p" * 100), 0)
     first = log.segments[0]

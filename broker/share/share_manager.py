@@ -1,0 +1,348 @@
+"""The partition leader's side of share groups (Kafka's `SharePartitionManager`, KIP-932): the
+share-partitions of every share group reading a partition this broker leads, the share
+sessions, and ShareFetch / ShareAcknowledge over them (typed results; the handlers in
+`broker/handlers/share_group.py` build the responses).
+
+- A share-partition starts where the group's `share.auto.offset.reset` says (latest, Kafka's
+  default: the high watermark when the group first reads the partition; earliest: the log start
+  offset). With `share.isolation.level=read_committed` it reads up to the last stable offset and
+  archives the records of aborted transactions; the lock duration is the group's
+  `share.record.lock.duration.ms`. Its state lives in this broker's
+  memory: a restart or a leader change starts it anew at the new leader (durable share state,
+  the share coordinator, is not built yet).
+- ShareFetch applies the request's acknowledgements first, then acquires for the member from
+  each partition of its session that this broker leads: records up to the high watermark, read
+  as whole batches from the first Available offset, at most `MaxRecords` over the request and
+  `group.share.partition.max.record.locks` in flight per partition. With nothing to hand out it
+  waits up to `MaxWaitMs` for new records (or a lock to run out).
+- A share-partition's state is dropped when this broker stops leading its partition (it is
+  not persisted yet).
+- Locks that ran out are released when their partition is next read (and by `expire_locks`, on
+  the manager's timer). A session that closes (epoch -1) or is replaced (epoch 0) releases
+  everything its member holds on its partitions.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import trio
+
+from broker.errors import error_code_for
+from broker.share.share_partition import AcquiredRange, Batch, SharePartition
+from broker.share.share_sessions import ShareSession, ShareSessionCache, ShareSessionError
+from coordinator.group.group_config import GroupConfigs
+from protocol import record_batch as rb
+from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicIdPartition, TopicPartition
+
+log = logging.getLogger(__name__)
+
+#: one partition's acknowledgements: (first offset, last offset, acknowledge types)
+Acks = list[tuple[int, int, list[int]]]
+LOCK_SWEEP_S = 0.1
+
+
+@dataclass
+class SharePartitionResult:
+    """One partition of a ShareFetch / ShareAcknowledge answer: the fetch's error, the
+    acknowledgements' error, the leader (-1 unknown) and, for a fetch, the records (whole
+    batches) and the ranges of them the member acquired."""
+
+    partition: int
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    acknowledge_error_code: int = ErrorCode.NONE
+    leader_id: int = -1
+    leader_epoch: int = -1
+    records: bytes = b""
+    acquired: list[AcquiredRange] = field(default_factory=list)
+
+
+@dataclass
+class ShareResult:
+    """A ShareFetch / ShareAcknowledge answer: the top-level error (a session's), the lock
+    duration (ms) and the partitions by topic id."""
+
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    lock_timeout_ms: int = 0
+    topics: dict[uuid.UUID, list[SharePartitionResult]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ShareConfig:
+    lock_duration_ms: int
+    delivery_limit: int
+    max_record_locks: int
+    max_sessions: int = 2000
+
+
+class SharePartitionManager:
+    def __init__(
+        self,
+        replica_manager,
+        metadata_cache,
+        config: ShareConfig,
+        now_ms: Callable[[], float],
+        group_configs: GroupConfigs,
+    ) -> None:
+        self.replica_manager = replica_manager
+        self.metadata_cache = metadata_cache
+        self.config = config
+        self.now_ms = now_ms
+        self.group_configs = group_configs
+        self.sessions = ShareSessionCache(config.max_sessions)
+        self.partitions: dict[tuple[str, TopicPartition], SharePartition] = {}
+
+    # ---- names and bounds -------------------------------------------------------------------------
+    def _share_partition(self, group_id: str, tp: TopicPartition) -> SharePartition:
+        key = (group_id, tp)
+        found = self.partitions.get(key)
+        if found is None:
+            hosted = self.replica_manager.get_partition(*tp)
+            earliest = self.group_configs.get(group_id, "share.auto.offset.reset") == "earliest"
+            found = self.partitions[key] = SharePartition(
+                hosted.log.log_start_offset if earliest else hosted.high_watermark,
+                lock_duration_ms=self.config.lock_duration_ms,
+                delivery_limit=self.config.delivery_limit,
+                max_in_flight=self.config.max_record_locks,
+            )
+            log.info("share group %s reads %s-%d from offset %d", group_id, *tp, found.start_offset)
+        return found
+
+    def _read_end(self, group_id: str, hosted) -> tuple[bool, int]:
+        """(read_committed, the offset the group may read up to): the last stable offset with
+        the group's `share.isolation.level=read_committed`, else the high watermark."""
+        committed = self.group_configs.get(group_id, "share.isolation.level") == "read_committed"
+        return committed, hosted.last_stable_offset if committed else hosted.high_watermark
+
+    def _leader(self, tp: TopicPartition) -> tuple[int, int]:
+        state = self.metadata_cache.get_partition(*tp)
+        return (state.leader, state.leader_epoch) if state is not None else (-1, -1)
+
+    # ---- acknowledgements --------------------------------------------------------------------------
+    def _acknowledge(self, group_id: str, member_id: str, tp: TopicPartition, acks: Acks) -> int:
+        try:
+            self.replica_manager.get_partition(*tp).require_leader()
+        except Exception as e:
+            return error_code_for(e)
+        sp = self.partitions.get((group_id, tp))
+        if sp is None:
+            return ErrorCode.INVALID_RECORD_STATE
+        sp.expire_locks(self.now_ms())
+        for first, last, types in acks:
+            error = sp.acknowledge(member_id, first, last, types)
+            if error != ErrorCode.NONE:
+                return error
+        return ErrorCode.NONE
+
+    def _release(self, session: ShareSession) -> None:
+        for topic_id, partition in session.partitions:
+            name = self.metadata_cache.topic_name(topic_id)
+            sp = self.partitions.get((session.group_id, (name, partition))) if name else None
+            if sp is not None:
+                released = sp.release_member(session.member_id)
+                if released:
+                    log.debug("member %s of %s released %d records", session.member_id, session.group_id, released)
+
+    # ---- ShareFetch ----------------------------------------------------------------------------------
+    async def share_fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        *,
+        max_wait_ms: int,
+        max_bytes: int,
+        max_records: int,
+        topics: dict[uuid.UUID, dict[int, Acks]],
+        forgotten: list[TopicIdPartition],
+        may_read: Callable[[str], bool],
+    ) -> ShareResult:
+        """ShareFetch (key 78) v1 for one member; `topics`: topic id -> partition -> the
+        acknowledgements carried for it."""
+        result = ShareResult(lock_timeout_ms=self.config.lock_duration_ms)
+        added = [(t, p) for t, parts in topics.items() for p in parts]
+        try:
+            step = self.sessions.fetch(group_id, member_id, epoch, added, forgotten)
+        except ShareSessionError as e:
+            return ShareResult(e.error_code, str(e))
+        if step.replaced is not None:
+            self._release(step.replaced)
+        answers: dict[TopicIdPartition, SharePartitionResult] = {}
+        for topic_id, parts in topics.items():
+            for partition, acks in parts.items():
+                answer = answers[(topic_id, partition)] = SharePartitionResult(partition)
+                name = self.metadata_cache.topic_name(topic_id)
+                if name is None:
+                    answer.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                elif not may_read(name):
+                    answer.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif acks:
+                    answer.acknowledge_error_code = self._acknowledge(group_id, member_id, (name, partition), acks)
+        if step.closing:
+            self._release(step.session)
+        else:
+            await self._acquire(
+                group_id, member_id, step.session, answers, max_wait_ms, max_bytes, max_records, may_read
+            )
+        for (topic_id, _), answer in sorted(answers.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            result.topics.setdefault(topic_id, []).append(answer)
+        return result
+
+    async def _acquire(
+        self,
+        group_id: str,
+        member_id: str,
+        session: ShareSession,
+        answers: dict[TopicIdPartition, SharePartitionResult],
+        max_wait_ms: int,
+        max_bytes: int,
+        max_records: int,
+        may_read: Callable[[str], bool],
+    ) -> None:
+        readable: list[tuple[TopicIdPartition, TopicPartition]] = []
+        for topic_id, partition in sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])):
+            name = self.metadata_cache.topic_name(topic_id)
+            if name is None or not may_read(name):
+                continue
+            readable.append(((topic_id, partition), (name, partition)))
+        got = self._acquire_once(group_id, member_id, readable, answers, max_bytes, max_records)
+        if got or max_wait_ms <= 0 or not readable:
+            return
+        keys = [tp for _, tp in readable]
+
+        def news() -> bool:
+            return any(self._has_news(group_id, tp) for tp in keys)
+
+        await self.replica_manager.watchers.wait_for(keys, news, max_wait_ms / 1000)
+        self._acquire_once(group_id, member_id, readable, answers, max_bytes, max_records)
+
+    def _has_news(self, group_id: str, tp: TopicPartition) -> bool:
+        sp = self.partitions.get((group_id, tp))
+        hosted = self.replica_manager.partitions.get(tp)
+        if sp is None or hosted is None:
+            return True
+        sp.expire_locks(self.now_ms())
+        return sp.acquirable() and sp.next_fetch_offset() < self._read_end(group_id, hosted)[1]
+
+    def _acquire_once(
+        self,
+        group_id: str,
+        member_id: str,
+        readable: list[tuple[TopicIdPartition, TopicPartition]],
+        answers: dict[TopicIdPartition, SharePartitionResult],
+        max_bytes: int,
+        max_records: int,
+    ) -> int:
+        """Acquire from each readable partition in turn; -> records acquired."""
+        total, budget = 0, max_bytes
+        for key, tp in readable:
+            answer = answers.get(key)
+            if answer is None:
+                answer = answers[key] = SharePartitionResult(key[1])
+            if total >= max_records or budget <= 0 or answer.acquired:
+                continue
+            try:
+                hosted = self.replica_manager.get_partition(*tp)
+                hosted.require_leader()
+                sp = self._share_partition(group_id, tp)
+                sp.lock_duration_ms = self.group_configs.get(group_id, "share.record.lock.duration.ms")
+                sp.expire_locks(self.now_ms())
+                committed, end = self._read_end(group_id, hosted)
+                start = sp.next_fetch_offset()
+                if start >= end or not sp.acquirable():
+                    continue
+                info = hosted.read(start, budget, committed_only=True, min_one_batch=True, read_committed=committed)
+                aborted = hosted.log.collect_aborted_txns(start, info.next_offset) if committed else []
+            except Exception as e:
+                answer.error_code = error_code_for(e)
+                answer.leader_id, answer.leader_epoch = self._leader(tp)
+                continue
+            batches = [(pos, h) for pos, h in rb.iter_batches(info.records)]
+            acquired = sp.acquire(member_id, _acquirable(batches, aborted), max_records - total, self.now_ms())
+            if not acquired:
+                continue
+            last = acquired[-1].last_offset
+            end = next((pos + h.size for pos, h in batches if h.last_offset >= last), len(info.records))
+            first = next((pos for pos, h in batches if h.last_offset >= acquired[0].first_offset), 0)
+            answer.records = bytes(info.records[first:end])
+            answer.acquired = acquired
+            total += sum(r.last_offset - r.first_offset + 1 for r in acquired)
+            budget -= len(answer.records)
+        return total
+
+    # ---- ShareAcknowledge ------------------------------------------------------------------------------
+    def share_acknowledge(
+        self, group_id: str, member_id: str, epoch: int, topics: dict[uuid.UUID, dict[int, Acks]], may_read
+    ) -> ShareResult:
+        """ShareAcknowledge (key 79) v1 for one member."""
+        try:
+            step = self.sessions.acknowledge(group_id, member_id, epoch)
+        except ShareSessionError as e:
+            return ShareResult(e.error_code, str(e))
+        result = ShareResult(lock_timeout_ms=self.config.lock_duration_ms)
+        for topic_id, parts in topics.items():
+            name = self.metadata_cache.topic_name(topic_id)
+            for partition, acks in sorted(parts.items()):
+                answer = SharePartitionResult(partition)
+                if name is None:
+                    answer.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                elif not may_read(name):
+                    answer.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                else:
+                    answer.error_code = self._acknowledge(group_id, member_id, (name, partition), acks)
+                    if answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                        answer.leader_id, answer.leader_epoch = self._leader((name, partition))
+                result.topics.setdefault(topic_id, []).append(answer)
+        if step.closing:
+            self._release(step.session)
+        return result
+
+    # ---- leadership (LeadershipListener) ---------------------------------------------------------------
+    def on_election(self, tp: TopicPartition, leader_epoch: int) -> None:
+        """This broker leads `tp` now: any share state it held from before is stale."""
+        self._forget(tp)
+
+    def on_resignation(self, tp: TopicPartition, leader_epoch: int | None) -> None:
+        """This broker no longer leads `tp` (a follower now, or the replica stopped: the topic
+        was deleted or moved): its share-partitions go, so a topic created again under the same
+        name, or a later leadership, starts anew."""
+        self._forget(tp)
+
+    def _forget(self, tp: TopicPartition) -> None:
+        for key in [k for k in self.partitions if k[1] == tp]:
+            del self.partitions[key]
+
+    # ---- the timer -----------------------------------------------------------------------------------
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Release records whose lock ran out, and wake the fetches waiting for them."""
+        task_status.started()
+        while True:
+            await trio.sleep(LOCK_SWEEP_S)
+            now = self.now_ms()
+            for (_, tp), sp in list(self.partitions.items()):
+                if sp.expire_locks(now):
+                    self.replica_manager.watchers.notify(tp)
+
+
+def _acquirable(batches, aborted) -> Iterator[Batch]:
+    """The batches as acquisition sees them: control batches, and with read_committed the
+    batches of aborted transactions (`aborted`: (producer id, first offset) from the log's
+    aborted transaction index), are never handed out (Kafka's consumer skips them likewise)."""
+    starts = sorted(aborted, key=lambda a: a.first_offset)
+    aborting: set[int] = set()
+    i = 0
+    for _, h in batches:
+        while i < len(starts) and starts[i].first_offset <= h.base_offset:
+            aborting.add(starts[i].producer_id)
+            i += 1
+        if h.is_control:
+            aborting.discard(h.producer_id)
+            yield Batch(h.base_offset, h.last_offset, True)
+        else:
+            yield Batch(h.base_offset, h.last_offset, h.is_transactional and h.producer_id in aborting)
