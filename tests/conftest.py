@@ -32,7 +32,43 @@ HEAVY_MODULES = {
 }
 
 
-#: the tiers (README "Tests"): tests/unit/ starts no process (a test there using a process
+#: heavy modules that share Docker's images, networks and a compose cluster: `make test` runs the
+#: heavy tier on two pytest-xdist workers (`--dist loadgroup`), and these run one after another on
+#: one of them (one compose cluster at a time); the other heavy tests are spread test by test
+DOCKER_MODULES = {"test_chaos_docker", "test_compose_cluster", "test_compose_security"}
+#: single tests elsewhere that build the same images and start a compose cluster: in the same group
+#: (run beside the Docker chaos setup, the quick compose bench rebuilt every image a second time)
+DOCKER_TESTS = {"test_quick_compose_bench_prints_measured_against_targets"}
+
+
+def docker_scope(nodeid: str) -> str:
+    """The scheduling unit of a test id: "docker" for the Docker tests, else the test itself."""
+    path, _, rest = nodeid.partition("::")
+    module = path.rpartition("/")[2].removesuffix(".py")
+    return "docker" if module in DOCKER_MODULES or rest.partition("[")[0] in DOCKER_TESTS else nodeid
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` as `make test` means it: the Docker tests one after another on one worker,
+    every other test on its own. xdist's own loadgroup renames test ids (`item._nodeid`), which
+    pytest 9 no longer reads, so its groups were split across workers and two compose clusters
+    started at once (CI: a broker never became healthy); this scheduler groups by test id."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class DockerGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return docker_scope(nodeid)
+
+    return DockerGroupScheduling(config, log)
+
+
+#: a non-chaos test slower than this is named at the end of the run (issue 48: none should be)
+SLOW_TEST_S = 60.0
+
+
+#: the tiers (docs/development.md): tests/unit/ starts no process (a test there using a process
 #: fixture is a collection error), tests/cluster/ starts real ZooKeeper, brokers and clients,
 #: tests/chaos/ runs the chaos scenarios; tests/helpers/ holds what they share
 UNIT_DIR = ROOT / "tests" / "unit"
@@ -45,8 +81,41 @@ def pytest_collection_modifyitems(items):
             if UNIT_DIR in pathlib.Path(str(item.path)).parents:
                 raise pytest.UsageError(f"{item.nodeid} starts processes: it belongs in tests/cluster/")
             item.add_marker(pytest.mark.slow)
-        if item.module.__name__.rpartition(".")[2] in HEAVY_MODULES:
+        module = item.module.__name__.rpartition(".")[2]
+        if module in HEAVY_MODULES:
             item.add_marker(pytest.mark.heavy)
+
+
+class _ModuleTimes:
+    """Each test module's time (setup, call and teardown of its tests, in seconds), summed from the
+    reports; with pytest-xdist the controller receives every worker's reports, so this works there too."""
+
+    def __init__(self):
+        self.modules: dict[str, float] = {}
+        self.tests: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report):
+        module = report.nodeid.split("::", 1)[0]
+        self.modules[module] = self.modules.get(module, 0.0) + report.duration
+        self.tests[report.nodeid] = self.tests.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not self.modules:
+            return
+        write = terminalreporter.write_line
+        terminalreporter.section("time per test module (s), slowest first")
+        for module, seconds in sorted(self.modules.items(), key=lambda kv: -kv[1]):
+            write(f"{seconds:8.1f}  {module}")
+        slow = {n: s for n, s in self.tests.items() if s > SLOW_TEST_S and not n.startswith("tests/chaos/")}
+        if slow:
+            terminalreporter.section(f"non-chaos tests over {SLOW_TEST_S:.0f} s (issue 48: none should be)")
+            for nodeid, seconds in sorted(slow.items(), key=lambda kv: -kv[1]):
+                write(f"{seconds:8.1f}  {nodeid}")
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist), not a worker
+        config.pluginmanager.register(_ModuleTimes(), "minikafka-module-times")
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 member and resume from the commit; describe shows offsets, log end and lag; reset-offsets is a dry
 run unless --execute and is refused while the group has members; delete and delete-offsets."""
 
+import signal
 import subprocess
 import sys
 import time
@@ -105,7 +106,7 @@ def test_bad_group_arguments_exit_2(start_broker):
     assert both.returncode == 2
 
 
-def test_consume_with_the_consumer_group_protocol_and_describe_epochs(start_broker):
+def test_consume_with_the_consumer_group_protocol_and_describe_epochs(start_broker, tmp_path):
     from member_processes import CONSUMER_BROKER
 
     broker = start_broker(1, **CONSUMER_BROKER)
@@ -113,8 +114,12 @@ def test_consume_with_the_consumer_group_protocol_and_describe_epochs(start_brok
     create_topics(bs, {"kc": 4})
     produce(bs, "kc", [b"k%d" % i for i in range(20)], partitions=4)
     command = [sys.executable, "-m", "minikafka_cli.main", "consume", "--bootstrap-server", bs, "--topic", "kc"]
-    command += ["--group", "K", "--group-protocol", "consumer", "--from-beginning", "--timeout-ms", "8000"]
-    consumers = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    # idle for up to 120 s: they stay members while the group is described (CI's load once made an
+    # 8 s idle timeout end them between two describes), then SIGINT ends them
+    command += ["--group", "K", "--group-protocol", "consumer", "--from-beginning", "--timeout-ms", "120000"]
+    paths = [tmp_path / f"out{i}" for i in range(2)]
+    files = [path.open("w") for path in paths]
+    consumers = [subprocess.Popen(command, stdout=f, stderr=subprocess.PIPE, text=True) for f in files]
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -132,11 +137,19 @@ def test_consume_with_the_consumer_group_protocol_and_describe_epochs(start_brok
         assert row[1:3] == ["consumer", "consumer"] and row[4] in ("Stable", "Reconciling")
         listed = cli("groups", "list", "--bootstrap-server", bs)
         assert ["K", "consumer", "consumer"] == listed.stdout.split()[4:7]
-        outs = [c.communicate(timeout=60)[0] for c in consumers]
+        while sum(len(path.read_text().split()) for path in paths) < 20:  # flushed per fetched batch
+            assert time.monotonic() < deadline + 60, [path.read_text() for path in paths]
+            time.sleep(0.2)
+        for c in consumers:
+            c.send_signal(signal.SIGINT)
+        errors = [c.communicate(timeout=60)[1] for c in consumers]
     finally:
         for c in consumers:
             c.kill()
-    assert all(c.returncode == 0 for c in consumers)
+        for f in files:
+            f.close()
+    assert all(c.returncode == 130 for c in consumers), errors
+    outs = [path.read_text() for path in paths]
     assert sorted(outs[0].split() + outs[1].split()) == sorted(f"k{i}" for i in range(20))
     bad = cli(
         "consume",
