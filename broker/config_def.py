@@ -998,6 +998,56 @@ BROKER_CONFIG: dict[str, ConfigKey] = {
             "bidirectional",
             "Which online conversions between classic and consumer groups are allowed (KIP-848).",
         ),
+        # the share coordinator (KIP-932; Kafka's ShareCoordinatorConfig)
+        _key(
+            "share.coordinator.state.topic.num.partitions",
+            "int",
+            _int_at_least(1),
+            50,
+            "The partition count of __share_group_state.",
+        ),
+        _key(
+            "share.coordinator.state.topic.replication.factor",
+            "short",
+            _int_at_least(1),
+            3,
+            "The replication factor of __share_group_state.",
+        ),
+        _key(
+            "share.coordinator.state.topic.min.isr",
+            "short",
+            _int_at_least(1),
+            2,
+            "min.insync.replicas of __share_group_state.",
+        ),
+        _key(
+            "share.coordinator.state.topic.segment.bytes",
+            "int",
+            _int_at_least(1),
+            104857600,
+            "The segment size, in bytes, of __share_group_state.",
+        ),
+        _key(
+            "share.coordinator.load.buffer.size",
+            "int",
+            _int_at_least(1),
+            5242880,
+            "Bytes read at a time while loading __share_group_state.",
+        ),
+        _key(
+            "share.coordinator.snapshot.update.records.per.snapshot",
+            "int",
+            _int_at_least(0),
+            500,
+            "How many update records a share-partition's state takes before the next write is a snapshot.",
+        ),
+        _key(
+            "share.coordinator.write.timeout.ms",
+            "int",
+            _int_at_least(1),
+            5000,
+            "How long, in ms, a write to __share_group_state waits for its replicas.",
+        ),
         # the transaction coordinator (Kafka's TransactionStateManagerConfig / TransactionLogConfig)
         _key(
             "transaction.state.log.num.partitions",

@@ -21,6 +21,7 @@ from broker.share.share_manager import SharePartitionManager
 from broker.txn_verification import AddPartitionsToTxnManager
 from controller.controller import KafkaController
 from coordinator.group.coordinator import GroupCoordinator
+from coordinator.share.coordinator import ShareCoordinator
 from coordinator.transaction.coordinator import TransactionCoordinator
 from security.authorizer import Authorizer
 from storage.topic_configs import TopicConfigs
@@ -48,6 +49,7 @@ class BrokerContext:
     control_plane: ControlPlaneGuard = field(default_factory=ControlPlaneGuard)  # who may act as controller
     quotas: QuotaManagers = field(default_factory=QuotaManagers.create)  # client quotas (KIP-13/55/124/599)
     share_manager: SharePartitionManager | None = None  # ShareFetch / ShareAcknowledge (KIP-932)
+    share_coordinator: ShareCoordinator | None = None  # the share-state APIs 83-87 (KIP-932)
 
     @property
     def broker_id(self) -> int:

@@ -183,6 +183,21 @@ def _add_partitions_to_txn(body, code, message):
     }
 
 
+def _share_state(body, code, message):
+    """The share coordinator's APIs (83-87): every partition asked answers the error."""
+    return {
+        "results": [
+            {
+                "topic_id": t.topic_id,
+                "partitions": [
+                    {"partition": p.partition, "error_code": code, "error_message": message} for p in t.partitions
+                ],
+            }
+            for t in body.topics
+        ]
+    }
+
+
 def _find_coordinator(body, code, message):
     return {
         "error_code": code,
@@ -250,6 +265,16 @@ _MIRRORS: dict[int, Callable] = {
     ApiKey.ALTER_CLIENT_QUOTAS: lambda b, c, m: {
         "entries": [{"error_code": c, "error_message": m, "entity": list(e.entity)} for e in b.entries]
     },
+    **dict.fromkeys(
+        (
+            ApiKey.INITIALIZE_SHARE_GROUP_STATE,
+            ApiKey.READ_SHARE_GROUP_STATE,
+            ApiKey.WRITE_SHARE_GROUP_STATE,
+            ApiKey.DELETE_SHARE_GROUP_STATE,
+            ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
+        ),
+        _share_state,
+    ),
     ApiKey.DESCRIBE_TRANSACTIONS: lambda b, c, m: {
         "transaction_states": [
             {"error_code": c, "transactional_id": t, "transaction_state": "", "topics": []} for t in b.transactional_ids

@@ -9,7 +9,12 @@ and `KafkaApis.getOrCreateInternalTopic` give them:
 - `__transaction_state`: `transaction.state.log.num.partitions`, `transaction.state.log.replication.factor`,
   `cleanup.policy=compact`, `compression.type=uncompressed`, `min.insync.replicas=transaction.state.log.min.isr`,
   `segment.bytes=transaction.state.log.segment.bytes`, `unclean.leader.election.enable=false`
-  (Kafka's `TransactionStateManager.transactionTopicConfigs`).
+  (Kafka's `TransactionStateManager.transactionTopicConfigs`);
+- `__share_group_state`: `share.coordinator.state.topic.num.partitions`,
+  `share.coordinator.state.topic.replication.factor`, `cleanup.policy=delete`, `retention.ms=-1`,
+  `min.insync.replicas=share.coordinator.state.topic.min.isr`, `segment.bytes=share.coordinator.state.topic.segment.bytes`
+  (Kafka's `ShareCoordinatorService.shareGroupStateTopicConfigs`: its snapshots, not compaction,
+  bound what a load replays; this broker keeps the whole log until retention).
 
 Only the coordinators write these topics: `ReplicaManager` refuses a client's append to one
 (INVALID_TOPIC_EXCEPTION, "Cannot append to internal topic ...")."""
@@ -19,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from protocol.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
+from protocol.topic_names import GROUP_METADATA_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from broker.context import BrokerContext
@@ -62,6 +67,19 @@ def internal_topic_spec(ctx: BrokerContext, name: str) -> InternalTopicSpec | No
                 "min.insync.replicas": str(txn.min_isr),
                 "segment.bytes": str(txn.segment_bytes),
                 "unclean.leader.election.enable": "false",
+            },
+        )
+    if name == SHARE_GROUP_STATE_TOPIC and ctx.share_coordinator is not None:
+        share = ctx.share_coordinator.config
+        return InternalTopicSpec(
+            name,
+            share.num_partitions,
+            share.replication_factor,
+            {
+                "cleanup.policy": "delete",
+                "retention.ms": "-1",  # an idle share-partition's snapshot must outlive any retention
+                "min.insync.replicas": str(share.min_isr),
+                "segment.bytes": str(share.segment_bytes),
             },
         )
     return None

@@ -21,11 +21,13 @@ import os
 import resource
 import signal
 import sys
+import time
 from pathlib import Path
 
 import trio
 from prometheus_client import CollectorRegistry
 
+from broker import admin_manager
 from broker.acl_store import ZkAclStore
 from broker.config import BrokerConfig, ConfigError, derive, load_config
 from broker.config_manager import DynamicConfigManager
@@ -33,6 +35,7 @@ from broker.context import BrokerContext
 from broker.coordinator_log import CoordinatorPartitionLog
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import HANDLERS, INLINE_HANDLERS, advertised_api_versions
+from broker.internal_topics import internal_topic_spec
 from broker.listener_transport import build_transports
 from broker.metadata_cache import MetadataCache
 from broker.producer_ids import ProducerIdManager
@@ -40,6 +43,7 @@ from broker.quota.manager import QuotaManagers
 from broker.quota.request_time import RequestQuota
 from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer, ListenerBindError, SocketServerConfig
+from broker.share.persister import SharePersister
 from broker.share.share_manager import ShareConfig, SharePartitionManager
 from broker.txn_marker_channel import TransactionMarkerChannel
 from broker.txn_verification import AddPartitionsToTxnManager
@@ -53,11 +57,14 @@ from controller.controller import KafkaController
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.group.group_config import GroupConfigs
+from coordinator.share.config import ShareCoordinatorConfig
+from coordinator.share.coordinator import ShareCoordinator
 from coordinator.transaction.config import TransactionConfig
 from coordinator.transaction.coordinator import TransactionCoordinator
 from metrics.collector import BrokerCollector
 from metrics.http import serve_metrics
 from protocol.api_keys import ApiKey
+from protocol.topic_names import SHARE_GROUP_STATE_TOPIC
 from security.authorizer import AclCache, Authorizer, parse_super_users
 from security.config import SecurityConfigError
 from security.credentials import CredentialCache
@@ -216,6 +223,26 @@ class Broker:
             self.config_manager.on_broker_config.append(
                 lambda config: setattr(txn_verification, "enabled", config["transaction.partition.verification.enable"])
             )
+            share_coordinator = ShareCoordinator(
+                coordinator_log, derive(ShareCoordinatorConfig, self.config), clock_ms=lambda: int(time.time() * 1000)
+            )
+
+            async def ensure_share_state_topic() -> None:
+                spec = internal_topic_spec(context, SHARE_GROUP_STATE_TOPIC)
+                if spec is not None:
+                    await admin_manager.auto_create_topic(
+                        context, spec.name, spec.partitions, spec.replication_factor, spec.configs
+                    )
+
+            share_persister = SharePersister(
+                self.config.broker_id,
+                self.metadata_cache,
+                share_coordinator.config.num_partitions,
+                share_coordinator,
+                ensure_share_state_topic,
+                f"broker-{self.config.broker_id}-share-state",
+                self.client_security,
+            )
             share_manager = SharePartitionManager(
                 self.replica_manager,
                 self.metadata_cache,
@@ -226,6 +253,7 @@ class Broker:
                 ),
                 lambda: trio.current_time() * 1000,
                 self.group_configs,
+                share_persister,
             )
             context = BrokerContext(
                 self.config,
@@ -239,13 +267,14 @@ class Broker:
                 group_coordinator=group_coordinator,
                 txn_coordinator=txn_coordinator,
                 txn_verification=txn_verification,
-                leadership_listeners=(group_coordinator, txn_coordinator, share_manager),
+                leadership_listeners=(group_coordinator, txn_coordinator, share_manager, share_coordinator),
                 dynamic_config=self.dynamic_config,
                 config_manager=self.config_manager,
                 authorizer=self.authorizer,
                 acl_store=self.acl_store,
                 quotas=self.quotas,
                 share_manager=share_manager,
+                share_coordinator=share_coordinator,
             )
             self.server = KafkaServer(
                 self.config.listeners,
@@ -270,6 +299,8 @@ class Broker:
                     await nursery.start(self.log_cleaner.run)
                     await nursery.start(self.replica_manager.run)
                     await nursery.start(group_coordinator.run)
+                    await nursery.start(share_coordinator.run)
+                    await nursery.start(share_persister.run)
                     await nursery.start(share_manager.run)
                     await nursery.start(marker_channel.run)
                     await nursery.start(txn_coordinator.run)

@@ -30,13 +30,15 @@ class BrokerStartError(RuntimeError):
 
 
 def quickstart_settings(brokers: int) -> dict[str, str]:
-    """Kafka's quickstart choices for a local cluster of `brokers`: groups and transactions work
-    on fewer than 3 brokers (their internal topics replicated as far as the cluster allows) and a
+    """Kafka's quickstart choices for a local cluster of `brokers`: groups, share groups and
+    transactions work on fewer than 3 brokers (their internal topics replicated as far as the cluster allows) and a
     group's first rebalance does not wait."""
     return {
         "offsets.topic.replication.factor": str(min(3, brokers)),
         "transaction.state.log.replication.factor": str(min(3, brokers)),
         "transaction.state.log.min.isr": str(min(2, brokers)),
+        "share.coordinator.state.topic.replication.factor": str(min(3, brokers)),
+        "share.coordinator.state.topic.min.isr": str(min(2, brokers)),
         "group.initial.rebalance.delay.ms": "0",
     }
 

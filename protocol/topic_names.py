@@ -15,7 +15,8 @@ MAX_NAME_LENGTH = 249
 #: coordinators write them, with cleanup.policy=compact
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"  # KIP-932's share coordinator
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 

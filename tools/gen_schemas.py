@@ -36,6 +36,12 @@ NEXT = {
     "ShareGroupDescribe",
     "ShareFetch",
     "ShareAcknowledge",
+    # KIP-932's share coordinator, asked by the partition leaders (and the group coordinator)
+    "InitializeShareGroupState",
+    "ReadShareGroupState",
+    "WriteShareGroupState",
+    "DeleteShareGroupState",
+    "ReadShareGroupStateSummary",
 }
 DEFAULT_OUT = ROOT / "protocol" / "schemas"
 
@@ -100,6 +106,11 @@ SERVED: dict[str, tuple[int, int]] = {
     "ShareGroupDescribe": (1, 1),
     "ShareFetch": (1, 1),
     "ShareAcknowledge": (1, 1),
+    "InitializeShareGroupState": (0, 0),
+    "ReadShareGroupState": (0, 0),
+    "WriteShareGroupState": (0, 1),
+    "DeleteShareGroupState": (0, 0),
+    "ReadShareGroupStateSummary": (0, 1),
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
 #: record spec name -> versions generated (all Kafka 3.8 writes or may have written)
@@ -134,6 +145,11 @@ RECORDS: dict[str, tuple[int, int]] = {
     "ShareGroupTargetAssignmentMemberValue": (0, 0),
     "ShareGroupCurrentMemberAssignmentKey": (0, 0),
     "ShareGroupCurrentMemberAssignmentValue": (0, 0),
+    # KIP-932's share coordinator (`__share_group_state`: key version 0 snapshot, 1 update)
+    "ShareSnapshotKey": (0, 0),
+    "ShareSnapshotValue": (0, 0),
+    "ShareUpdateKey": (0, 0),
+    "ShareUpdateValue": (0, 0),
 }
 
 SPEC_KEYS = {

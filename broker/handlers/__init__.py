@@ -33,6 +33,7 @@ from broker.handlers import (
     sasl,
     scram_credentials,
     share_group,
+    share_state,
     transaction_admin,
     transactions,
     write_txn_markers,
@@ -66,6 +67,7 @@ HANDLERS: dict[int, Handler] = {
     **acls.HANDLERS,
     **client_quotas.HANDLERS,
     **share_group.HANDLERS,
+    **share_state.HANDLERS,
 }
 
 

@@ -4,8 +4,10 @@ a batch of keys (v4+, KIP-699). The coordinator of a group is the leader of its
 `KafkaApis.getOrCreateInternalTopic`) with the coordinator's settings (`broker/internal_topics.py`);
 while fewer brokers are alive than that replication factor, or while the partition has no leader,
 the answer is COORDINATOR_NOT_AVAILABLE. A transactional id's coordinator (key type 1) is the
-leader of its `__transaction_state` partition, created the same way. Another key type, or an empty transactional id, is
-INVALID_REQUEST.
+leader of its `__transaction_state` partition, created the same way. A share-partition's share
+coordinator (key type 2, KIP-932: the key `group:topicId:partition`) is the leader of its
+`__share_group_state` partition; only brokers ask (CLUSTER_ACTION). Another key type, an empty
+transactional id or a share key of another shape is INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker import admin_manager
-from broker.authz import Op, Resource, allowed
+from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.internal_topics import internal_topic_spec
+from coordinator.share import records as share_records
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
+from protocol.topic_names import GROUP_METADATA_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from broker.context import BrokerContext
@@ -26,7 +29,8 @@ if TYPE_CHECKING:
 
 
 API_KEY = ApiKey.FIND_COORDINATOR
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+TOPICS = {GROUP: GROUP_METADATA_TOPIC, TRANSACTION: TRANSACTION_STATE_TOPIC, SHARE: SHARE_GROUP_STATE_TOPIC}
 log = logging.getLogger(__name__)
 
 
@@ -38,11 +42,18 @@ async def find(ctx: BrokerContext, key_type: int, key: str, listener: str = "", 
     def error(code: ErrorCode, message: str | None = None) -> dict:
         return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
 
-    if key_type not in (GROUP, TRANSACTION):
+    if key_type not in TOPICS:
         return error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     if key_type == TRANSACTION and not key:
         return error(ErrorCode.INVALID_REQUEST, "a transactional id cannot be empty")
-    if request is not None:
+    if key_type == SHARE:
+        try:
+            share_key = share_records.parse_coordinator_key(key)
+        except ValueError as e:
+            return error(ErrorCode.INVALID_REQUEST, str(e))
+        if request is not None and not cluster_allowed(ctx, request, Op.CLUSTER_ACTION):
+            return error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    elif request is not None:
         resource = Resource.GROUP if key_type == GROUP else Resource.TRANSACTIONAL_ID
         if not allowed(ctx, request, Op.DESCRIBE, resource, key):
             return error(
@@ -50,16 +61,19 @@ async def find(ctx: BrokerContext, key_type: int, key: str, listener: str = "", 
                 if key_type == GROUP
                 else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             )
-    spec = internal_topic_spec(ctx, GROUP_METADATA_TOPIC if key_type == GROUP else TRANSACTION_STATE_TOPIC)
+    spec = internal_topic_spec(ctx, TOPICS[key_type])
     if spec is None:
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     name = spec.name
     if key_type == GROUP:
         assert ctx.group_coordinator is not None, "internal_topic_spec found the coordinator"
         partition = ctx.group_coordinator.manager.partition_for(key)
-    else:
+    elif key_type == TRANSACTION:
         assert ctx.txn_coordinator is not None, "internal_topic_spec found the coordinator"
         partition = ctx.txn_coordinator.manager.partition_for(key)
+    else:
+        assert ctx.share_coordinator is not None, "internal_topic_spec found the coordinator"
+        partition = ctx.share_coordinator.partition_for(share_key)
     cache = ctx.metadata_cache
     if name not in cache.partitions:
         if ctx.zk is not None:

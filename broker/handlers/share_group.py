@@ -165,7 +165,7 @@ async def share_acknowledge(ctx: BrokerContext, request: Request):
     refusal = _refusal(ctx, request)
     if refusal is not None or ctx.share_manager is None:
         return _refused(refusal or ErrorCode.UNKNOWN_SERVER_ERROR, fetch=False)
-    result = ctx.share_manager.share_acknowledge(
+    result = await ctx.share_manager.share_acknowledge(
         body.group_id, body.member_id, body.share_session_epoch, _topics(body), _may_read(ctx, request)
     )
     return _body(ctx, request, result, fetch=False)

@@ -3,20 +3,26 @@ share-partitions of every share group reading a partition this broker leads, the
 sessions, and ShareFetch / ShareAcknowledge over them (typed results; the handlers in
 `broker/handlers/share_group.py` build the responses).
 
-- A share-partition starts where the group's `share.auto.offset.reset` says (latest, Kafka's
-  default: the high watermark when the group first reads the partition; earliest: the log start
-  offset). With `share.isolation.level=read_committed` it reads up to the last stable offset and
-  archives the records of aborted transactions; the lock duration is the group's
-  `share.record.lock.duration.ms`. Its state lives in this broker's
-  memory: a restart or a leader change starts it anew at the new leader (durable share state,
-  the share coordinator, is not built yet).
+- A share-partition's state is durable at the share coordinator (`persister.py`): read when
+  this leader first serves the share-partition (with this leader's epoch, which fences the
+  writes of an earlier leader), written before a ShareFetch or ShareAcknowledge that changed it
+  is answered (so an acknowledgement answered NONE survives a failover), and written by the
+  timer after locks ran out or a member's records were released. A record acquired when the
+  state was written comes back Available at the next leader, its delivery count kept. While the
+  state cannot be read (the coordinator is unavailable) the partition hands out nothing.
+- A share-partition never written starts where the group's `share.auto.offset.reset` says
+  (latest, Kafka's default: the high watermark when the group first reads the partition;
+  earliest: the log start offset). With `share.isolation.level=read_committed` it reads up to
+  the last stable offset and archives the records of aborted transactions; the lock duration
+  is the group's `share.record.lock.duration.ms`. Without a persister (unit tests) the state
+  lives in this broker's memory only.
 - ShareFetch applies the request's acknowledgements first, then acquires for the member from
   each partition of its session that this broker leads: records up to the high watermark, read
   as whole batches from the first Available offset, at most `MaxRecords` over the request and
   `group.share.partition.max.record.locks` in flight per partition. With nothing to hand out it
   waits up to `MaxWaitMs` for new records (or a lock to run out).
-- A share-partition's state is dropped when this broker stops leading its partition (it is
-  not persisted yet).
+- A share-partition's state is dropped when this broker stops leading its partition; the next
+  leader reads it from the share coordinator.
 - Locks that ran out are released when their partition is next read (and by `expire_locks`, on
   the manager's timer). A session that closes (epoch -1) or is replaced (epoch 0) releases
   everything its member holds on its partitions.
@@ -35,6 +41,7 @@ from broker.errors import error_code_for
 from broker.share.share_partition import AcquiredRange, Batch, SharePartition
 from broker.share.share_sessions import ShareSession, ShareSessionCache, ShareSessionError
 from coordinator.group.group_config import GroupConfigs
+from coordinator.share.records import SharePartitionKey, StateBatch
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicIdPartition, TopicPartition
@@ -89,30 +96,114 @@ class SharePartitionManager:
         config: ShareConfig,
         now_ms: Callable[[], float],
         group_configs: GroupConfigs,
+        persister=None,
     ) -> None:
+        """`persister`: a `SharePersister` (None: the state lives in memory only)."""
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
         self.config = config
         self.now_ms = now_ms
         self.group_configs = group_configs
         self.sessions = ShareSessionCache(config.max_sessions)
+        self.persister = persister
         self.partitions: dict[tuple[str, TopicPartition], SharePartition] = {}
+        self._loading: dict[tuple[str, TopicPartition], trio.Event] = {}
+        self._write_locks: dict[tuple[str, TopicPartition], trio.Lock] = {}
 
     # ---- names and bounds -------------------------------------------------------------------------
-    def _share_partition(self, group_id: str, tp: TopicPartition) -> SharePartition:
+    async def _load(self, group_id: str, tp: TopicPartition) -> SharePartition | None:
+        """The share-partition of `group_id` on `tp` (led here), read from the share coordinator
+        the first time; None while its state cannot be read. Raises the partition's error when
+        this broker does not lead it."""
         key = (group_id, tp)
+        while key in self._loading:
+            await self._loading[key].wait()
         found = self.partitions.get(key)
-        if found is None:
-            hosted = self.replica_manager.get_partition(*tp)
-            earliest = self.group_configs.get(group_id, "share.auto.offset.reset") == "earliest"
-            found = self.partitions[key] = SharePartition(
-                hosted.log.log_start_offset if earliest else hosted.high_watermark,
+        if found is not None:
+            return found
+        hosted = self.replica_manager.get_partition(*tp)
+        hosted.require_leader()
+        leader_epoch = hosted.leader_epoch
+        done = self._loading[key] = trio.Event()
+        try:
+            sp = await self._read_state(group_id, tp, hosted, leader_epoch)
+            if (
+                sp is None
+                or self.replica_manager.partitions.get(tp) is not hosted
+                or hosted.leader_epoch != leader_epoch
+            ):
+                return None  # not readable, or the leadership changed meanwhile
+            self.partitions[key] = sp
+            log.info("share group %s reads %s-%d from offset %d", group_id, *tp, sp.start_offset)
+            return sp
+        finally:
+            del self._loading[key]
+            done.set()
+
+    async def _read_state(self, group_id: str, tp: TopicPartition, hosted, leader_epoch: int) -> SharePartition | None:
+        def fresh(start: int) -> SharePartition:
+            sp = SharePartition(
+                max(start, hosted.log.log_start_offset),
                 lock_duration_ms=self.config.lock_duration_ms,
                 delivery_limit=self.config.delivery_limit,
                 max_in_flight=self.config.max_record_locks,
             )
-            log.info("share group %s reads %s-%d from offset %d", group_id, *tp, found.start_offset)
-        return found
+            sp.leader_epoch = leader_epoch
+            return sp
+
+        earliest = self.group_configs.get(group_id, "share.auto.offset.reset") == "earliest"
+        reset = hosted.log.log_start_offset if earliest else hosted.high_watermark
+        if self.persister is None:
+            return fresh(reset)
+        key = self._state_key(group_id, tp)
+        if key is None:
+            return None
+        answer = await self.persister.read(key, leader_epoch)
+        if answer.error_code != ErrorCode.NONE:
+            log.info(
+                "share group %s cannot read the state of %s-%d: %s", group_id, *tp, ErrorCode(answer.error_code).name
+            )
+            return None
+        if answer.start_offset < 0:  # never written: start where the group's reset says, durably
+            sp = fresh(reset)
+            if await self._persist(group_id, tp, sp) != ErrorCode.NONE:
+                return None
+            return sp
+        sp = fresh(answer.start_offset)
+        sp.state_epoch = answer.state_epoch
+        sp.restore(answer.batches, hosted.log.log_end_offset)
+        return sp
+
+    def _state_key(self, group_id: str, tp: TopicPartition) -> SharePartitionKey | None:
+        topic_id = self.metadata_cache.topic_ids.get(tp[0])
+        return None if topic_id is None else SharePartitionKey(group_id, topic_id, tp[1])
+
+    async def _persist(self, group_id: str, tp: TopicPartition, sp: SharePartition) -> ErrorCode:
+        """Write `sp`'s state to the share coordinator (one write at a time per share-partition,
+        each carrying the state as it is when its turn comes); NONE once committed. A newer
+        leader's epoch (FENCED_LEADER_EPOCH) is NOT_LEADER_OR_FOLLOWER."""
+        if self.persister is None:
+            sp.dirty = False
+            return ErrorCode.NONE
+        key = self._state_key(group_id, tp)
+        if key is None:
+            return ErrorCode.UNKNOWN_TOPIC_ID
+        lock = self._write_locks.setdefault((group_id, tp), trio.Lock())
+        async with lock:
+            start, batches, done = sp.persisted()
+            sp.dirty = False
+            answer = await self.persister.write(
+                key, sp.state_epoch, sp.leader_epoch, start, done, [StateBatch(*b) for b in batches]
+            )
+        if answer.error_code == ErrorCode.NONE:
+            return ErrorCode.NONE
+        sp.dirty = True
+        log.info(
+            "share group %s: writing the state of %s-%d failed: %s", group_id, *tp, ErrorCode(answer.error_code).name
+        )
+        if answer.error_code == ErrorCode.FENCED_LEADER_EPOCH:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode(answer.error_code)
 
     def _read_end(self, group_id: str, hosted) -> tuple[bool, int]:
         """(read_committed, the offset the group may read up to): the last stable offset with
@@ -184,12 +275,21 @@ class SharePartitionManager:
                     answer.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 elif acks:
                     answer.acknowledge_error_code = self._acknowledge(group_id, member_id, (name, partition), acks)
+        acked = {key for key, answer in answers.items() if key[1] in topics.get(key[0], {}) and topics[key[0]][key[1]]}
         if step.closing:
             self._release(step.session)
         else:
             await self._acquire(
                 group_id, member_id, step.session, answers, max_wait_ms, max_bytes, max_records, may_read
             )
+        changed = {key for key, answer in answers.items() if answer.acquired} | {
+            key for key in acked if answers[key].acknowledge_error_code == ErrorCode.NONE
+        }
+        for key in sorted(changed, key=lambda k: (str(k[0]), k[1])):
+            answer = answers[key]
+            error = await self._persist_answer(group_id, key)
+            if error != ErrorCode.NONE and key in acked and answer.acknowledge_error_code == ErrorCode.NONE:
+                answer.acknowledge_error_code = error  # not durable: the client must not hear success
         for (topic_id, _), answer in sorted(answers.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             result.topics.setdefault(topic_id, []).append(answer)
         return result
@@ -211,6 +311,13 @@ class SharePartitionManager:
             if name is None or not may_read(name):
                 continue
             readable.append(((topic_id, partition), (name, partition)))
+        for key, tp in readable:
+            try:
+                await self._load(group_id, tp)
+            except Exception as e:
+                answer = answers.setdefault(key, SharePartitionResult(key[1]))
+                answer.error_code = error_code_for(e)
+                answer.leader_id, answer.leader_epoch = self._leader(tp)
         got = self._acquire_once(group_id, member_id, readable, answers, max_bytes, max_records)
         if got or max_wait_ms <= 0 or not readable:
             return
@@ -222,11 +329,20 @@ class SharePartitionManager:
         await self.replica_manager.watchers.wait_for(keys, news, max_wait_ms / 1000)
         self._acquire_once(group_id, member_id, readable, answers, max_bytes, max_records)
 
+    async def _persist_answer(self, group_id: str, key: TopicIdPartition) -> ErrorCode:
+        name = self.metadata_cache.topic_name(key[0])
+        sp = self.partitions.get((group_id, (name, key[1]))) if name else None
+        if sp is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER  # forgotten meanwhile: leadership moved
+        return await self._persist(group_id, (name, key[1]), sp)
+
     def _has_news(self, group_id: str, tp: TopicPartition) -> bool:
         sp = self.partitions.get((group_id, tp))
         hosted = self.replica_manager.partitions.get(tp)
-        if sp is None or hosted is None:
-            return True
+        if hosted is None:
+            return True  # no longer hosted: answer now
+        if sp is None:
+            return False  # its state could not be read: the next fetch tries again
         sp.expire_locks(self.now_ms())
         return sp.acquirable() and sp.next_fetch_offset() < self._read_end(group_id, hosted)[1]
 
@@ -245,12 +361,12 @@ class SharePartitionManager:
             answer = answers.get(key)
             if answer is None:
                 answer = answers[key] = SharePartitionResult(key[1])
-            if total >= max_records or budget <= 0 or answer.acquired:
+            sp = self.partitions.get((group_id, tp))
+            if total >= max_records or budget <= 0 or answer.acquired or answer.error_code or sp is None:
                 continue
             try:
                 hosted = self.replica_manager.get_partition(*tp)
                 hosted.require_leader()
-                sp = self._share_partition(group_id, tp)
                 sp.lock_duration_ms = self.group_configs.get(group_id, "share.record.lock.duration.ms")
                 sp.expire_locks(self.now_ms())
                 committed, end = self._read_end(group_id, hosted)
@@ -277,10 +393,11 @@ class SharePartitionManager:
         return total
 
     # ---- ShareAcknowledge ------------------------------------------------------------------------------
-    def share_acknowledge(
+    async def share_acknowledge(
         self, group_id: str, member_id: str, epoch: int, topics: dict[uuid.UUID, dict[int, Acks]], may_read
     ) -> ShareResult:
-        """ShareAcknowledge (key 79) v1 for one member."""
+        """ShareAcknowledge (key 79) v1 for one member; answered once the acknowledgements are
+        durable (a failed write answers its error)."""
         try:
             step = self.sessions.acknowledge(group_id, member_id, epoch)
         except ShareSessionError as e:
@@ -296,6 +413,8 @@ class SharePartitionManager:
                     answer.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 else:
                     answer.error_code = self._acknowledge(group_id, member_id, (name, partition), acks)
+                    if answer.error_code == ErrorCode.NONE and acks:
+                        answer.error_code = await self._persist_answer(group_id, (topic_id, partition))
                     if answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                         answer.leader_id, answer.leader_epoch = self._leader((name, partition))
                 result.topics.setdefault(topic_id, []).append(answer)
@@ -317,10 +436,12 @@ class SharePartitionManager:
     def _forget(self, tp: TopicPartition) -> None:
         for key in [k for k in self.partitions if k[1] == tp]:
             del self.partitions[key]
+            self._write_locks.pop(key, None)
 
     # ---- the timer -----------------------------------------------------------------------------------
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Release records whose lock ran out, and wake the fetches waiting for them."""
+        """Release records whose lock ran out, wake the fetches waiting for them, and write the
+        state of share-partitions changed outside a request (timed-out locks, released members)."""
         task_status.started()
         while True:
             await trio.sleep(LOCK_SWEEP_S)
@@ -328,6 +449,9 @@ class SharePartitionManager:
             for (_, tp), sp in list(self.partitions.items()):
                 if sp.expire_locks(now):
                     self.replica_manager.watchers.notify(tp)
+            for (group_id, tp), sp in list(self.partitions.items()):
+                if sp.dirty and self.partitions.get((group_id, tp)) is sp:
+                    await self._persist(group_id, tp, sp)
 
 
 def _acquirable(batches, aborted) -> Iterator[Batch]:

@@ -70,6 +70,38 @@ class SharePartition:
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
         self.in_flight: dict[int, InFlight] = {}
+        self.leader_epoch = -1  # the partition's, when the state was read (fences older leaders' writes)
+        self.state_epoch = 0  # the share coordinator's, as read
+        self.dirty = False  # changed since the last durable write (released or timed-out locks)
+
+    # ---- durable state (the share coordinator's view, KIP-932) ------------------------------------
+    def restore(self, batches: Iterable[tuple[int, int, int, int]], log_end_offset: int) -> None:
+        """Install persisted state batches (first offset, last offset, delivery state, delivery
+        count) at or past the SPSO and below `log_end_offset` (no record exists past it):
+        Available, Acknowledged or Archived, with their delivery counts (a record acquired when
+        the state was written comes back Available)."""
+        for first, last, state, count in batches:
+            for offset in range(max(first, self.start_offset), min(last + 1, log_end_offset)):
+                self.in_flight[offset] = InFlight(RecordState(state), count)
+                self.end_offset = max(self.end_offset, offset + 1)
+        self._advance()
+
+    def persisted(self) -> tuple[int, list[tuple[int, int, int, int]], int]:
+        """(SPSO, state batches, delivery-complete count) as the share coordinator stores them:
+        runs of records with one state and delivery count; an Acquired record is written
+        Available (its lock does not survive the leader)."""
+        runs: list[list[int]] = []
+        done = 0
+        for offset in sorted(self.in_flight):
+            record = self.in_flight[offset]
+            state = RecordState.AVAILABLE if record.state == RecordState.ACQUIRED else record.state
+            if state != RecordState.AVAILABLE:
+                done += 1
+            if runs and runs[-1][1] == offset - 1 and runs[-1][2:] == [state, record.delivery_count]:
+                runs[-1][1] = offset
+            else:
+                runs.append([offset, offset, int(state), record.delivery_count])
+        return self.start_offset, [(a, b, c, d) for a, b, c, d in runs], done
 
     # ---- reading ---------------------------------------------------------------------------------
     def next_fetch_offset(self) -> int:
@@ -155,6 +187,7 @@ class SharePartition:
         for record in expired:
             self._release(record)
         self._advance()
+        self.dirty = self.dirty or bool(expired)
         return len(expired)
 
     def release_member(self, member_id: str) -> int:
@@ -163,6 +196,7 @@ class SharePartition:
         for record in held:
             self._release(record)
         self._advance()
+        self.dirty = self.dirty or bool(held)
         return len(held)
 
     # ---- internals ---------------------------------------------------------------------------------

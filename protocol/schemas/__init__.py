@@ -19,6 +19,7 @@ from protocol.schemas import create_topics
 from protocol.schemas import delete_acls
 from protocol.schemas import delete_groups
 from protocol.schemas import delete_records
+from protocol.schemas import delete_share_group_state
 from protocol.schemas import delete_topics
 from protocol.schemas import describe_acls
 from protocol.schemas import describe_client_quotas
@@ -35,6 +36,7 @@ from protocol.schemas import find_coordinator
 from protocol.schemas import heartbeat
 from protocol.schemas import incremental_alter_configs
 from protocol.schemas import init_producer_id
+from protocol.schemas import initialize_share_group_state
 from protocol.schemas import join_group
 from protocol.schemas import leader_and_isr
 from protocol.schemas import leave_group
@@ -48,6 +50,8 @@ from protocol.schemas import offset_delete
 from protocol.schemas import offset_fetch
 from protocol.schemas import offset_for_leader_epoch
 from protocol.schemas import produce
+from protocol.schemas import read_share_group_state
+from protocol.schemas import read_share_group_state_summary
 from protocol.schemas import sasl_authenticate
 from protocol.schemas import sasl_handshake
 from protocol.schemas import share_acknowledge
@@ -58,6 +62,7 @@ from protocol.schemas import stop_replica
 from protocol.schemas import sync_group
 from protocol.schemas import txn_offset_commit
 from protocol.schemas import update_metadata
+from protocol.schemas import write_share_group_state
 from protocol.schemas import write_txn_markers
 
 APIS = {
@@ -77,6 +82,7 @@ APIS = {
     delete_acls.API_KEY: delete_acls,
     delete_groups.API_KEY: delete_groups,
     delete_records.API_KEY: delete_records,
+    delete_share_group_state.API_KEY: delete_share_group_state,
     delete_topics.API_KEY: delete_topics,
     describe_acls.API_KEY: describe_acls,
     describe_client_quotas.API_KEY: describe_client_quotas,
@@ -93,6 +99,7 @@ APIS = {
     heartbeat.API_KEY: heartbeat,
     incremental_alter_configs.API_KEY: incremental_alter_configs,
     init_producer_id.API_KEY: init_producer_id,
+    initialize_share_group_state.API_KEY: initialize_share_group_state,
     join_group.API_KEY: join_group,
     leader_and_isr.API_KEY: leader_and_isr,
     leave_group.API_KEY: leave_group,
@@ -106,6 +113,8 @@ APIS = {
     offset_fetch.API_KEY: offset_fetch,
     offset_for_leader_epoch.API_KEY: offset_for_leader_epoch,
     produce.API_KEY: produce,
+    read_share_group_state.API_KEY: read_share_group_state,
+    read_share_group_state_summary.API_KEY: read_share_group_state_summary,
     sasl_authenticate.API_KEY: sasl_authenticate,
     sasl_handshake.API_KEY: sasl_handshake,
     share_acknowledge.API_KEY: share_acknowledge,
@@ -116,5 +125,6 @@ APIS = {
     sync_group.API_KEY: sync_group,
     txn_offset_commit.API_KEY: txn_offset_commit,
     update_metadata.API_KEY: update_metadata,
+    write_share_group_state.API_KEY: write_share_group_state,
     write_txn_markers.API_KEY: write_txn_markers,
 }

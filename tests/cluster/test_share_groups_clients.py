@@ -19,6 +19,9 @@ LOCK_MS = 2000
 BROKER = {
     "offsets_topic_replication_factor": 1,
     "offsets_topic_num_partitions": 3,
+    "share_coordinator_state_topic_replication_factor": 1,
+    "share_coordinator_state_topic_min_isr": 1,
+    "share_coordinator_state_topic_num_partitions": 3,
     "group_initial_rebalance_delay_ms": 0,
     "group.share.record.lock.duration.ms": LOCK_MS,
     "group.share.min.record.lock.duration.ms": 1000,
@@ -212,6 +215,8 @@ def test_three_members_on_three_brokers_read_30000_records_once(start_broker):
         **BROKER,
         "group.share.record.lock.duration.ms": 30000,
         "offsets_topic_replication_factor": 3,
+        "share_coordinator_state_topic_replication_factor": 3,
+        "share_coordinator_state_topic_min_isr": 2,
         "default_replication_factor": 3,
     }
     brokers = [start_broker(i, **cluster) for i in (1, 2, 3)]
@@ -239,3 +244,54 @@ def test_three_members_on_three_brokers_read_30000_records_once(start_broker):
     # promised (Kafka's neither), so only "once" and "all" are asserted
     for c in members:
         c.close()
+
+
+def test_acknowledgements_and_delivery_counts_survive_the_leaders_death(start_broker):
+    """The share state is durable at the share coordinator (`__share_group_state`, RF 2): after the
+    partition leader is killed, the new leader serves what the old one acknowledged as done and
+    gives the records that were only acquired again, their first delivery counted."""
+    cluster = {
+        **BROKER,
+        "offsets_topic_replication_factor": 2,
+        "share_coordinator_state_topic_replication_factor": 2,
+        "default_replication_factor": 2,
+        "group.share.record.lock.duration.ms": 30000,
+    }
+    brokers = {i: start_broker(i, **cluster) for i in (1, 2)}
+    trio.run(wait_until_all_brokers_known, brokers)
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    name = f"jobs-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, 1, 2)])[name].result(30)
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "durable", "share.acknowledgement.mode": "explicit"})
+    c.subscribe([name])
+    joined(c)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100})
+    for i in range(20):
+        p.produce(name, str(i).encode(), partition=0)
+    assert p.flush(30) == 0  # one batch: one fetch acquires all 20 for `c`
+    first: list = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not first:
+        first = [m for m in c.poll(0.5) if m.error() is None]
+    assert sorted(int(m.value()) for m in first) == list(range(20))
+    for m in first:
+        if int(m.value()) < 10:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+    c.commit_sync()  # answered once the acknowledgements are durable; 10-19 stay acquired by `c`
+    leader = admin.list_topics(name, timeout=30).topics[name].partitions[0].leader
+    brokers[leader].kill()
+    other = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "durable"})
+    other.subscribe([name])
+    again: dict[int, int] = {}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(again) < 10:
+        for m in other.poll(0.5):
+            if m.error() is None:
+                again[int(m.value())] = m.delivery_count()
+    assert again == dict.fromkeys(range(10, 20), 2), again  # never 0-9: acknowledged before the kill
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        late = [m.value() for m in other.poll(0.3) if m.error() is None]
+        assert not late, late
+    other.close()

@@ -116,5 +116,5 @@ async def test_session_errors_and_unknown_topics_answer_kafkas_codes(setup):
         may_read=lambda t: True,
     )
     assert unknown.topics[uuid.UUID(int=404)][0].error_code == E.UNKNOWN_TOPIC_ID
-    acked = manager.share_acknowledge("g", "m", 1, {TOPIC_ID: {0: [(0, 0, [ACCEPT])]}}, lambda t: True)
+    acked = await manager.share_acknowledge("g", "m", 1, {TOPIC_ID: {0: [(0, 0, [ACCEPT])]}}, lambda t: True)
     assert acked.topics[TOPIC_ID][0].error_code == E.INVALID_RECORD_STATE  # nothing was acquired

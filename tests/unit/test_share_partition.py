@@ -86,3 +86,19 @@ def test_an_acknowledgement_of_a_huge_range_is_refused_without_walking_it():
     sp = partition()
     sp.acquire("a", log((0, 4)), 10, now_ms=0)
     assert sp.acknowledge("a", 0, (1 << 62), [ACCEPT]) == E.INVALID_RECORD_STATE
+
+
+def test_the_persisted_state_restores_at_the_next_leader_with_acquired_records_available():
+    sp = SharePartition(0, lock_duration_ms=1000, delivery_limit=3, max_in_flight=100)
+    sp.acquire("a", [Batch(0, 9, False)], 100, now_ms=0)
+    assert sp.acknowledge("a", 0, 1, [ACCEPT]) == E.NONE  # the SPSO moves to 2
+    assert sp.acknowledge("a", 4, 4, [REJECT]) == E.NONE
+    assert sp.acknowledge("a", 5, 5, [RELEASE]) == E.NONE
+    start, batches, done = sp.persisted()
+    assert start == 2 and done == 1
+    assert batches == [(2, 3, 0, 1), (4, 4, 4, 1), (5, 9, 0, 1)]  # acquired 2-3, 6-9 written Available
+    again = SharePartition(start, lock_duration_ms=1000, delivery_limit=3, max_in_flight=100)
+    again.restore(batches, log_end_offset=8)  # 8 and 9 are not in this leader's log
+    assert again.end_offset == 8 and again.next_fetch_offset() == 2
+    got = again.acquire("b", [Batch(0, 7, False)], 100, now_ms=0)
+    assert [tuple(r) for r in got] == [(2, 3, 2), (5, 7, 2)]  # 4 stays archived; counts kept, +1

@@ -1,0 +1,189 @@
+"""How a partition leader reads and writes its share-partitions' durable state (Kafka's
+`DefaultStatePersister` / `PersisterStateManager`, KIP-932): at the share coordinator of each
+share-partition, the leader of `__share_group_state` partition `records.partition_for(key)`.
+
+- When that is this broker, the coordinator is called in process; else the request goes to it
+  on the inter-broker listener (ReadShareGroupState key 84 v0, WriteShareGroupState key 85 v1),
+  one queue and sender per coordinator broker (`broker_queues.BrokerQueues`), the items queued
+  together sent as one request per group.
+- `read` and `write` never raise: they answer a `StateResult` whose error is the coordinator's,
+  COORDINATOR_NOT_AVAILABLE while `__share_group_state` (created on first need, as FindCoordinator
+  creates it) or its leader is missing, or NETWORK_EXCEPTION for a lost connection or an answer
+  later than `REQUEST_TIMEOUT_S`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from broker.broker_queues import BrokerQueues
+from coordinator.share import records
+from coordinator.share.records import SharePartitionKey, StateBatch
+from coordinator.share.shard import StateResult
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.topic_names import SHARE_GROUP_STATE_TOPIC
+
+log = logging.getLogger(__name__)
+REQUEST_TIMEOUT_S = 30.0
+
+
+@dataclass(eq=False)
+class _Ask:
+    """One share-partition's read (batches None) or write, waiting for its answer."""
+
+    api: ApiKey
+    key: SharePartitionKey
+    leader_epoch: int
+    state_epoch: int = 0
+    start_offset: int = -1
+    delivery_complete_count: int = -1
+    batches: list[StateBatch] = field(default_factory=list)
+    answer: StateResult | None = None
+    done: trio.Event = field(default_factory=trio.Event)
+
+    def reply(self, answer: StateResult) -> None:
+        if not self.done.is_set():
+            self.answer = answer
+            self.done.set()
+
+    def partition_body(self) -> dict:
+        body: dict = {"partition": self.key.partition, "leader_epoch": self.leader_epoch}
+        if self.api == ApiKey.WRITE_SHARE_GROUP_STATE:
+            body.update(
+                state_epoch=self.state_epoch,
+                start_offset=self.start_offset,
+                delivery_complete_count=self.delivery_complete_count,
+                state_batches=[b._asdict() for b in self.batches],
+            )
+        return body
+
+
+class SharePersister:
+    def __init__(
+        self,
+        broker_id: int,
+        metadata_cache,
+        num_partitions: int,
+        local,
+        ensure_topic: Callable[[], Awaitable[None]],
+        client_id: str,
+        security=None,
+    ) -> None:
+        """`num_partitions`: share.coordinator.state.topic.num.partitions; `local`: this broker's
+        `ShareCoordinator`; `ensure_topic()`: creates `__share_group_state` when missing."""
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
+        self.num_partitions = num_partitions
+        self.local = local
+        self.ensure_topic = ensure_topic
+        self.requests_sent = 0
+        self._queues: BrokerQueues[_Ask] = BrokerQueues(
+            "share state",
+            client_id,
+            security,
+            self._send,
+            lambda ask: ask.reply(StateResult(ErrorCode.NETWORK_EXCEPTION)),
+            pipelined=True,
+        )
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        await self._queues.run(task_status=task_status)
+
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StateResult:
+        """ReadShareGroupState: the stored state (start offset -1: never written)."""
+        return await self._ask(_Ask(ApiKey.READ_SHARE_GROUP_STATE, key, leader_epoch))
+
+    async def write(
+        self,
+        key: SharePartitionKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        delivery_complete_count: int,
+        batches: list[StateBatch],
+    ) -> StateResult:
+        """WriteShareGroupState: NONE once the coordinator committed it."""
+        ask = _Ask(
+            ApiKey.WRITE_SHARE_GROUP_STATE,
+            key,
+            leader_epoch,
+            state_epoch,
+            start_offset,
+            delivery_complete_count,
+            batches,
+        )
+        return await self._ask(ask)
+
+    async def _ask(self, ask: _Ask) -> StateResult:
+        partition = records.partition_for(ask.key, self.num_partitions)
+        if SHARE_GROUP_STATE_TOPIC not in self.metadata_cache.partitions:
+            await self.ensure_topic()
+            return StateResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{SHARE_GROUP_STATE_TOPIC} is being created")
+        state = self.metadata_cache.get_partition(SHARE_GROUP_STATE_TOPIC, partition)
+        broker = self.metadata_cache.brokers.get(state.leader) if state is not None else None
+        if broker is None:
+            return StateResult(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{SHARE_GROUP_STATE_TOPIC}-{partition} has no leader"
+            )
+        if broker.broker_id == self.broker_id and self.local is not None:
+            if ask.api == ApiKey.READ_SHARE_GROUP_STATE:
+                return await self.local.read_state(ask.key, ask.leader_epoch)
+            return await self.local.write_state(
+                ask.key, ask.state_epoch, ask.leader_epoch, ask.start_offset, ask.delivery_complete_count, ask.batches
+            )
+        self._queues.put((broker.broker_id, broker.host, broker.port), ask)
+        with trio.move_on_after(REQUEST_TIMEOUT_S + 1):
+            await ask.done.wait()
+        ask.reply(StateResult(ErrorCode.NETWORK_EXCEPTION, "no answer from the share coordinator"))
+        assert ask.answer is not None
+        return ask.answer
+
+    async def _send(self, conn, batch: list[_Ask]) -> None:
+        """The batch as one request per API and group; a partition asked twice (in order) goes
+        into the next request."""
+        chunks: list[list[_Ask]] = []
+        open_chunks: dict[tuple[ApiKey, str], list[_Ask]] = {}
+        for ask in batch:
+            chunk = open_chunks.get((ask.api, ask.key.group_id))
+            if chunk is None or any((a.key.topic_id, a.key.partition) == ask.key[1:] for a in chunk):
+                chunk = open_chunks[(ask.api, ask.key.group_id)] = []
+                chunks.append(chunk)
+            chunk.append(ask)
+        try:
+            for chunk in chunks:
+                await self._request(conn, chunk)
+        except BaseException:
+            for ask in batch:
+                ask.reply(StateResult(ErrorCode.NETWORK_EXCEPTION, "the share coordinator's connection was lost"))
+            raise
+
+    async def _request(self, conn, asks: list[_Ask]) -> None:
+        """One request for `asks` (one API, one group, each partition once)."""
+        api, group_id = asks[0].api, asks[0].key.group_id
+        by_topic: dict[uuid.UUID, list[dict]] = {}
+        for ask in asks:
+            by_topic.setdefault(ask.key.topic_id, []).append(ask.partition_body())
+        body = {"group_id": group_id, "topics": [{"topic_id": t, "partitions": p} for t, p in by_topic.items()]}
+        self.requests_sent += 1
+        version = 1 if api == ApiKey.WRITE_SHARE_GROUP_STATE else 0
+        response = await conn.request(api, body, version=version, timeout_s=REQUEST_TIMEOUT_S)
+        waiting = {(ask.key.topic_id, ask.key.partition): ask for ask in asks}
+        for result in response.results:
+            for p in result.partitions:
+                found = waiting.get((result.topic_id, p.partition))
+                if found is None:
+                    continue
+                batches = [
+                    StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                    for b in getattr(p, "state_batches", ())
+                ]
+                state_epoch, start_offset = getattr(p, "state_epoch", 0), getattr(p, "start_offset", -1)
+                found.reply(StateResult(p.error_code, p.error_message, state_epoch, -1, start_offset, -1, batches))
+        for ask in asks:
+            ask.reply(StateResult(ErrorCode.NETWORK_EXCEPTION, "the share coordinator's answer left it out"))

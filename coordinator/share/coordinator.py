@@ -1,0 +1,142 @@
+"""The share coordinator (KIP-932, Kafka's `ShareCoordinatorService`): the durable state of
+share-partitions in `__share_group_state`, served to the partition leaders (and the group
+coordinator) through InitializeShareGroupState, ReadShareGroupState, WriteShareGroupState,
+DeleteShareGroupState and ReadShareGroupStateSummary (keys 83-87).
+
+- A share-partition (group, topic id, partition) lives on `__share_group_state` partition
+  `records.partition_for(key)`; this broker coordinates it while it leads that partition. A key
+  of a partition being loaded answers COORDINATOR_LOAD_IN_PROGRESS, one not led NOT_COORDINATOR.
+- Loading replays the partition: a snapshot replaces a key's state, an update is merged into it
+  (an update of an older snapshot is ignored), a tombstone removes it.
+- Every operation is the shard's (`shard.py`), written through the runtime's write path
+  (acks=-1, the topic's min ISR): an answer of NONE to a write means its records are committed.
+  Writes of one key take turns. Append errors map as the runtime maps them
+  (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import trio
+
+from coordinator.record_codec import CorruptCoordinatorRecord
+from coordinator.runtime import CoordinatorResult, CoordinatorRuntime, PartitionLog, WriteFailed
+from coordinator.share import records
+from coordinator.share.config import ShareCoordinatorConfig
+from coordinator.share.records import SharePartitionKey, ShareState, ShareUpdate, StateBatch
+from coordinator.share.shard import ShareCoordinatorShard, StateResult
+from protocol.errors import ErrorCode
+from protocol.record_batch import decode_records
+from protocol.topic_names import SHARE_GROUP_STATE_TOPIC
+
+log = logging.getLogger(__name__)
+
+
+class ShareCoordinator:
+    def __init__(self, partition_log: PartitionLog, config: ShareCoordinatorConfig, clock_ms: Callable[[], int]):
+        self.config = config
+        self.shard = ShareCoordinatorShard(config.snapshot_every, clock_ms)
+        self.runtime = CoordinatorRuntime(
+            SHARE_GROUP_STATE_TOPIC,
+            partition_log,
+            self._load,
+            self._unloaded,
+            reload_on_new_epoch=False,
+            clock_ms=clock_ms,
+            append_timeout_ms=config.write_timeout_ms,
+        )
+
+    def partition_for(self, key: SharePartitionKey) -> int:
+        return records.partition_for(key, self.config.num_partitions)
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            await self.runtime.run(nursery)
+            task_status.started()
+            await trio.sleep_forever()
+
+    # ---- leadership ------------------------------------------------------------------------------
+    def on_election(self, tp, leader_epoch: int) -> None:
+        """LeadershipListener: a partition of `__share_group_state` led here is loaded."""
+        self.runtime.on_election(tp, leader_epoch)
+
+    def on_resignation(self, tp, leader_epoch: int | None) -> None:
+        self.runtime.on_resignation(tp, leader_epoch)
+
+    def _unloaded(self, partition: int) -> None:
+        self.shard.forget(lambda key: self.partition_for(key) != partition)
+
+    async def _load(self, partition: int, token: object) -> None:
+        found: dict[SharePartitionKey, list[ShareState | ShareUpdate | None]] = {}
+
+        def on_batch(buf, pos: int, header) -> None:
+            if header.is_control:
+                return
+            for record in decode_records(buf, pos, header):
+                try:
+                    key, value = records.decode(record.key or b"", record.value)
+                except CorruptCoordinatorRecord as e:
+                    log.error("skipping an unreadable %s record at %d: %s", SHARE_GROUP_STATE_TOPIC, record.offset, e)
+                    continue
+                history = found.setdefault(key, [])
+                if value is None or isinstance(value, ShareState):
+                    history.clear()  # a snapshot or tombstone supersedes what came before
+                history.append(value)
+
+        if not await self.runtime.replay(partition, token, self.config.load_buffer_size, on_batch):
+            return
+        self.shard.forget(lambda key: self.partition_for(key) != partition)
+        for key, history in found.items():
+            for value in history:
+                self.shard.replay(key, value)
+        self.runtime.finish_loading(partition, token)
+        log.info("loaded %d share-partition states from %s-%d", len(found), SHARE_GROUP_STATE_TOPIC, partition)
+
+    # ---- operations ------------------------------------------------------------------------------
+    async def _run(
+        self, key: SharePartitionKey, operation: Callable[[], CoordinatorResult[StateResult]]
+    ) -> StateResult:
+        partition = self.partition_for(key)
+        error = self.runtime.error_for(partition)
+        if error != ErrorCode.NONE:
+            return StateResult(error)
+        try:
+            async with self.runtime.one_at_a_time(key):
+                return await self.runtime.write(partition, operation)
+        except WriteFailed as e:
+            return StateResult(e.error_code, str(e))
+
+    async def write_state(
+        self,
+        key: SharePartitionKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        delivery_complete_count: int,
+        batches: list[StateBatch],
+    ) -> StateResult:
+        """WriteShareGroupState for one share-partition: NONE once committed."""
+        return await self._run(
+            key,
+            lambda: self.shard.write_state(
+                key, state_epoch, leader_epoch, start_offset, delivery_complete_count, batches
+            ),
+        )
+
+    async def read_state(self, key: SharePartitionKey, leader_epoch: int) -> StateResult:
+        """ReadShareGroupState: the stored state (start offset -1: never initialized)."""
+        return await self._run(key, lambda: self.shard.read_state(key, leader_epoch))
+
+    async def initialize_state(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> StateResult:
+        return await self._run(key, lambda: self.shard.initialize_state(key, state_epoch, start_offset))
+
+    async def delete_state(self, key: SharePartitionKey) -> StateResult:
+        return await self._run(key, lambda: self.shard.delete_state(key))
+
+    def read_summary(self, key: SharePartitionKey, leader_epoch: int) -> StateResult:
+        error = self.runtime.error_for(self.partition_for(key))
+        if error != ErrorCode.NONE:
+            return StateResult(error)
+        return self.shard.read_summary(key, leader_epoch)
