@@ -275,6 +275,9 @@ _MIRRORS: dict[int, Callable] = {
         ),
         _share_state,
     ),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: lambda b, c, m: {
+        "groups": [{"group_id": g.group_id, "topics": [], "error_code": c, "error_message": m} for g in b.groups]
+    },
     ApiKey.DESCRIBE_TRANSACTIONS: lambda b, c, m: {
         "transaction_states": [
             {"error_code": c, "transactional_id": t, "transaction_state": "", "topics": []} for t in b.transactional_ids

@@ -1,7 +1,7 @@
 """The `minikafka` command line, one subcommand per module (each with `add_arguments` and `run`):
 `broker` (one broker process), `cluster` (a local ZooKeeper + brokers in the background), `compose` (the docker-compose cluster), `topics`
 (create/list/describe/alter/delete), `configs`, `delete-records`, `reassign-partitions`, `log-dirs`,
-`produce`, `consume`, `groups`, `transactions`, `acls`, `users`, `leader-election`, `health`, `perf` (Kafka-style perf tools), and `run`, the main job
+`produce`, `consume`, `groups`, `share-groups`, `transactions`, `acls`, `users`, `leader-election`, `health`, `perf` (Kafka-style perf tools), and `run`, the main job
 (examples/flights.py). Bad arguments exit 2 with argparse's one-line message. When the reader of the
 output goes away (`minikafka consume ... | head`) the command stops quietly with status 141, as a
 Unix tool killed by SIGPIPE does. `minikafka --version` prints the version and exits 0.
@@ -31,6 +31,7 @@ from minikafka_cli import (
     produce,
     reassign,
     run_job,
+    share_groups,
     topics,
     transactions,
     users,
@@ -49,6 +50,7 @@ COMMANDS = {
     "produce": (produce, "produce records, one per line, from stdin or a file"),
     "consume": (consume, "print a topic's records (alone, or as a member of a consumer group)"),
     "groups": (groups, "list, describe, delete consumer groups; reset or delete their offsets"),
+    "share-groups": (share_groups, "list, describe, delete share groups (KIP-932)"),
     "transactions": (transactions, "list or describe transactions and a partition's producers"),
     "leader-election": (leader_election, "elect preferred replicas (or, unclean, any live replica) as leaders"),
     "acls": (acls, "add, remove or list ACLs (like kafka-acls.sh)"),

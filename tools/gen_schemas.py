@@ -42,6 +42,8 @@ NEXT = {
     "WriteShareGroupState",
     "DeleteShareGroupState",
     "ReadShareGroupStateSummary",
+    # KIP-932's share group admin
+    "DescribeShareGroupOffsets",
 }
 DEFAULT_OUT = ROOT / "protocol" / "schemas"
 
@@ -111,6 +113,7 @@ SERVED: dict[str, tuple[int, int]] = {
     "WriteShareGroupState": (0, 1),
     "DeleteShareGroupState": (0, 0),
     "ReadShareGroupStateSummary": (0, 1),
+    "DescribeShareGroupOffsets": (0, 0),  # v1's lag (KIP-1226) is not served
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
 #: record spec name -> versions generated (all Kafka 3.8 writes or may have written)

@@ -3,7 +3,8 @@
 share-partition, the leader of `__share_group_state` partition `records.partition_for(key)`.
 
 - When that is this broker, the coordinator is called in process; else the request goes to it
-  on the inter-broker listener (ReadShareGroupState key 84 v0, WriteShareGroupState key 85 v1),
+  on the inter-broker listener (ReadShareGroupState key 84 v0, WriteShareGroupState key 85 v1,
+  ReadShareGroupStateSummary key 87 v1),
   one queue and sender per coordinator broker (`broker_queues.BrokerQueues`), the items queued
   together sent as one request per group.
 - `read` and `write` never raise: they answer a `StateResult` whose error is the coordinator's,
@@ -99,6 +100,11 @@ class SharePersister:
         """ReadShareGroupState: the stored state (start offset -1: never written)."""
         return await self._ask(_Ask(ApiKey.READ_SHARE_GROUP_STATE, key, leader_epoch))
 
+    async def read_summary(self, key: SharePartitionKey) -> StateResult:
+        """ReadShareGroupStateSummary: start offset, epochs and delivery-complete count, without
+        batches (start offset -1: never written)."""
+        return await self._ask(_Ask(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, key, -1))
+
     async def write(
         self,
         key: SharePartitionKey,
@@ -134,6 +140,8 @@ class SharePersister:
         if broker.broker_id == self.broker_id and self.local is not None:
             if ask.api == ApiKey.READ_SHARE_GROUP_STATE:
                 return await self.local.read_state(ask.key, ask.leader_epoch)
+            if ask.api == ApiKey.READ_SHARE_GROUP_STATE_SUMMARY:
+                return self.local.read_summary(ask.key, ask.leader_epoch)
             return await self.local.write_state(
                 ask.key, ask.state_epoch, ask.leader_epoch, ask.start_offset, ask.delivery_complete_count, ask.batches
             )
@@ -171,7 +179,7 @@ class SharePersister:
             by_topic.setdefault(ask.key.topic_id, []).append(ask.partition_body())
         body = {"group_id": group_id, "topics": [{"topic_id": t, "partitions": p} for t, p in by_topic.items()]}
         self.requests_sent += 1
-        version = 1 if api == ApiKey.WRITE_SHARE_GROUP_STATE else 0
+        version = 0 if api == ApiKey.READ_SHARE_GROUP_STATE else 1
         response = await conn.request(api, body, version=version, timeout_s=REQUEST_TIMEOUT_S)
         waiting = {(ask.key.topic_id, ask.key.partition): ask for ask in asks}
         for result in response.results:
@@ -183,7 +191,16 @@ class SharePersister:
                     StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                     for b in getattr(p, "state_batches", ())
                 ]
-                state_epoch, start_offset = getattr(p, "state_epoch", 0), getattr(p, "start_offset", -1)
-                found.reply(StateResult(p.error_code, p.error_message, state_epoch, -1, start_offset, -1, batches))
+                found.reply(
+                    StateResult(
+                        p.error_code,
+                        p.error_message,
+                        getattr(p, "state_epoch", 0),
+                        getattr(p, "leader_epoch", -1),
+                        getattr(p, "start_offset", -1),
+                        getattr(p, "delivery_complete_count", -1),
+                        batches,
+                    )
+                )
         for ask in asks:
             ask.reply(StateResult(ErrorCode.NETWORK_EXCEPTION, "the share coordinator's answer left it out"))

@@ -5,9 +5,10 @@ sessions, and ShareFetch / ShareAcknowledge over them (typed results; the handle
 
 - A share-partition's state is durable at the share coordinator (`persister.py`): read when
   this leader first serves the share-partition (with this leader's epoch, which fences the
-  writes of an earlier leader), written before a ShareFetch or ShareAcknowledge that changed it
-  is answered (so an acknowledgement answered NONE survives a failover), and written by the
-  timer after locks ran out or a member's records were released. A record acquired when the
+  writes of an earlier leader), written before a ShareFetch or ShareAcknowledge carrying
+  acknowledgements is answered (so an acknowledgement answered NONE survives a failover), and
+  written by the timer (every `LOCK_SWEEP_S`) after acquisitions, timed-out locks and released
+  members: an answer is never held while its records' locks run. A record acquired when the
   state was written comes back Available at the next leader, its delivery count kept. While the
   state cannot be read (the coordinator is unavailable) the partition hands out nothing.
 - A share-partition never written starts where the group's `share.auto.offset.reset` says
@@ -282,14 +283,10 @@ class SharePartitionManager:
             await self._acquire(
                 group_id, member_id, step.session, answers, max_wait_ms, max_bytes, max_records, may_read
             )
-        changed = {key for key, answer in answers.items() if answer.acquired} | {
-            key for key in acked if answers[key].acknowledge_error_code == ErrorCode.NONE
-        }
-        for key in sorted(changed, key=lambda k: (str(k[0]), k[1])):
+        for key in sorted(acked, key=lambda k: (str(k[0]), k[1])):
             answer = answers[key]
-            error = await self._persist_answer(group_id, key)
-            if error != ErrorCode.NONE and key in acked and answer.acknowledge_error_code == ErrorCode.NONE:
-                answer.acknowledge_error_code = error  # not durable: the client must not hear success
+            if answer.acknowledge_error_code == ErrorCode.NONE:  # not durable: the client must not hear success
+                answer.acknowledge_error_code = await self._persist_answer(group_id, key)
         for (topic_id, _), answer in sorted(answers.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             result.topics.setdefault(topic_id, []).append(answer)
         return result
@@ -388,6 +385,7 @@ class SharePartitionManager:
             first = next((pos for pos, h in batches if h.last_offset >= acquired[0].first_offset), 0)
             answer.records = bytes(info.records[first:end])
             answer.acquired = acquired
+            sp.dirty = True  # delivery counts: written by the timer, not before the answer (its locks run)
             total += sum(r.last_offset - r.first_offset + 1 for r in acquired)
             budget -= len(answer.records)
         return total
@@ -440,15 +438,26 @@ class SharePartitionManager:
 
     # ---- the timer -----------------------------------------------------------------------------------
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Release records whose lock ran out, wake the fetches waiting for them, and write the
-        state of share-partitions changed outside a request (timed-out locks, released members)."""
-        task_status.started()
+        """The timer's two tasks: release records whose lock ran out (waking the fetches waiting
+        for them), and write the state of share-partitions changed outside an acknowledgement
+        (acquisitions, timed-out locks, released members). A write that waits for a share
+        coordinator never holds up lock expiry."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._expire_locks)
+            nursery.start_soon(self._write_changed)
+            task_status.started()
+
+    async def _expire_locks(self) -> None:
         while True:
             await trio.sleep(LOCK_SWEEP_S)
             now = self.now_ms()
             for (_, tp), sp in list(self.partitions.items()):
                 if sp.expire_locks(now):
                     self.replica_manager.watchers.notify(tp)
+
+    async def _write_changed(self) -> None:
+        while True:
+            await trio.sleep(LOCK_SWEEP_S)
             for (group_id, tp), sp in list(self.partitions.items()):
                 if sp.dirty and self.partitions.get((group_id, tp)) is sp:
                     await self._persist(group_id, tp, sp)

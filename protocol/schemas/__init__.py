@@ -27,6 +27,7 @@ from protocol.schemas import describe_configs
 from protocol.schemas import describe_groups
 from protocol.schemas import describe_log_dirs
 from protocol.schemas import describe_producers
+from protocol.schemas import describe_share_group_offsets
 from protocol.schemas import describe_transactions
 from protocol.schemas import describe_user_scram_credentials
 from protocol.schemas import elect_leaders
@@ -90,6 +91,7 @@ APIS = {
     describe_groups.API_KEY: describe_groups,
     describe_log_dirs.API_KEY: describe_log_dirs,
     describe_producers.API_KEY: describe_producers,
+    describe_share_group_offsets.API_KEY: describe_share_group_offsets,
     describe_transactions.API_KEY: describe_transactions,
     describe_user_scram_credentials.API_KEY: describe_user_scram_credentials,
     elect_leaders.API_KEY: elect_leaders,

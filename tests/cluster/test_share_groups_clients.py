@@ -4,6 +4,8 @@ gives a record to another delivery, REJECT never delivers it again, a lock that 
 delivers it again with its delivery count increased, and a closed member's records go to the
 others (the delivery count limit is unit-tested in tests/unit/test_share_partition.py)."""
 
+import subprocess
+import sys
 import time
 import uuid
 
@@ -12,6 +14,10 @@ import trio
 from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 from replication_helpers import wait_until_all_brokers_known
+
+from client.connection import Connection
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.slow  # ZooKeeper and a broker
 
@@ -82,8 +88,38 @@ def test_three_members_split_the_records_and_none_is_accepted_twice(start_broker
     assert sorted(int(v) for v in got) == list(range(3000))
     assert all(len(by) == 1 for by in got.values())  # implicit acknowledgement: each once
     assert len({i for by in got.values() for i in by}) >= 2  # the work was shared
+    described = share_groups_cli(broker, "--describe", "--group", "workers", "--members")
+    assert len(described) == 4 and described[0][:2] == ["GROUP", "CONSUMER-ID"]
+    assigned = {tp for row in described[1:] for tp in row[6].split(",")}
+    assert assigned == {f"{name}:{p}" for p in range(3)}  # every partition has a member
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end:  # the next fetches carry the last records' implicit acknowledgements
+        for c in members:
+            assert not [m for m in c.poll(0.1) if m.error() is None]
+    offsets = share_groups_cli(broker, "--describe", "--group", "workers", "--offsets")
+    assert offsets == [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]] + [
+        ["workers", name, str(p), "1000", "0"] for p in range(3)
+    ]
     for c in members:
         c.close()
+    assert ["workers", "Empty"] in share_groups_cli(broker, "--list")
+    state = share_groups_cli(broker, "--describe", "--group", "workers", "--state")
+    assert state[1][:2] == ["workers", "Empty"] and state[1][-1] == "0"
+    missing = subprocess.run(
+        [sys.executable, "-m", "minikafka_cli.main", "share-groups", "--bootstrap-server", broker.bootstrap]
+        + ["--describe", "--group", "never-was"],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 1 and "GROUP_ID_NOT_FOUND" in missing.stderr
+
+
+def share_groups_cli(broker, *args: str) -> list[list[str]]:
+    """`minikafka share-groups --bootstrap-server ... *args`: its table's rows, split."""
+    command = [sys.executable, "-m", "minikafka_cli.main", "share-groups", "--bootstrap-server", broker.bootstrap]
+    done = subprocess.run(command + list(args), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [line.split() for line in done.stdout.splitlines()]
 
 
 def test_release_redelivers_and_reject_never_does(start_broker):
@@ -112,7 +148,26 @@ def test_release_redelivers_and_reject_never_does(start_broker):
             decide(a, m)
         a.commit_sync()
     assert sorted(seen) == [(b"0", 1), (b"1", 1), (b"1", 2), (b"2", 1), (b"3", 1)]
+    # every record is done: the share-partition start offset is past them (DescribeShareGroupOffsets)
+    assert trio.run(share_offsets, broker, "acks", None) == {name: {0: (4, ErrorCode.NONE)}}
+    asked = trio.run(share_offsets, broker, "acks", [{"topic_name": name, "partitions": [0, 7]}])
+    assert asked == {name: {0: (4, ErrorCode.NONE), 7: (-1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)}}
+    unknown = trio.run(share_offsets, broker, "never-was", None)
+    assert unknown == ErrorCode.GROUP_ID_NOT_FOUND
     a.close()
+
+
+async def share_offsets(broker, group: str, topics):
+    """DescribeShareGroupOffsets v0 for one group: topic -> partition -> (SPSO, error), or the
+    group's error."""
+    async with Connection.open(broker.host, broker.port) as conn:
+        r = await conn.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, {"groups": [{"group_id": group, "topics": topics}]})
+    found = r.groups[0]
+    if found.error_code:
+        return found.error_code
+    return {
+        t.topic_name: {p.partition_index: (p.start_offset, p.error_code) for p in t.partitions} for t in found.topics
+    }
 
 
 def test_an_unacknowledged_record_comes_back_after_its_lock_with_its_delivery_count_up(start_broker):
@@ -295,3 +350,60 @@ def test_acknowledgements_and_delivery_counts_survive_the_leaders_death(start_br
         late = [m.value() for m in other.poll(0.3) if m.error() is None]
         assert not late, late
     other.close()
+
+
+def test_killing_the_share_coordinator_loses_no_record_and_accepts_none_twice(start_broker):
+    """The broker leading the share-partition's `__share_group_state` partition (not the data
+    partition's leader) is killed while a share consumer reads: the leader's writes wait for the
+    new coordinator (acknowledgements answered with an error meanwhile are written later), and
+    every record is still accepted exactly once."""
+    cluster = {
+        **BROKER,
+        "offsets_topic_replication_factor": 2,
+        "share_coordinator_state_topic_replication_factor": 2,
+        "share_coordinator_state_topic_num_partitions": 1,
+        "default_replication_factor": 2,
+        "group.share.record.lock.duration.ms": 30000,  # no lock runs out while the coordinator moves
+    }
+    brokers = {i: start_broker(i, **cluster) for i in (1, 2)}
+    trio.run(wait_until_all_brokers_known, brokers)
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "coord-kill"})
+    warm = f"warm-{uuid.uuid4().hex[:8]}"  # its first read creates __share_group_state
+    admin.create_topics([NewTopic(warm, 1, 2)])[warm].result(30)
+    c.subscribe([warm])
+    joined(c)
+    deadline = time.monotonic() + 30
+    coordinator = -1
+    while coordinator < 0 and time.monotonic() < deadline:
+        found = admin.list_topics("__share_group_state", timeout=10).topics.get("__share_group_state")
+        if found is not None and found.partitions and found.partitions[0].leader >= 0:
+            coordinator = found.partitions[0].leader
+        c.poll(0.2)
+    assert coordinator > 0
+    data_leader = 1 if coordinator == 2 else 2
+    name = f"jobs-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[[data_leader, coordinator]])])[
+        name
+    ].result(30)
+    c.subscribe([name])
+    joined(c)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(2000):
+        p.produce(name, str(i).encode(), partition=0)
+    assert p.flush(30) == 0
+    got: dict[bytes, list[int]] = {}
+    killed = False
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(got) < 2000:
+        for m in c.poll(0.3):
+            if m.error() is None:
+                got.setdefault(m.value(), []).append(m.delivery_count())
+        if not killed and len(got) >= 300:
+            brokers[coordinator].kill()
+            killed = True
+    assert killed and sorted(int(v) for v in got) == list(range(2000)), len(got)
+    twice = sorted(int(v) for v, counts in got.items() if len(counts) > 1)
+    assert twice == [], f"{len(twice)} records delivered twice, first {twice[:10]}"
+    c.close()

@@ -31,6 +31,7 @@ REQUIRED = {
     "WriteShareGroupState": (0, 1),
     "DeleteShareGroupState": (0, 0),
     "ReadShareGroupStateSummary": (0, 1),
+    "DescribeShareGroupOffsets": (0, 0),
     "ApiVersions": (0, 3),
     "Metadata": (1, 12),
     "Produce": (3, 9),

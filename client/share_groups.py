@@ -1,0 +1,69 @@
+"""Share group administration (KIP-932) for the CLI: ShareGroupDescribe (key 77) v1 and
+DescribeShareGroupOffsets (key 90) v0, sent to the group's coordinator (FindCoordinator key type
+0, as for any group). Errors raise `KafkaError` (GROUP_ID_NOT_FOUND for a group that is not a
+share group, ...)."""
+
+from __future__ import annotations
+
+from client.cluster import Cluster
+from client.groups import _on_coordinator, _raise
+from protocol.api_keys import ApiKey
+from protocol.topic_partition import TopicPartition
+
+
+async def describe_share_group(cluster: Cluster, group_id: str) -> dict:
+    """{group_id, state, group_epoch, assignment_epoch, assignor, members: [{member_id,
+    client_id, client_host, member_epoch, subscribed, assignment: [(topic, partition)]}]}."""
+    r = await _on_coordinator(
+        cluster,
+        group_id,
+        ApiKey.SHARE_GROUP_DESCRIBE,
+        {"group_ids": [group_id], "include_authorized_operations": False},
+        lambda r: _raise(r.groups[0].error_code, f"ShareGroupDescribe({group_id})"),
+    )
+    g = r.groups[0]
+    return {
+        "group_id": g.group_id,
+        "state": g.group_state,
+        "group_epoch": g.group_epoch,
+        "assignment_epoch": g.assignment_epoch,
+        "assignor": g.assignor_name,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_epoch": m.member_epoch,
+                "subscribed": list(m.subscribed_topic_names or []),
+                "assignment": sorted((t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions),
+            }
+            for m in g.members
+        ],
+    }
+
+
+async def share_group_offsets(
+    cluster: Cluster, group_id: str, topics: dict[str, list[int]] | None = None
+) -> dict[TopicPartition, tuple[int, int]]:
+    """(topic, partition) -> (share-partition start offset, leader epoch) for the partitions
+    asked (None: every topic the group's members subscribe to); -1 where the group never read."""
+
+    def check(r) -> None:
+        _raise(r.groups[0].error_code, f"DescribeShareGroupOffsets({group_id})")
+        for t in r.groups[0].topics:
+            for p in t.partitions:
+                _raise(p.error_code, f"DescribeShareGroupOffsets({group_id}, {t.topic_name}-{p.partition_index})")
+
+    asked = None if topics is None else [{"topic_name": t, "partitions": ps} for t, ps in topics.items()]
+    r = await _on_coordinator(
+        cluster,
+        group_id,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        {"groups": [{"group_id": group_id, "topics": asked}]},
+        check,
+    )
+    return {
+        (t.topic_name, p.partition_index): (p.start_offset, p.leader_epoch)
+        for t in r.groups[0].topics
+        for p in t.partitions
+    }
