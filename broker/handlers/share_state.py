@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.authz import Op, cluster_allowed
 from broker.server import Handler
-from coordinator.share.records import SharePartitionKey, StateBatch
+from coordinator.share.records import SharePartitionKey, StateBatch, StateWrite
 from coordinator.share.shard import StateResult
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -91,11 +91,11 @@ async def read_share_group_state(ctx: BrokerContext, request: Request):
 
 async def write_share_group_state(ctx: BrokerContext, request: Request):
     def write(c, key: SharePartitionKey, p):
-        batches = [
+        batches = tuple(
             StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in p.state_batches
-        ]
+        )
         count = getattr(p, "delivery_complete_count", -1)  # v1 (KIP-1226)
-        return c.write_state(key, p.state_epoch, p.leader_epoch, p.start_offset, count, batches)
+        return c.write_state(key, StateWrite(p.state_epoch, p.leader_epoch, p.start_offset, count, batches))
 
     return await _serve(ctx, request, write)
 

@@ -24,7 +24,7 @@ import trio
 
 from broker.broker_queues import BrokerQueues
 from coordinator.share import records
-from coordinator.share.records import SharePartitionKey, StateBatch
+from coordinator.share.records import SharePartitionKey, StateBatch, StateWrite
 from coordinator.share.shard import StateResult
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -36,15 +36,12 @@ REQUEST_TIMEOUT_S = 30.0
 
 @dataclass(eq=False)
 class _Ask:
-    """One share-partition's read (batches None) or write, waiting for its answer."""
+    """One share-partition's read, summary or write (`write` set), waiting for its answer."""
 
     api: ApiKey
     key: SharePartitionKey
     leader_epoch: int
-    state_epoch: int = 0
-    start_offset: int = -1
-    delivery_complete_count: int = -1
-    batches: list[StateBatch] = field(default_factory=list)
+    write: StateWrite | None = None
     answer: StateResult | None = None
     done: trio.Event = field(default_factory=trio.Event)
 
@@ -55,12 +52,12 @@ class _Ask:
 
     def partition_body(self) -> dict:
         body: dict = {"partition": self.key.partition, "leader_epoch": self.leader_epoch}
-        if self.api == ApiKey.WRITE_SHARE_GROUP_STATE:
+        if self.write is not None:
             body.update(
-                state_epoch=self.state_epoch,
-                start_offset=self.start_offset,
-                delivery_complete_count=self.delivery_complete_count,
-                state_batches=[b._asdict() for b in self.batches],
+                state_epoch=self.write.state_epoch,
+                start_offset=self.write.start_offset,
+                delivery_complete_count=self.write.delivery_complete_count,
+                state_batches=[b._asdict() for b in self.write.batches],
             )
         return body
 
@@ -105,26 +102,9 @@ class SharePersister:
         batches (start offset -1: never written)."""
         return await self._ask(_Ask(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, key, -1))
 
-    async def write(
-        self,
-        key: SharePartitionKey,
-        state_epoch: int,
-        leader_epoch: int,
-        start_offset: int,
-        delivery_complete_count: int,
-        batches: list[StateBatch],
-    ) -> StateResult:
+    async def write(self, key: SharePartitionKey, write: StateWrite) -> StateResult:
         """WriteShareGroupState: NONE once the coordinator committed it."""
-        ask = _Ask(
-            ApiKey.WRITE_SHARE_GROUP_STATE,
-            key,
-            leader_epoch,
-            state_epoch,
-            start_offset,
-            delivery_complete_count,
-            batches,
-        )
-        return await self._ask(ask)
+        return await self._ask(_Ask(ApiKey.WRITE_SHARE_GROUP_STATE, key, write.leader_epoch, write))
 
     async def _ask(self, ask: _Ask) -> StateResult:
         partition = records.partition_for(ask.key, self.num_partitions)
@@ -142,9 +122,8 @@ class SharePersister:
                 return await self.local.read_state(ask.key, ask.leader_epoch)
             if ask.api == ApiKey.READ_SHARE_GROUP_STATE_SUMMARY:
                 return self.local.read_summary(ask.key, ask.leader_epoch)
-            return await self.local.write_state(
-                ask.key, ask.state_epoch, ask.leader_epoch, ask.start_offset, ask.delivery_complete_count, ask.batches
-            )
+            assert ask.write is not None
+            return await self.local.write_state(ask.key, ask.write)
         self._queues.put((broker.broker_id, broker.host, broker.port), ask)
         with trio.move_on_after(REQUEST_TIMEOUT_S + 1):
             await ask.done.wait()

@@ -42,7 +42,7 @@ from broker.errors import error_code_for
 from broker.share.share_partition import AcquiredRange, Batch, SharePartition
 from broker.share.share_sessions import ShareSession, ShareSessionCache, ShareSessionError
 from coordinator.group.group_config import GroupConfigs
-from coordinator.share.records import SharePartitionKey, StateBatch
+from coordinator.share.records import SharePartitionKey, StateBatch, StateWrite
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicIdPartition, TopicPartition
@@ -193,9 +193,8 @@ class SharePartitionManager:
         async with lock:
             start, batches, done = sp.persisted()
             sp.dirty = False
-            answer = await self.persister.write(
-                key, sp.state_epoch, sp.leader_epoch, start, done, [StateBatch(*b) for b in batches]
-            )
+            write = StateWrite(sp.state_epoch, sp.leader_epoch, start, done, tuple(StateBatch(*b) for b in batches))
+            answer = await self.persister.write(key, write)
         if answer.error_code == ErrorCode.NONE:
             return ErrorCode.NONE
         sp.dirty = True

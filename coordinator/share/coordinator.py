@@ -25,7 +25,7 @@ from coordinator.record_codec import CorruptCoordinatorRecord
 from coordinator.runtime import CoordinatorResult, CoordinatorRuntime, PartitionLog, WriteFailed
 from coordinator.share import records
 from coordinator.share.config import ShareCoordinatorConfig
-from coordinator.share.records import SharePartitionKey, ShareState, ShareUpdate, StateBatch
+from coordinator.share.records import SharePartitionKey, ShareState, ShareUpdate, StateWrite
 from coordinator.share.shard import ShareCoordinatorShard, StateResult
 from protocol.errors import ErrorCode
 from protocol.record_batch import decode_records
@@ -108,22 +108,9 @@ class ShareCoordinator:
         except WriteFailed as e:
             return StateResult(e.error_code, str(e))
 
-    async def write_state(
-        self,
-        key: SharePartitionKey,
-        state_epoch: int,
-        leader_epoch: int,
-        start_offset: int,
-        delivery_complete_count: int,
-        batches: list[StateBatch],
-    ) -> StateResult:
+    async def write_state(self, key: SharePartitionKey, write: StateWrite) -> StateResult:
         """WriteShareGroupState for one share-partition: NONE once committed."""
-        return await self._run(
-            key,
-            lambda: self.shard.write_state(
-                key, state_epoch, leader_epoch, start_offset, delivery_complete_count, batches
-            ),
-        )
+        return await self._run(key, lambda: self.shard.write_state(key, write))
 
     async def read_state(self, key: SharePartitionKey, leader_epoch: int) -> StateResult:
         """ReadShareGroupState: the stored state (start offset -1: never initialized)."""

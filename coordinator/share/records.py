@@ -58,6 +58,18 @@ class StateBatch(NamedTuple):
     delivery_count: int
 
 
+class StateWrite(NamedTuple):
+    """One share-partition's WriteShareGroupState entry (key 85): the writer's state and leader
+    epochs, the new start offset (-1: unchanged), the delivery-complete count (-1: unknown) and
+    the state batches it changes."""
+
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
+    batches: tuple[StateBatch, ...]
+
+
 @dataclass
 class ShareState:
     """One share-partition's durable state (Kafka's `ShareGroupOffset`)."""

@@ -31,6 +31,7 @@ from coordinator.share.records import (
     ShareState,
     ShareUpdate,
     StateBatch,
+    StateWrite,
 )
 from coordinator.share.state_batches import combine, normalize
 from protocol.errors import ErrorCode
@@ -85,15 +86,8 @@ class ShareCoordinatorShard:
             self.updates_since_snapshot.pop(key, None)
 
     # ---- operations ------------------------------------------------------------------------------
-    def write_state(
-        self,
-        key: SharePartitionKey,
-        state_epoch: int,
-        leader_epoch: int,
-        start_offset: int,
-        delivery_complete_count: int,
-        batches: list[StateBatch],
-    ) -> CoordinatorResult[StateResult]:
+    def write_state(self, key: SharePartitionKey, write: StateWrite) -> CoordinatorResult[StateResult]:
+        state_epoch, leader_epoch, start_offset, delivery_complete_count, batches = write
         bad = next((b for b in batches if not _valid(b)), None)
         if bad is not None:
             return _refused(ErrorCode.INVALID_REQUEST, f"state batch {tuple(bad)} is not a valid range and state")

@@ -15,7 +15,7 @@ from broker.coordinator_log import CoordinatorPartitionLog
 from coordinator.share import records
 from coordinator.share.config import ShareCoordinatorConfig
 from coordinator.share.coordinator import ShareCoordinator
-from coordinator.share.records import SharePartitionKey, ShareState, ShareUpdate
+from coordinator.share.records import SharePartitionKey, ShareState, ShareUpdate, StateWrite
 from coordinator.share.records import StateBatch as B
 from coordinator.share.shard import ShareCoordinatorShard
 from coordinator.share.state_batches import combine
@@ -24,6 +24,10 @@ from protocol.errors import ErrorCode as E
 TOPIC = "__share_group_state"
 KEY = SharePartitionKey("jobs", uuid.UUID(int=0x1234), 3)
 AV, ACK, ARC = 0, 2, 4
+
+
+def W(state_epoch, leader_epoch, start_offset, delivery_complete_count, batches):
+    return StateWrite(state_epoch, leader_epoch, start_offset, delivery_complete_count, tuple(batches))
 
 
 @pytest.mark.parametrize(
@@ -68,27 +72,27 @@ def test_the_shard_fences_old_leader_and_state_epochs_and_snapshots_every_n_upda
     shard = ShareCoordinatorShard(snapshot_every=2, clock_ms=lambda: 1000)
     unread = committed(shard, shard.read_state(KEY, 0))
     assert unread.error_code == E.NONE and unread.start_offset == -1
-    first = shard.write_state(KEY, 0, 1, 10, -1, [B(10, 14, AV, 1)])
+    first = shard.write_state(KEY, W(0, 1, 10, -1, [B(10, 14, AV, 1)]))
     assert records.decode(*first.records[0])[1].snapshot_epoch == 0  # the first write is a snapshot
     committed(shard, first)
     kinds = []
     for i in range(5):
-        result = shard.write_state(KEY, 0, 1, -1, i, [B(10 + i, 10 + i, ACK, 1)])
+        result = shard.write_state(KEY, W(0, 1, -1, i, [B(10 + i, 10 + i, ACK, 1)]))
         kinds.append(type(records.decode(*result.records[0])[1]).__name__)
         committed(shard, result)
     assert kinds == ["ShareUpdate", "ShareUpdate", "ShareState", "ShareUpdate", "ShareUpdate"]
     state = shard.states[KEY]
     assert state.start_offset == 10 and state.batches == [B(10, 14, ACK, 1)] and state.delivery_complete_count == 4
-    assert shard.write_state(KEY, 0, 0, 11, -1, []).response.error_code == E.FENCED_LEADER_EPOCH
+    assert shard.write_state(KEY, W(0, 0, 11, -1, [])).response.error_code == E.FENCED_LEADER_EPOCH
     # a new leader reads: its epoch is recorded, and the old leader is fenced from then on
     read = shard.read_state(KEY, 2)
     assert read.records and committed(shard, read).leader_epoch == 2
-    assert shard.write_state(KEY, 0, 1, 11, -1, []).response.error_code == E.FENCED_LEADER_EPOCH
+    assert shard.write_state(KEY, W(0, 1, 11, -1, [])).response.error_code == E.FENCED_LEADER_EPOCH
     assert shard.read_state(KEY, 1).response.error_code == E.FENCED_LEADER_EPOCH
     assert committed(shard, shard.initialize_state(KEY, 1, 50)).error_code == E.NONE
     assert shard.states[KEY].start_offset == 50 and shard.states[KEY].batches == []
     assert shard.initialize_state(KEY, 1, 60).response.error_code == E.FENCED_STATE_EPOCH
-    assert shard.write_state(KEY, 0, 3, 70, -1, []).response.error_code == E.FENCED_STATE_EPOCH
+    assert shard.write_state(KEY, W(0, 3, 70, -1, [])).response.error_code == E.FENCED_STATE_EPOCH
     summary = shard.read_summary(KEY, 3)
     assert (summary.state_epoch, summary.start_offset) == (1, 50)
     committed(shard, shard.delete_state(KEY))
@@ -127,7 +131,7 @@ async def test_a_new_coordinator_loads_exactly_the_committed_states(tmp_path, au
         async with served(tmp_path, rm) as (coord, _, _):
             for i in range(8):
                 for key in keys:
-                    answer = await coord.write_state(key, 0, 1, i, i, [B(i, i + 2, AV, i % 3 + 1)])
+                    answer = await coord.write_state(key, W(0, 1, i, i, [B(i, i + 2, AV, i % 3 + 1)]))
                     assert answer.error_code == E.NONE
             await coord.delete_state(keys[0])
             await coord.read_state(keys[1], 4)  # a new leader epoch, recorded
@@ -140,11 +144,11 @@ async def test_a_new_coordinator_loads_exactly_the_committed_states(tmp_path, au
 @pytest.mark.parametrize("mode", FAILURES)
 async def test_a_failed_write_answers_kafkas_error_and_changes_nothing(tmp_path, autojump_clock, mode):
     async with served(tmp_path) as (coord, partition, _):
-        assert (await coord.write_state(KEY, 0, 1, 0, -1, [B(0, 4, AV, 1)])).error_code == E.NONE
+        assert (await coord.write_state(KEY, W(0, 1, 0, -1, [B(0, 4, AV, 1)]))).error_code == E.NONE
         before = dict(coord.shard.states)
-        answer = await partition.failing(mode, lambda: coord.write_state(KEY, 0, 1, 2, -1, [B(2, 4, ACK, 1)]))
+        answer = await partition.failing(mode, lambda: coord.write_state(KEY, W(0, 1, 2, -1, [B(2, 4, ACK, 1)])))
         assert answer.error_code == FAILURES[mode]
         if mode != "lost-leadership":
             assert coord.shard.states == before
         await partition.heal()
-        assert (await coord.write_state(KEY, 0, 1, 3, -1, [])).error_code == E.NONE
+        assert (await coord.write_state(KEY, W(0, 1, 3, -1, []))).error_code == E.NONE
