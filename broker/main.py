@@ -73,7 +73,7 @@ from storage.cleaner.log_cleaner import LogCleaner
 from storage.errors import StorageError
 from storage.log_manager import LogManager
 from zk import znodes
-from zk.client import NodeExistsError, ZkClient, ZkUnavailable
+from zk.client import SESSION_ERRORS, NodeExistsError, ZkClient, ZkUnavailable
 
 log = logging.getLogger("minikafka.broker")
 
@@ -143,6 +143,28 @@ class Broker:
         self.console_url: str | None = None  # set when the metrics port (and console) is served
         self.session = self._session_keeper()
 
+    async def _read_zookeeper(self) -> str:
+        """The ZooKeeper work before anything is served: the persistent paths, the cluster id and
+        the dynamic configs (broker, users and clients, groups); -> the cluster id. Every step
+        is idempotent, so a connection lost meanwhile (a session error: the ZooKeeper client
+        reconnects by itself) repeats them, for up to zookeeper.connection.timeout.ms; then
+        BrokerStartupError."""
+        deadline = trio.current_time() + self.config["zookeeper.connection.timeout.ms"] / 1000
+        while True:
+            try:
+                for path in znodes.PERSISTENT_PATHS:
+                    await self.zk.ensure_path(path)
+                cluster_id = await self._cluster_id()
+                await self.config_manager.load_broker_configs()
+                await self.config_manager.load_users_and_clients()
+                await self.config_manager.load_groups()
+                return cluster_id
+            except SESSION_ERRORS as e:
+                if trio.current_time() >= deadline:
+                    raise BrokerStartupError(f"ZooKeeper at {self.zk.connect} kept failing at startup: {e!r}") from None
+                log.warning("ZooKeeper failed during startup (%r); trying again", e)
+                await trio.sleep(0.5)
+
     async def _cluster_id(self) -> str:
         found = await self.zk.get_or_none(znodes.CLUSTER_ID)
         if found is None:
@@ -184,12 +206,7 @@ class Broker:
         except ZkUnavailable as e:
             raise BrokerStartupError(str(e)) from None
         try:
-            for path in znodes.PERSISTENT_PATHS:
-                await self.zk.ensure_path(path)
-            cluster_id = await self._cluster_id()
-            await self.config_manager.load_broker_configs()
-            await self.config_manager.load_users_and_clients()
-            await self.config_manager.load_groups()
+            cluster_id = await self._read_zookeeper()
             try:
                 await trio.to_thread.run_sync(self.log_manager.startup)
             except StorageError as e:
