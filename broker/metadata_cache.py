@@ -150,6 +150,12 @@ class MetadataCache:
     def get_partition(self, topic: str, partition: int) -> PartitionState | None:
         return self.partitions.get(topic, {}).get(partition)
 
+    def leader_broker(self, topic: str, partition: int) -> BrokerEndpoint | None:
+        """The live broker leading the partition (None: unknown partition, no leader, or a
+        leader not registered)."""
+        state = self.get_partition(topic, partition)
+        return self.brokers.get(state.leader) if state is not None else None
+
     def topic_metadata(self, topic: str) -> dict:
         """One topic of a Metadata response (v1-12 field names)."""
         parts = self.partitions.get(topic)

@@ -72,8 +72,7 @@ class TransactionMarkerChannel:
                     log.info("marker for %s-%d dropped: the topic no longer exists", *tp)
                     remaining.discard(tp)
                     continue
-                state = self.metadata_cache.get_partition(*tp)
-                broker = self.metadata_cache.brokers.get(state.leader) if state is not None else None
+                broker = self.metadata_cache.leader_broker(*tp)
                 if broker is not None:
                     by_leader.setdefault((broker.broker_id, broker.host, broker.port), []).append(tp)
                 elif last_error.get(tp) != "no leader":

@@ -129,8 +129,7 @@ class AddPartitionsToTxnManager:
     ) -> dict[TopicPartition, ErrorCode]:
         """Partition -> the producer's error for every partition that is not verified (absent:
         verified). Never raises for a coordinator's answer or a lost connection."""
-        state = self.metadata_cache.get_partition(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
-        broker = self.metadata_cache.brokers.get(state.leader) if state is not None else None
+        broker = self.metadata_cache.leader_broker(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
         if broker is None:
             answers = dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         elif broker.broker_id == self.broker_id and self.local is not None:

@@ -62,3 +62,10 @@ def run_trio(prog: str, fn: Callable[..., Awaitable[Any]], *args) -> tuple[int, 
     except (ConnectionClosed, KafkaError, trio.TooSlowError) as e:
         print(f"minikafka {prog}: {e or 'timed out'}", file=sys.stderr)
         return 1, None
+
+
+def write_table(rows: list[list], out) -> None:
+    """`rows` (the header first) as space-aligned columns, as Kafka's group tools print them."""
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write("  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() + "\n")

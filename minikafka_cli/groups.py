@@ -23,7 +23,7 @@ import sys
 from client import Cluster, KafkaError
 from client import groups as g
 from client.reads import EARLIEST, LATEST, list_offset
-from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio, write_table
 from protocol.errors import ErrorCode
 
 
@@ -46,12 +46,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
-
-
-def _table(rows: list[list], out) -> None:
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        out.write("  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() + "\n")
 
 
 def _timestamp_ms(text: str) -> int:
@@ -77,7 +71,7 @@ async def _describe(cluster: Cluster, args, out) -> int:
         row = [args.group, group["type"], group["protocol_type"] or "-", group["protocol"] or "-", group["state"]]
         row.append(len(group["members"]))
         rows.append(row + ([group["group_epoch"], group["assignment_epoch"]] if consumer else []))
-        _table(rows, out)
+        write_table(rows, out)
         return 0
     if args.members:
         rows = [["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]]
@@ -86,7 +80,7 @@ async def _describe(cluster: Cluster, args, out) -> int:
             count = sum(len(ps) for ps in m["assignment"].values())
             row = [args.group, m["member_id"], m["client_host"], m["client_id"], count, _partitions(m["assignment"])]
             rows.append(row + ([m["member_epoch"], _partitions(m["target_assignment"])] if consumer else []))
-        _table(rows, out)
+        write_table(rows, out)
         return 0
     committed = await g.committed_offsets(cluster, args.group)
     owner = {}
@@ -119,7 +113,7 @@ async def _describe(cluster: Cluster, args, out) -> int:
     else:
         if not group["members"]:
             out.write(f"Consumer group '{args.group}' has no active members.\n\n")
-        _table(rows, out)
+        write_table(rows, out)
     return 0
 
 
@@ -166,7 +160,7 @@ async def _reset(cluster: Cluster, args, out) -> int:
             new = committed.get((topic, p), latest) + args.shift_by
         plan[(topic, p)] = min(max(new, earliest), latest)
     rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] + [[args.group, t, p, o] for (t, p), o in plan.items()]
-    _table(rows, out)
+    write_table(rows, out)
     if args.execute:
         await g.commit_offsets(cluster, args.group, plan)
     else:
@@ -182,7 +176,7 @@ async def _run(args, out) -> int:
                 [x["group_id"], x.get("group_type") or "classic", x["protocol_type"] or "-", x["group_state"]]
                 for x in groups
             ]
-            _table(rows, out)
+            write_table(rows, out)
             return 0
         if not args.group:
             raise ValueError(f"{args.action} needs --group")

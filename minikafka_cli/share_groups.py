@@ -20,7 +20,7 @@ from client import Cluster
 from client import groups as g
 from client import share_groups as sg
 from client.reads import LATEST, list_offset
-from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
+from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio, write_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,17 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shown.add_argument("--state", action="store_true", help="describe: the group's state and epochs")
 
 
-def _table(rows: list[list], out) -> None:
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        out.write("  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() + "\n")
-
-
 async def _run(args: argparse.Namespace, out) -> None:
     async with open_cluster(args) as cluster:
         if args.list:
             groups = [x for x in await g.list_groups(cluster) if x.get("group_type") == "share"]
-            _table([["GROUP", "STATE"]] + [[x["group_id"], x["group_state"]] for x in groups], out)
+            write_table([["GROUP", "STATE"]] + [[x["group_id"], x["group_state"]] for x in groups], out)
         elif args.delete:
             await g.delete_group(cluster, args.group)
             out.write(f"Share group '{args.group}' deleted successfully.\n")
@@ -55,7 +49,7 @@ async def _run(args: argparse.Namespace, out) -> None:
         elif args.state:
             d = await sg.describe_share_group(cluster, args.group)
             row = [d["group_id"], d["state"], d["group_epoch"], d["assignment_epoch"], d["assignor"], len(d["members"])]
-            _table([["GROUP", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "ASSIGNOR", "#MEMBERS"], row], out)
+            write_table([["GROUP", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "ASSIGNOR", "#MEMBERS"], row], out)
         else:
             await _offsets(cluster, args.group, out)
 
@@ -67,11 +61,10 @@ async def _members(cluster: Cluster, group_id: str, out) -> None:
         assignment = ",".join(f"{t}:{p}" for t, p in m["assignment"]) or "-"
         row = [group_id, m["member_id"], m["client_host"], m["client_id"], m["member_epoch"], len(m["assignment"])]
         rows.append(row + [assignment])
-    _table(rows, out)
+    write_table(rows, out)
 
 
 async def _offsets(cluster: Cluster, group_id: str, out) -> None:
-    await sg.describe_share_group(cluster, group_id)  # GROUP_ID_NOT_FOUND for a group that is not a share group
     offsets = await sg.share_group_offsets(cluster, group_id)
     rows: list[list] = [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]]
     for (topic, partition), (start, _) in sorted(offsets.items()):
@@ -80,7 +73,7 @@ async def _offsets(cluster: Cluster, group_id: str, out) -> None:
             continue
         end = await list_offset(cluster, topic, partition, LATEST)
         rows.append([group_id, topic, partition, start, max(0, end - start)])
-    _table(rows, out)
+    write_table(rows, out)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -81,8 +81,7 @@ async def find(ctx: BrokerContext, key_type: int, key: str, listener: str = "", 
                 ctx, spec.name, spec.partitions, spec.replication_factor, spec.configs
             )
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    state = cache.get_partition(name, partition)
-    broker = cache.brokers.get(state.leader) if state is not None else None
+    broker = cache.leader_broker(name, partition)
     if broker is None:
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     host, port = broker.on(listener)

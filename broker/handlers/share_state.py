@@ -52,22 +52,22 @@ async def _serve(
     fields: Callable[[StateResult], dict] = lambda answer: {},
 ) -> dict:
     body = request.body
+    coordinator = ctx.share_coordinator
     refusal: StateResult | None = None
     if not cluster_allowed(ctx, request, Op.CLUSTER_ACTION):
         refusal = StateResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     elif not body.group_id:
         refusal = StateResult(ErrorCode.INVALID_REQUEST, "the group id is empty")
-    elif ctx.share_coordinator is None:
+    elif coordinator is None:
         refusal = StateResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     results = []
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:
-            if refusal is not None or ctx.share_coordinator is None:
+            if refusal is not None or coordinator is None:  # (the second: for the type checker)
                 answer = refusal or StateResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
             else:
-                key = SharePartitionKey(body.group_id, topic.topic_id, p.partition)
-                found = operation(ctx.share_coordinator, key, p)
+                found = operation(coordinator, SharePartitionKey(body.group_id, topic.topic_id, p.partition), p)
                 answer = found if isinstance(found, StateResult) else await found
             partitions.append(
                 {

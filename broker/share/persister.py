@@ -111,8 +111,7 @@ class SharePersister:
         if SHARE_GROUP_STATE_TOPIC not in self.metadata_cache.partitions:
             await self.ensure_topic()
             return StateResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{SHARE_GROUP_STATE_TOPIC} is being created")
-        state = self.metadata_cache.get_partition(SHARE_GROUP_STATE_TOPIC, partition)
-        broker = self.metadata_cache.brokers.get(state.leader) if state is not None else None
+        broker = self.metadata_cache.leader_broker(SHARE_GROUP_STATE_TOPIC, partition)
         if broker is None:
             return StateResult(
                 ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{SHARE_GROUP_STATE_TOPIC}-{partition} has no leader"

@@ -275,18 +275,18 @@ class SharePartitionManager:
                     answer.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 elif acks:
                     answer.acknowledge_error_code = self._acknowledge(group_id, member_id, (name, partition), acks)
-        acked = {key for key, answer in answers.items() if key[1] in topics.get(key[0], {}) and topics[key[0]][key[1]]}
+        acked = sorted(((t, p) for t, parts in topics.items() for p, acks in parts.items() if acks), key=_order)
         if step.closing:
             self._release(step.session)
         else:
             await self._acquire(
                 group_id, member_id, step.session, answers, max_wait_ms, max_bytes, max_records, may_read
             )
-        for key in sorted(acked, key=lambda k: (str(k[0]), k[1])):
+        for key in acked:
             answer = answers[key]
             if answer.acknowledge_error_code == ErrorCode.NONE:  # not durable: the client must not hear success
                 answer.acknowledge_error_code = await self._persist_answer(group_id, key)
-        for (topic_id, _), answer in sorted(answers.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        for (topic_id, _), answer in sorted(answers.items(), key=lambda kv: _order(kv[0])):
             result.topics.setdefault(topic_id, []).append(answer)
         return result
 
@@ -302,7 +302,7 @@ class SharePartitionManager:
         may_read: Callable[[str], bool],
     ) -> None:
         readable: list[tuple[TopicIdPartition, TopicPartition]] = []
-        for topic_id, partition in sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])):
+        for topic_id, partition in sorted(session.partitions, key=_order):
             name = self.metadata_cache.topic_name(topic_id)
             if name is None or not may_read(name):
                 continue
@@ -460,6 +460,11 @@ class SharePartitionManager:
             for (group_id, tp), sp in list(self.partitions.items()):
                 if sp.dirty and self.partitions.get((group_id, tp)) is sp:
                     await self._persist(group_id, tp, sp)
+
+
+def _order(key: TopicIdPartition) -> tuple[str, int]:
+    """The order partitions are answered and written in: by topic id, then partition."""
+    return str(key[0]), key[1]
 
 
 def _acquirable(batches, aborted) -> Iterator[Batch]:
