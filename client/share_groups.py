@@ -1,6 +1,7 @@
-"""Share group administration (KIP-932) for the CLI: ShareGroupDescribe (key 77) v1 and
-DescribeShareGroupOffsets (key 90) v0, sent to the group's coordinator (FindCoordinator key type
-0, as for any group). Errors raise `KafkaError` (GROUP_ID_NOT_FOUND for a group that is not a
+"""Share group administration (KIP-932) for the CLI: ShareGroupDescribe (key 77) v1,
+DescribeShareGroupOffsets (key 90) v0, AlterShareGroupOffsets (91) v0 and
+DeleteShareGroupOffsets (92) v0, sent to the group's coordinator (FindCoordinator key type 0, as
+for any group). Errors raise `KafkaError` (GROUP_ID_NOT_FOUND for a group that is not a
 share group, ...)."""
 
 from __future__ import annotations
@@ -67,3 +68,34 @@ async def share_group_offsets(
         for t in r.groups[0].topics
         for p in t.partitions
     }
+
+
+async def alter_share_group_offsets(cluster: Cluster, group_id: str, offsets: dict[TopicPartition, int]) -> None:
+    """Start each share-partition over at its offset (the group must have no members:
+    NON_EMPTY_GROUP). Raises KafkaError for the first error, top-level or per partition."""
+
+    def check(r) -> None:
+        _raise(r.error_code, f"AlterShareGroupOffsets({group_id})")
+        for t in r.responses:
+            for p in t.partitions:
+                _raise(p.error_code, f"AlterShareGroupOffsets({group_id}, {t.topic_name}-{p.partition_index})")
+
+    topics: dict[str, list[dict]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        topics.setdefault(topic, []).append({"partition_index": partition, "start_offset": offset})
+    body = {"group_id": group_id, "topics": [{"topic_name": t, "partitions": ps} for t, ps in topics.items()]}
+    await _on_coordinator(cluster, group_id, ApiKey.ALTER_SHARE_GROUP_OFFSETS, body, check)
+
+
+async def delete_share_group_offsets(cluster: Cluster, group_id: str, topics: list[str]) -> None:
+    """Forget the group's share state on `topics` (it reads them afresh, as
+    `share.auto.offset.reset` says). Raises KafkaError (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND,
+    UNKNOWN_TOPIC_OR_PARTITION, ...)."""
+
+    def check(r) -> None:
+        _raise(r.error_code, f"DeleteShareGroupOffsets({group_id})")
+        for t in r.responses:
+            _raise(t.error_code, f"DeleteShareGroupOffsets({group_id}, {t.topic_name})")
+
+    body = {"group_id": group_id, "topics": [{"topic_name": t} for t in topics]}
+    await _on_coordinator(cluster, group_id, ApiKey.DELETE_SHARE_GROUP_OFFSETS, body, check)

@@ -17,12 +17,12 @@ Exit status 1 with a one-line message for a Kafka error (e.g. NON_EMPTY_GROUP), 
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 
 from client import Cluster, KafkaError
 from client import groups as g
-from client.reads import EARLIEST, LATEST, list_offset
+from client.reads import LATEST, list_offset
+from minikafka_cli import offset_reset
 from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio, write_table
 from protocol.errors import ErrorCode
 
@@ -37,25 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--members", action="store_true", help="describe: the members and their assignments")
     shown.add_argument("--state", action="store_true", help="describe: the group's state")
-    spec = parser.add_mutually_exclusive_group()
-    spec.add_argument("--to-earliest", action="store_true")
-    spec.add_argument("--to-latest", action="store_true")
-    spec.add_argument("--to-offset", type=int)
-    spec.add_argument("--to-datetime", help="YYYY-MM-DDTHH:mm:SS[.sss][+hh:mm] (UTC if no zone)")
-    spec.add_argument("--shift-by", type=int)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
-    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
-
-
-def _timestamp_ms(text: str) -> int:
-    try:
-        when = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"--to-datetime {text!r} is not YYYY-MM-DDTHH:mm:SS[.sss]") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.UTC)
-    return int(when.timestamp() * 1000)
+    offset_reset.add_arguments(parser, shift=True)
 
 
 def _partitions(assignment: dict[str, list[int]]) -> str:
@@ -118,16 +100,7 @@ async def _describe(cluster: Cluster, args, out) -> int:
 
 
 async def _reset(cluster: Cluster, args, out) -> int:
-    if not (
-        args.to_earliest
-        or args.to_latest
-        or args.to_datetime
-        or args.to_offset is not None
-        or args.shift_by is not None
-    ):
-        raise ValueError(
-            "reset-offsets needs one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by"
-        )
+    offset_reset.require_spec(args)
     if not args.topic and not args.all_topics:
         raise ValueError("reset-offsets needs --topic or --all-topics")
     group = await g.describe_group(cluster, args.group)
@@ -145,20 +118,7 @@ async def _reset(cluster: Cluster, args, out) -> int:
             targets += [(topic, p) for p in sorted(await cluster.partitions(topic))]
     plan = {}
     for topic, p in targets:
-        earliest = await list_offset(cluster, topic, p, EARLIEST)
-        latest = await list_offset(cluster, topic, p, LATEST)
-        if args.to_earliest:
-            new = earliest
-        elif args.to_latest:
-            new = latest
-        elif args.to_offset is not None:
-            new = args.to_offset
-        elif args.to_datetime:
-            found = await list_offset(cluster, topic, p, _timestamp_ms(args.to_datetime))
-            new = latest if found < 0 else found
-        else:
-            new = committed.get((topic, p), latest) + args.shift_by
-        plan[(topic, p)] = min(max(new, earliest), latest)
+        plan[(topic, p)] = await offset_reset.new_offset(cluster, args, topic, p, committed.get((topic, p)))
     rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] + [[args.group, t, p, o] for (t, p), o in plan.items()]
     write_table(rows, out)
     if args.execute:

@@ -44,6 +44,8 @@ NEXT = {
     "ReadShareGroupStateSummary",
     # KIP-932's share group admin
     "DescribeShareGroupOffsets",
+    "AlterShareGroupOffsets",
+    "DeleteShareGroupOffsets",
 }
 DEFAULT_OUT = ROOT / "protocol" / "schemas"
 
@@ -114,6 +116,8 @@ SERVED: dict[str, tuple[int, int]] = {
     "DeleteShareGroupState": (0, 0),
     "ReadShareGroupStateSummary": (0, 1),
     "DescribeShareGroupOffsets": (0, 0),  # v1's lag (KIP-1226) is not served
+    "AlterShareGroupOffsets": (0, 0),
+    "DeleteShareGroupOffsets": (0, 0),
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
 #: record spec name -> versions generated (all Kafka 3.8 writes or may have written)
@@ -148,6 +152,8 @@ RECORDS: dict[str, tuple[int, int]] = {
     "ShareGroupTargetAssignmentMemberValue": (0, 0),
     "ShareGroupCurrentMemberAssignmentKey": (0, 0),
     "ShareGroupCurrentMemberAssignmentValue": (0, 0),
+    "ShareGroupStatePartitionMetadataKey": (0, 0),
+    "ShareGroupStatePartitionMetadataValue": (0, 0),
     # KIP-932's share coordinator (`__share_group_state`: key version 0 snapshot, 1 update)
     "ShareSnapshotKey": (0, 0),
     "ShareSnapshotValue": (0, 0),

@@ -33,6 +33,7 @@ from broker.handlers import (
     sasl,
     scram_credentials,
     share_group,
+    share_group_offsets,
     share_state,
     transaction_admin,
     transactions,
@@ -67,6 +68,7 @@ HANDLERS: dict[int, Handler] = {
     **acls.HANDLERS,
     **client_quotas.HANDLERS,
     **share_group.HANDLERS,
+    **share_group_offsets.HANDLERS,
     **share_state.HANDLERS,
 }
 

@@ -5,7 +5,8 @@ group's coordinator (the others).
 
 Authorization (as Kafka): ListGroups shows every group with DESCRIBE on the cluster, else only the
 groups the principal may DESCRIBE; DescribeGroups needs DESCRIBE and DeleteGroups DELETE on each
-group (GROUP_AUTHORIZATION_FAILED)."""
+group (GROUP_AUTHORIZATION_FAILED). Deleting a share group deletes its share-partitions' state
+at the share coordinator first."""
 
 from __future__ import annotations
 
@@ -63,9 +64,19 @@ async def delete_groups(ctx: BrokerContext, request: Request):
         elif ctx.group_coordinator is None:
             error = NOT_AVAILABLE
         else:
-            error = await group_admin.delete_group(ctx.group_coordinator.manager, group_id)
+            error = await _delete_share_state(ctx, group_id)
+            if error == ErrorCode.NONE:
+                error = await group_admin.delete_group(ctx.group_coordinator.manager, group_id)
         results.append({"group_id": group_id, "error_code": error})
     return {"throttle_time_ms": 0, "results": results}
+
+
+async def _delete_share_state(ctx: BrokerContext, group_id: str) -> ErrorCode:
+    """A share group's state at the share coordinator goes before its records (as Kafka)."""
+    share = ctx.share_manager
+    if ctx.group_coordinator is None or share is None or share.persister is None:
+        return ErrorCode.NONE
+    return await ctx.group_coordinator.share_offsets.delete_state(group_id, share.persister)
 
 
 HANDLERS: dict[int, Handler] = {

@@ -1,5 +1,5 @@
-"""KIP-932's share group APIs (Kafka 4.2's stable versions, which librdkafka 2.16 sends), and
-DescribeShareGroupOffsets (90) v0 from the share coordinator's state summaries:
+"""KIP-932's share group APIs (Kafka 4.2's stable versions, which librdkafka 2.16 sends)
+(the offsets' admin APIs are in `share_group_offsets.py`):
 ShareGroupHeartbeat (key 76) v1 and ShareGroupDescribe (77) v1, answered by the group
 coordinator (`coordinator.group.share_membership`, `coordinator.group.admin`); ShareFetch (78)
 v1 and ShareAcknowledge (79) v1, answered by this broker's share-partitions
@@ -23,7 +23,6 @@ from broker.server import Handler
 from coordinator.group import admin as group_admin
 from coordinator.group.results import DescribedShareGroup, ShareGroupHeartbeatResult
 from coordinator.group.share_heartbeat import ShareHeartbeatRequest
-from coordinator.share.records import SharePartitionKey
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -227,83 +226,9 @@ def _endpoints(ctx: BrokerContext, listener: str, broker_ids: set[int]) -> list[
     return out
 
 
-async def describe_share_group_offsets(ctx: BrokerContext, request: Request):
-    """DescribeShareGroupOffsets (key 90) v0: per group, per partition asked (all topics the
-    group's members subscribe to or are assigned when `Topics` is null) the share-partition
-    start offset (SPSO) the share coordinator holds, -1 when the group never read it. Needs
-    DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) and on each topic
-    (TOPIC_AUTHORIZATION_FAILED); a group unknown or not a share group is GROUP_ID_NOT_FOUND; a
-    topic unknown UNKNOWN_TOPIC_OR_PARTITION."""
-    names = ctx.metadata_cache.topic_names()
-    groups = []
-    for asked in request.body.groups:
-        group_id = asked.group_id
-        error, message = ErrorCode.NONE, None
-        if not allowed(ctx, request, Op.DESCRIBE, Resource.GROUP, group_id):
-            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
-        elif ctx.group_coordinator is None or ctx.share_manager is None or ctx.share_manager.persister is None:
-            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        else:
-            described = group_admin.describe_share_group(ctx.group_coordinator.manager, group_id, names)
-            error, message = ErrorCode(described.error_code), described.error_message
-        if error != ErrorCode.NONE:
-            groups.append({"group_id": group_id, "topics": [], "error_code": error, "error_message": message})
-            continue
-        topics: list[tuple[str, list[int] | None]]
-        if asked.topics is None:
-            wanted: dict[str, None] = {}
-            for m in described.members:
-                for name in m.subscribed_topic_names or ():
-                    wanted.setdefault(name, None)
-                for t in m.assignment:
-                    wanted.setdefault(t.topic_name, None)
-            topics = [(name, None) for name in sorted(n for n in wanted if n)]
-        else:
-            topics = [(t.topic_name, list(t.partitions)) for t in asked.topics]
-        groups.append(
-            {
-                "group_id": group_id,
-                "topics": [await _share_offsets(ctx, request, group_id, name, parts) for name, parts in topics],
-                "error_code": ErrorCode.NONE,
-                "error_message": None,
-            }
-        )
-    return {"throttle_time_ms": 0, "groups": groups}
-
-
-async def _share_offsets(ctx: BrokerContext, request: Request, group_id: str, name: str, parts: list[int] | None):
-    topic_id = ctx.metadata_cache.topic_ids.get(name)
-    count = len(ctx.metadata_cache.partitions.get(name, {}))
-    partitions = []
-    for index in parts if parts is not None else range(count):
-        entry = {
-            "partition_index": index,
-            "start_offset": -1,
-            "leader_epoch": -1,
-            "error_code": 0,
-            "error_message": None,
-        }
-        if not allowed(ctx, request, Op.DESCRIBE, Resource.TOPIC, name):
-            entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        elif topic_id is None or not 0 <= index < count:
-            entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        else:
-            assert ctx.share_manager is not None and ctx.share_manager.persister is not None
-            summary = await ctx.share_manager.persister.read_summary(SharePartitionKey(group_id, topic_id, index))
-            entry.update(
-                start_offset=summary.start_offset,
-                leader_epoch=summary.leader_epoch,
-                error_code=summary.error_code,
-                error_message=summary.error_message,
-            )
-        partitions.append(entry)
-    return {"topic_name": name, "topic_id": topic_id or uuid.UUID(int=0), "partitions": partitions}
-
-
 HANDLERS: dict[int, Handler] = {
     ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe,
     ApiKey.SHARE_FETCH: share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge,
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets,
 }

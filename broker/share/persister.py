@@ -3,11 +3,16 @@
 share-partition, the leader of `__share_group_state` partition `records.partition_for(key)`.
 
 - When that is this broker, the coordinator is called in process; else the request goes to it
-  on the inter-broker listener (ReadShareGroupState key 84 v0, WriteShareGroupState key 85 v1,
+  on the inter-broker listener (InitializeShareGroupState key 83 v0, ReadShareGroupState key 84
+  v0, WriteShareGroupState key 85 v1, DeleteShareGroupState key 86 v0,
   ReadShareGroupStateSummary key 87 v1),
   one queue and sender per coordinator broker (`broker_queues.BrokerQueues`), the items queued
   together sent as one request per group.
-- `read` and `write` never raise: they answer a `StateResult` whose error is the coordinator's,
+- Besides the leaders, the group coordinator uses it: to initialize a share-partition's state at
+  a new state epoch and start offset (AlterShareGroupOffsets) and to delete it
+  (DeleteShareGroupOffsets, DeleteGroups).
+- The administrators' calls retry a coordinator that is not ready for up to `ADMIN_RETRY_S`.
+- No call raises: they answer a `StateResult` whose error is the coordinator's,
   COORDINATOR_NOT_AVAILABLE while `__share_group_state` (created on first need, as FindCoordinator
   creates it) or its leader is missing, or NETWORK_EXCEPTION for a lost connection or an answer
   later than `REQUEST_TIMEOUT_S`.
@@ -32,16 +37,22 @@ from protocol.topic_names import SHARE_GROUP_STATE_TOPIC
 
 log = logging.getLogger(__name__)
 REQUEST_TIMEOUT_S = 30.0
+#: how long the administrators' calls (summary, initialize, delete) retry a share coordinator
+#: that is not ready (`__share_group_state` being created, loading, moving)
+ADMIN_RETRY_S = 10.0
+_NOT_READY = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR}
 
 
 @dataclass(eq=False)
 class _Ask:
-    """One share-partition's read, summary or write (`write` set), waiting for its answer."""
+    """One share-partition's read, summary, write (`write` set), initialization (`initialize`:
+    state epoch, start offset) or deletion, waiting for its answer."""
 
     api: ApiKey
     key: SharePartitionKey
     leader_epoch: int
     write: StateWrite | None = None
+    initialize: tuple[int, int] = (0, -1)
     answer: StateResult | None = None
     done: trio.Event = field(default_factory=trio.Event)
 
@@ -51,6 +62,11 @@ class _Ask:
             self.done.set()
 
     def partition_body(self) -> dict:
+        if self.api == ApiKey.DELETE_SHARE_GROUP_STATE:
+            return {"partition": self.key.partition}
+        if self.api == ApiKey.INITIALIZE_SHARE_GROUP_STATE:
+            state_epoch, start_offset = self.initialize
+            return {"partition": self.key.partition, "state_epoch": state_epoch, "start_offset": start_offset}
         body: dict = {"partition": self.key.partition, "leader_epoch": self.leader_epoch}
         if self.write is not None:
             body.update(
@@ -100,11 +116,33 @@ class SharePersister:
     async def read_summary(self, key: SharePartitionKey) -> StateResult:
         """ReadShareGroupStateSummary: start offset, epochs and delivery-complete count, without
         batches (start offset -1: never written)."""
-        return await self._ask(_Ask(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, key, -1))
+        return await self._retrying(lambda: _Ask(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, key, -1))
 
     async def write(self, key: SharePartitionKey, write: StateWrite) -> StateResult:
         """WriteShareGroupState: NONE once the coordinator committed it."""
         return await self._ask(_Ask(ApiKey.WRITE_SHARE_GROUP_STATE, key, write.leader_epoch, write))
+
+    async def initialize(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> StateResult:
+        """InitializeShareGroupState: the share-partition starts over at `start_offset` with
+        `state_epoch` (which must be newer than the stored one: FENCED_STATE_EPOCH)."""
+        return await self._retrying(
+            lambda: _Ask(ApiKey.INITIALIZE_SHARE_GROUP_STATE, key, -1, initialize=(state_epoch, start_offset))
+        )
+
+    async def delete(self, key: SharePartitionKey) -> StateResult:
+        """DeleteShareGroupState: the share-partition's state is gone (NONE when there was none)."""
+        return await self._retrying(lambda: _Ask(ApiKey.DELETE_SHARE_GROUP_STATE, key, -1))
+
+    async def _retrying(self, ask: Callable[[], _Ask]) -> StateResult:
+        """`_ask`, again while the coordinator is not ready, for up to `ADMIN_RETRY_S`."""
+        deadline = trio.current_time() + ADMIN_RETRY_S
+        backoff = 0.1
+        while True:
+            answer = await self._ask(ask())
+            if answer.error_code not in _NOT_READY or trio.current_time() + backoff > deadline:
+                return answer
+            await trio.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
 
     async def _ask(self, ask: _Ask) -> StateResult:
         partition = records.partition_for(ask.key, self.num_partitions)
@@ -121,6 +159,10 @@ class SharePersister:
                 return await self.local.read_state(ask.key, ask.leader_epoch)
             if ask.api == ApiKey.READ_SHARE_GROUP_STATE_SUMMARY:
                 return self.local.read_summary(ask.key, ask.leader_epoch)
+            if ask.api == ApiKey.INITIALIZE_SHARE_GROUP_STATE:
+                return await self.local.initialize_state(ask.key, *ask.initialize)
+            if ask.api == ApiKey.DELETE_SHARE_GROUP_STATE:
+                return await self.local.delete_state(ask.key)
             assert ask.write is not None
             return await self.local.write_state(ask.key, ask.write)
         self._queues.put((broker.broker_id, broker.host, broker.port), ask)
@@ -157,7 +199,7 @@ class SharePersister:
             by_topic.setdefault(ask.key.topic_id, []).append(ask.partition_body())
         body = {"group_id": group_id, "topics": [{"topic_id": t, "partitions": p} for t, p in by_topic.items()]}
         self.requests_sent += 1
-        version = 0 if api == ApiKey.READ_SHARE_GROUP_STATE else 1
+        version = 1 if api in (ApiKey.WRITE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY) else 0
         response = await conn.request(api, body, version=version, timeout_s=REQUEST_TIMEOUT_S)
         waiting = {(ask.key.topic_id, ask.key.partition): ask for ask in asks}
         for result in response.results:

@@ -22,8 +22,9 @@ sessions, and ShareFetch / ShareAcknowledge over them (typed results; the handle
   as whole batches from the first Available offset, at most `MaxRecords` over the request and
   `group.share.partition.max.record.locks` in flight per partition. With nothing to hand out it
   waits up to `MaxWaitMs` for new records (or a lock to run out).
-- A share-partition's state is dropped when this broker stops leading its partition; the next
-  leader reads it from the share coordinator.
+- A share-partition's state is dropped when this broker stops leading its partition (the next
+  leader reads it from the share coordinator), when no share session holds it any more (once
+  written), and when a write finds its state epoch fenced (AlterShareGroupOffsets reset it).
 - Locks that ran out are released when their partition is next read (and by `expire_locks`, on
   the manager's timer). A session that closes (epoch -1) or is replaced (epoch 0) releases
   everything its member holds on its partitions.
@@ -203,6 +204,8 @@ class SharePartitionManager:
         )
         if answer.error_code == ErrorCode.FENCED_LEADER_EPOCH:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if answer.error_code == ErrorCode.FENCED_STATE_EPOCH and self.partitions.get((group_id, tp)) is sp:
+            del self.partitions[(group_id, tp)]  # its offsets were reset: the next fetch reads them anew
         return ErrorCode(answer.error_code)
 
     def _read_end(self, group_id: str, hosted) -> tuple[bool, int]:
@@ -460,6 +463,25 @@ class SharePartitionManager:
             for (group_id, tp), sp in list(self.partitions.items()):
                 if sp.dirty and self.partitions.get((group_id, tp)) is sp:
                     await self._persist(group_id, tp, sp)
+            self._evict_unused()
+
+    def _evict_unused(self) -> None:
+        """Drop the share-partitions no share session holds once their state is written (Kafka
+        drops a group's share-partitions when it empties): an administrator may reset their
+        offsets now, and the next member reads the state anew."""
+        if self.persister is None:
+            return
+        held: set[tuple[str, TopicPartition]] = set()
+        for session in self.sessions.sessions.values():
+            for topic_id, partition in session.partitions:
+                name = self.metadata_cache.topic_name(topic_id)
+                if name is not None:
+                    held.add((session.group_id, (name, partition)))
+        for key, sp in list(self.partitions.items()):
+            lock = self._write_locks.get(key)
+            if key not in held and not sp.dirty and (lock is None or not lock.locked()):
+                del self.partitions[key]
+                self._write_locks.pop(key, None)
 
 
 def _order(key: TopicIdPartition) -> tuple[str, int]:

@@ -35,6 +35,7 @@ from coordinator.group.migration import may_upgrade
 from coordinator.group.offsets import OffsetManager
 from coordinator.group.results import JoinedMember, JoinGroupResult, SyncGroupResult
 from coordinator.group.share_membership import ShareGroups
+from coordinator.group.share_offsets import ShareGroupOffsets
 from coordinator.group.txn_offsets import TxnOffsetManager
 from coordinator.runtime import PartitionLog
 from protocol.errors import ErrorCode
@@ -155,6 +156,7 @@ class GroupCoordinator:
             self.now_ms,
             group_configs or GroupConfigs(config.broker_values()),
         )
+        self.share_offsets = ShareGroupOffsets(self.share)
 
     @staticmethod
     def now_ms() -> float:

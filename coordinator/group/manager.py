@@ -173,7 +173,7 @@ class GroupMetadataManager:
 
     @staticmethod
     def _replay_modern(record, codec, found: dict, new_group) -> None:
-        """A consumer group (keys 3-8, KIP-848) or share group (types 10-14, KIP-932) record,
+        """A consumer group (keys 3-8, KIP-848) or share group (types 10-15, KIP-932) record,
         decoded by `codec` and replayed onto its group in `found` (made by `new_group(id)`)."""
         try:
             decoded = codec.decode(record.key, record.value)

@@ -8,6 +8,10 @@ changed only by replaying its records (`share_records`), both when a partition o
 - A member's assignment is its target at once: in a share group several members may hold the
   same partition, so nothing is revoked before it is given (Kafka's share members are always
   Stable).
+- `state_partitions` (record 15): the topic-partitions whose share-partition state may exist
+  at the share coordinator (the group's assignments and offset resets put them there; deleting
+  a topic's offsets takes it out), which DeleteGroups and DeleteShareGroupOffsets delete and
+  DescribeShareGroupOffsets lists.
 - Group state (Kafka's `ShareGroup.ShareGroupState`): Empty (no members), Stable.
 """
 
@@ -17,7 +21,12 @@ from dataclasses import dataclass, field, replace
 
 from coordinator.group import share_records as sr
 from coordinator.group.consumer_records import Assignment
-from coordinator.group.share_records import ShareCurrentAssignment, ShareMemberMetadata, ShareRecord
+from coordinator.group.share_records import (
+    ShareCurrentAssignment,
+    ShareMemberMetadata,
+    ShareRecord,
+    StatePartitionMetadata,
+)
 
 #: ShareGroupHeartbeat's member epochs with a meaning of their own
 JOIN_EPOCH = 0
@@ -43,6 +52,7 @@ class ShareGroup:
     target: dict[str, Assignment] = field(default_factory=dict)
     #: whether the group's epoch record exists (a group whose records were all deleted does not)
     exists: bool = False
+    state_partitions: StatePartitionMetadata = field(default_factory=StatePartitionMetadata)
 
     @property
     def state(self) -> str:
@@ -61,6 +71,8 @@ class ShareGroup:
             self.metadata_hash = value.metadata_hash if value is not None else 0
         elif kind == sr.TARGET_ASSIGNMENT_METADATA:
             self.assignment_epoch = value if value is not None else 0
+        elif kind == sr.STATE_PARTITION_METADATA:
+            self.state_partitions = value if value is not None else StatePartitionMetadata()
         elif kind == sr.TARGET_ASSIGNMENT_MEMBER:
             if value is None:
                 self.target.pop(member_id, None)
@@ -101,10 +113,28 @@ class ShareGroup:
             ShareRecord(sr.MEMBER_METADATA, self.group_id, member_id),
         ]
 
+    def state_partitions_record(self, initialized: sr.TopicPartitions) -> ShareRecord:
+        """Record 15 with `initialized` as the topic-partitions holding share state."""
+        value = StatePartitionMetadata(initialized=initialized)
+        return ShareRecord(sr.STATE_PARTITION_METADATA, self.group_id, None, value)
+
+    def with_initialized(self, added: sr.TopicPartitions) -> sr.TopicPartitions | None:
+        """The initialized topic-partitions with `added` joined in; None when nothing is new."""
+        current = self.state_partitions.initialized
+        merged = dict(current)
+        for topic_id, (name, parts) in added.items():
+            old = merged.get(topic_id)
+            merged[topic_id] = (name, parts | old[1]) if old is not None and old[0] == name else (name, parts)
+        return None if merged == current else merged
+
     def group_tombstones(self) -> list[ShareRecord]:
         """Every record of the group, deleted (DeleteGroups)."""
         out: list[ShareRecord] = []
         for member_id in list(self.members):
             out += self.member_tombstones(member_id)
-        out += [ShareRecord(sr.TARGET_ASSIGNMENT_METADATA, self.group_id), ShareRecord(sr.GROUP_EPOCH, self.group_id)]
+        out += [
+            ShareRecord(sr.STATE_PARTITION_METADATA, self.group_id),
+            ShareRecord(sr.TARGET_ASSIGNMENT_METADATA, self.group_id),
+            ShareRecord(sr.GROUP_EPOCH, self.group_id),
+        ]
         return out

@@ -12,7 +12,8 @@ One heartbeat:
    otherwise the member must exist (UNKNOWN_MEMBER_ID) at the epoch it sends, or the one before
    when the answer that bumped it was lost (FENCED_MEMBER_EPOCH);
 4. bumps the group epoch when its membership, a subscription or the subscribed topics'
-   partitions changed, and then computes a new target assignment (`share_assignor`);
+   partitions changed, and then computes a new target assignment (`share_assignor`); the
+   partitions it assigns for the first time join the group's state partitions (record 15);
 5. gives the member its target at once (share members never revoke first): a new member epoch,
    and the assignment in the answer when it joined or its partitions changed.
 """
@@ -121,6 +122,17 @@ def _member(group: ShareGroup, req: ShareHeartbeatRequest, max_size: int) -> Sha
     return member
 
 
+def _assigned(target: Mapping[str, Assignment], topics: Mapping[str, TopicMetadata]) -> sr.TopicPartitions:
+    """The topic-partitions `target` assigns, with their topics' names."""
+    names = {t.topic_id: t.name for t in topics.values()}
+    out: dict = {}
+    for assignment in target.values():
+        for topic_id, parts in assignment.items():
+            if parts and topic_id in names:
+                out[topic_id] = out.get(topic_id, frozenset()) | frozenset(parts)
+    return {t: (names[t], parts) for t, parts in out.items()}
+
+
 def heartbeat(
     group: ShareGroup, req: ShareHeartbeatRequest, topics: Mapping[str, TopicMetadata], max_size: int
 ) -> ShareHeartbeatOutcome:
@@ -167,6 +179,9 @@ def heartbeat(
                 records.append(ShareRecord(sr.TARGET_ASSIGNMENT_MEMBER, group.group_id, member_id, assignment))
         records.append(ShareRecord(sr.TARGET_ASSIGNMENT_METADATA, group.group_id, None, group_epoch))
         assignment_epoch = group_epoch
+        initialized = group.with_initialized(_assigned(target, topics))
+        if initialized is not None:
+            records.append(group.state_partitions_record(initialized))
     else:
         assignment_epoch = group.assignment_epoch
     mine = target.get(req.member_id, {})

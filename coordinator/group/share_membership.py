@@ -27,7 +27,7 @@ from coordinator.group.group_metadata import GroupMetadata
 from coordinator.group.manager import GroupMetadataManager
 from coordinator.group.results import ShareGroupHeartbeatResult
 from coordinator.group.share_group import LEAVE_EPOCH, ShareGroup
-from coordinator.group.share_heartbeat import ShareHeartbeatOutcome, ShareHeartbeatRequest, heartbeat, leave
+from coordinator.group.share_heartbeat import ShareHeartbeatRequest, heartbeat, leave
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class ShareGroups:
             outcome = heartbeat(group, req, self.topics(), self.config.share_max_size)
         except HeartbeatError as e:
             return ShareGroupHeartbeatResult(e.error_code, e.message)
-        error = await self._write(req.group_id, holder, group, outcome)
+        error = await self.write(req.group_id, holder, group, outcome.records)
         if error != ErrorCode.NONE:
             return ShareGroupHeartbeatResult(error)
         key = (req.group_id, req.member_id)
@@ -95,12 +95,13 @@ class ShareGroups:
             assignment=outcome.assignment,
         )
 
-    async def _write(
-        self, group_id: str, holder: GroupMetadata | None, group: ShareGroup, outcome: ShareHeartbeatOutcome
+    async def write(
+        self, group_id: str, holder: GroupMetadata | None, group: ShareGroup, records: list[sr.ShareRecord]
     ) -> ErrorCode:
-        """Write the outcome's records; once committed the group is installed (when new) and
-        replays them. NOT_COORDINATOR when the group was replaced meanwhile."""
-        if not outcome.records:
+        """Write `records` of `group` (in its turn); once committed the group is installed (when
+        new: `holder` None) and replays them. NOT_COORDINATOR when the group was replaced
+        meanwhile."""
+        if not records:
             return ErrorCode.NONE
         applied = False
 
@@ -115,10 +116,10 @@ class ShareGroups:
             if target.share is None:
                 target.share = group
             applied = True
-            for record in outcome.records:
+            for record in records:
                 group.replay(record)
 
-        entries = [sr.encode(r) for r in outcome.records]
+        entries = [sr.encode(r) for r in records]
         error = await self.manager.write_group_records(group_id, entries, replay)
         if error != ErrorCode.NONE:
             return error
@@ -152,6 +153,6 @@ class ShareGroups:
             group = holder.share if holder is not None else None
             if group is None or member_id not in group.members:
                 return
-            if await self._write(group_id, holder, group, leave(group, member_id)) == ErrorCode.NONE:
+            if await self.write(group_id, holder, group, leave(group, member_id).records) == ErrorCode.NONE:
                 self.session_deadlines.pop((group_id, member_id), None)
                 log.info("removed member %s of share group %s: %s", member_id, group_id, reason)

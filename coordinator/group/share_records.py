@@ -11,6 +11,7 @@ version 0); the value an int16 version (0) then the value struct; a null value i
 | 12 | ShareGroupTargetAssignmentMetadata (group) | the assignment epoch |
 | 13 | ShareGroupTargetAssignmentMember (group, member) | the member's target assignment |
 | 14 | ShareGroupCurrentMemberAssignment (group, member) | member epoch, previous epoch, state, partitions |
+| 15 | ShareGroupStatePartitionMetadata (group) | the topic-partitions whose share state is initializing, initialized, being deleted |
 
 `ShareRecord` is one record in memory; `encode` gives its (key, value) bytes and `decode(key,
 value)` reads one back (raises `CorruptCoordinatorRecord` for bytes it cannot read).
@@ -18,7 +19,8 @@ value)` reads one back (raises `CorruptCoordinatorRecord` for bytes it cannot re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.group.consumer_records import Assignment, partitions_in, partitions_out
@@ -30,7 +32,8 @@ GROUP_EPOCH = 11
 TARGET_ASSIGNMENT_METADATA = 12
 TARGET_ASSIGNMENT_MEMBER = 13
 CURRENT_ASSIGNMENT = 14
-KINDS = range(10, 15)
+STATE_PARTITION_METADATA = 15
+KINDS = range(10, 16)
 
 _KEY_SPECS = {
     MEMBER_METADATA: specs.SHARE_GROUP_MEMBER_METADATA_KEY,
@@ -38,6 +41,7 @@ _KEY_SPECS = {
     TARGET_ASSIGNMENT_METADATA: specs.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
     TARGET_ASSIGNMENT_MEMBER: specs.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
     CURRENT_ASSIGNMENT: specs.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+    STATE_PARTITION_METADATA: specs.SHARE_GROUP_STATE_PARTITION_METADATA_KEY,
 }
 _VALUE_SPECS = {
     MEMBER_METADATA: specs.SHARE_GROUP_MEMBER_METADATA_VALUE,
@@ -45,6 +49,7 @@ _VALUE_SPECS = {
     TARGET_ASSIGNMENT_METADATA: specs.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
     TARGET_ASSIGNMENT_MEMBER: specs.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
     CURRENT_ASSIGNMENT: specs.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+    STATE_PARTITION_METADATA: specs.SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
 }
 #: the on-disk key "version" is the record type; its struct is the spec's version 0
 _KEYS_BY_TYPE = {kind: maps[0] for kind, maps in _KEY_SPECS.items()}
@@ -81,12 +86,39 @@ class ShareCurrentAssignment:
     state: int = 0
 
 
+#: topic id -> (topic name, partitions)
+TopicPartitions = dict[uuid.UUID, tuple[str, frozenset[int]]]
+
+
+@dataclass(frozen=True)
+class StatePartitionMetadata:
+    """What record 15 holds: the topic-partitions whose share-partition state the share
+    coordinator is initializing or holds (so DeleteGroups, DeleteShareGroupOffsets and
+    DescribeShareGroupOffsets know them), and the topics whose state is being deleted."""
+
+    initializing: TopicPartitions = field(default_factory=dict)
+    initialized: TopicPartitions = field(default_factory=dict)
+    deleting: dict[uuid.UUID, str] = field(default_factory=dict)
+
+
+def _infos_out(topics: TopicPartitions) -> list[dict[str, Any]]:
+    return [
+        {"topic_id": t, "topic_name": name, "partitions": sorted(parts)}
+        for t, (name, parts) in sorted(topics.items(), key=lambda kv: kv[1][0])
+    ]
+
+
+def _infos_in(infos) -> TopicPartitions:
+    return {i["topic_id"]: (i["topic_name"], frozenset(i["partitions"])) for i in infos}
+
+
 @dataclass(frozen=True)
 class ShareRecord:
     kind: int
     group_id: str
     member_id: str | None = None
-    #: ShareMemberMetadata | GroupEpoch | int (assignment epoch) | Assignment | ShareCurrentAssignment | None
+    #: ShareMemberMetadata | GroupEpoch | int (assignment epoch) | Assignment | ShareCurrentAssignment |
+    #: StatePartitionMetadata | None
     value: Any = None
 
 
@@ -116,6 +148,14 @@ def encode(record: ShareRecord) -> tuple[bytes, bytes | None]:
         fields = {"assignment_epoch": v}
     elif record.kind == TARGET_ASSIGNMENT_MEMBER:
         fields = {"topic_partitions": partitions_out(v)}
+    elif record.kind == STATE_PARTITION_METADATA:
+        fields = {
+            "initializing_topics": _infos_out(v.initializing),
+            "initialized_topics": _infos_out(v.initialized),
+            "deleting_topics": [
+                {"topic_id": t, "topic_name": n} for t, n in sorted(v.deleting.items(), key=lambda kv: kv[1])
+            ],
+        }
     else:
         fields = {
             "member_epoch": v.member_epoch,
@@ -127,7 +167,7 @@ def encode(record: ShareRecord) -> tuple[bytes, bytes | None]:
 
 
 def decode(key: bytes, value: bytes | None) -> ShareRecord:
-    """One record of types 10-14 read back. Raises CorruptCoordinatorRecord."""
+    """One record of types 10-15 read back. Raises CorruptCoordinatorRecord."""
     kind, k = parse_versioned(_KEYS_BY_TYPE, key, "share group key")
     member_id = k.get("member_id") if kind in _MEMBER_KINDS else None
     if value is None:
@@ -142,6 +182,12 @@ def decode(key: bytes, value: bytes | None) -> ShareRecord:
         typed = v["assignment_epoch"]
     elif kind == TARGET_ASSIGNMENT_MEMBER:
         typed = partitions_in(v["topic_partitions"])
+    elif kind == STATE_PARTITION_METADATA:
+        typed = StatePartitionMetadata(
+            _infos_in(v["initializing_topics"]),
+            _infos_in(v["initialized_topics"]),
+            {i["topic_id"]: i["topic_name"] for i in v["deleting_topics"]},
+        )
     else:
         typed = ShareCurrentAssignment(
             v["member_epoch"], v["previous_member_epoch"], partitions_in(v["assigned_partitions"]), v["state"]

@@ -8,6 +8,7 @@ from protocol.schemas import add_partitions_to_txn
 from protocol.schemas import alter_client_quotas
 from protocol.schemas import alter_configs
 from protocol.schemas import alter_partition_reassignments
+from protocol.schemas import alter_share_group_offsets
 from protocol.schemas import alter_user_scram_credentials
 from protocol.schemas import api_versions
 from protocol.schemas import consumer_group_describe
@@ -19,6 +20,7 @@ from protocol.schemas import create_topics
 from protocol.schemas import delete_acls
 from protocol.schemas import delete_groups
 from protocol.schemas import delete_records
+from protocol.schemas import delete_share_group_offsets
 from protocol.schemas import delete_share_group_state
 from protocol.schemas import delete_topics
 from protocol.schemas import describe_acls
@@ -72,6 +74,7 @@ APIS = {
     alter_client_quotas.API_KEY: alter_client_quotas,
     alter_configs.API_KEY: alter_configs,
     alter_partition_reassignments.API_KEY: alter_partition_reassignments,
+    alter_share_group_offsets.API_KEY: alter_share_group_offsets,
     alter_user_scram_credentials.API_KEY: alter_user_scram_credentials,
     api_versions.API_KEY: api_versions,
     consumer_group_describe.API_KEY: consumer_group_describe,
@@ -83,6 +86,7 @@ APIS = {
     delete_acls.API_KEY: delete_acls,
     delete_groups.API_KEY: delete_groups,
     delete_records.API_KEY: delete_records,
+    delete_share_group_offsets.API_KEY: delete_share_group_offsets,
     delete_share_group_state.API_KEY: delete_share_group_state,
     delete_topics.API_KEY: delete_topics,
     describe_acls.API_KEY: describe_acls,

@@ -32,6 +32,8 @@ REQUIRED = {
     "DeleteShareGroupState": (0, 0),
     "ReadShareGroupStateSummary": (0, 1),
     "DescribeShareGroupOffsets": (0, 0),
+    "AlterShareGroupOffsets": (0, 0),
+    "DeleteShareGroupOffsets": (0, 0),
     "ApiVersions": (0, 3),
     "Metadata": (1, 12),
     "Produce": (3, 9),

@@ -118,3 +118,32 @@ def test_the_assignor_covers_every_partition_and_each_member_reads(members, coun
     assert all(target[m].get(topic) for m in members)  # no member is left without a partition
     again = share_assignor.assign({m: {topic} for m in members}, {topic: count}, target)
     assert all(target[m][topic] <= again[m][topic] for m in members)  # what a member held it keeps
+
+
+def test_assigned_partitions_join_the_groups_state_partitions_once():
+    group = ShareGroup("jobs")
+    first = beat(group, "a", 0)
+    assert [r.kind for r in first.records].count(sr.STATE_PARTITION_METADATA) == 1
+    assert group.state_partitions.initialized == {ORDERS.topic_id: ("orders", frozenset({0, 1, 2}))}
+    second = beat(group, "b", 0)  # the same partitions, shared: nothing new
+    assert sr.STATE_PARTITION_METADATA not in [r.kind for r in second.records]
+    grown = {"orders": TopicMetadata(ORDERS.topic_id, "orders", 4)}
+    beat(group, "a", 1, topics=None, cluster=grown)
+    assert group.state_partitions.initialized[ORDERS.topic_id] == ("orders", frozenset({0, 1, 2, 3}))
+    beat(group, "a", -1)
+    beat(group, "b", -1)  # an empty group keeps them: its state is still at the share coordinator
+    assert group.state_partitions.initialized[ORDERS.topic_id][1] == frozenset({0, 1, 2, 3})
+    tombstones = [r for r in group.group_tombstones() if r.kind == sr.STATE_PARTITION_METADATA]
+    assert len(tombstones) == 1 and tombstones[0].value is None
+
+
+def test_the_state_partition_record_round_trips_through_its_bytes():
+    value = sr.StatePartitionMetadata(
+        initializing={uuid.UUID(int=5): ("b", frozenset({1}))},
+        initialized={ORDERS.topic_id: ("orders", frozenset({0, 2}))},
+        deleting={uuid.UUID(int=9): "gone"},
+    )
+    record = sr.ShareRecord(sr.STATE_PARTITION_METADATA, "jobs", None, value)
+    key, data = sr.encode(record)
+    assert sr.is_share_key(key) and sr.decode(key, data) == record
+    assert sr.decode(key, None) == sr.ShareRecord(sr.STATE_PARTITION_METADATA, "jobs")

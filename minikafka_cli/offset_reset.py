@@ -1,0 +1,72 @@
+"""The new offsets of an offset reset, as Kafka's tools compute them (`kafka-consumer-groups.sh`
+and `kafka-share-groups.sh --reset-offsets`): `--to-earliest` (the log start offset),
+`--to-latest` (the high watermark), `--to-offset N`, `--to-datetime T` (the first offset at or
+after T, ListOffsets by timestamp; the high watermark when there is none) and, for consumer
+groups, `--shift-by N` (from the committed offset). Every result is clamped to the partition's
+[log start offset, high watermark].
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+
+from client import Cluster
+from client.reads import EARLIEST, LATEST, list_offset
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, shift: bool) -> None:
+    spec = parser.add_mutually_exclusive_group()
+    spec.add_argument("--to-earliest", action="store_true", help="reset-offsets: to the log start offset")
+    spec.add_argument("--to-latest", action="store_true", help="reset-offsets: to the high watermark")
+    spec.add_argument("--to-offset", type=int, help="reset-offsets: to this offset")
+    spec.add_argument("--to-datetime", help="reset-offsets: YYYY-MM-DDTHH:mm:SS[.sss][+hh:mm] (UTC if no zone)")
+    if shift:
+        spec.add_argument("--shift-by", type=int, help="reset-offsets: the committed offset plus N")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="reset-offsets: show the new offsets only (default)")
+    mode.add_argument("--execute", action="store_true", help="reset-offsets: apply the new offsets")
+
+
+def require_spec(args: argparse.Namespace) -> None:
+    """Raises ValueError unless one reset specification was given."""
+    shift = getattr(args, "shift_by", None)
+    if not (args.to_earliest or args.to_latest or args.to_datetime or args.to_offset is not None or shift is not None):
+        names = "--to-earliest, --to-latest, --to-offset, --to-datetime" + (
+            ", --shift-by" if hasattr(args, "shift_by") else ""
+        )
+        raise ValueError(f"reset-offsets needs one of {names}")
+    if args.to_datetime:
+        timestamp_ms(args.to_datetime)
+
+
+def timestamp_ms(text: str) -> int:
+    """ms since the epoch of an ISO-8601 time (UTC when it names no zone). Raises ValueError."""
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--to-datetime {text!r} is not YYYY-MM-DDTHH:mm:SS[.sss]") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return int(when.timestamp() * 1000)
+
+
+async def new_offset(
+    cluster: Cluster, args: argparse.Namespace, topic: str, partition: int, current: int | None
+) -> int:
+    """The offset `args` resets (topic, partition) to; `current`: the committed offset (for
+    --shift-by; None: the high watermark)."""
+    earliest = await list_offset(cluster, topic, partition, EARLIEST)
+    latest = await list_offset(cluster, topic, partition, LATEST)
+    if args.to_earliest:
+        new = earliest
+    elif args.to_latest:
+        new = latest
+    elif args.to_offset is not None:
+        new = args.to_offset
+    elif args.to_datetime:
+        found = await list_offset(cluster, topic, partition, timestamp_ms(args.to_datetime))
+        new = latest if found < 0 else found
+    else:
+        new = (latest if current is None else current) + args.shift_by
+    return min(max(new, earliest), latest)

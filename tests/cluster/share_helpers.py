@@ -1,0 +1,89 @@
+"""What the share group tests (KIP-932, confluent-kafka's `ShareConsumer` as the judge) share:
+a broker configuration with a short lock and delivery limit, topics, producers, consumers,
+polling helpers and the `minikafka share-groups` CLI."""
+
+import subprocess
+import sys
+import time
+import uuid
+
+from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+LOCK_MS = 2000
+BROKER = {
+    "offsets_topic_replication_factor": 1,
+    "offsets_topic_num_partitions": 3,
+    "share_coordinator_state_topic_replication_factor": 1,
+    "share_coordinator_state_topic_min_isr": 1,
+    "share_coordinator_state_topic_num_partitions": 3,
+    "group_initial_rebalance_delay_ms": 0,
+    "group.share.record.lock.duration.ms": LOCK_MS,
+    "group.share.min.record.lock.duration.ms": 1000,
+    "group.share.delivery.count.limit": 3,
+}
+
+
+def topic(broker, partitions=3) -> str:
+    name = f"jobs-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # held until the future is done
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    return name
+
+
+def consumer(broker, group, name, **config) -> ShareConsumer:
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, **config})
+    c.subscribe([name])
+    return c
+
+
+def produce(broker, name, count, partitions=3) -> None:
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    for i in range(count):
+        p.produce(name, str(i).encode(), partition=i % partitions)
+    assert p.flush(30) == 0
+
+
+def joined(*consumers, seconds=6.0) -> None:
+    """Poll until every member has its assignment (share.auto.offset.reset is latest: records
+    produced before a partition is first read are not delivered, as in Kafka)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for c in consumers:
+            assert not [m for m in c.poll(0.2) if m.error() is None]
+
+
+def drain(consumers, want: int, seconds: float = 60.0, on_message=None) -> dict:
+    """Poll round-robin until `want` records arrived (or the time is up): value -> consumers."""
+    got: dict[bytes, list[int]] = {}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and len(got) < want:
+        for i, c in enumerate(consumers):
+            for m in c.poll(0.3):
+                assert m.error() is None, m.error()
+                got.setdefault(m.value(), []).append(i)
+                if on_message is not None:
+                    on_message(c, m)
+    return got
+
+
+def share_groups_cli(broker, *args: str) -> list[list[str]]:
+    """`minikafka share-groups --bootstrap-server ... *args`: its table's rows, split."""
+    command = [sys.executable, "-m", "minikafka_cli.main", "share-groups", "--bootstrap-server", broker.bootstrap]
+    done = subprocess.run(command + list(args), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [line.split() for line in done.stdout.splitlines()]
+
+
+def set_group_configs(broker, group, **configs) -> dict:
+    """IncrementalAlterConfigs SET on the GROUP resource, then DescribeConfigs: name -> value."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    entries = [
+        ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()
+    ]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    described = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)])
+    return {name: entry.value for name, entry in next(iter(described.values())).result(30).items()}
