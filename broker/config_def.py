@@ -901,6 +901,14 @@ BROKER_CONFIG: dict[str, ConfigKey] = {
         ),
         # KIP-932's share groups (Kafka 4.2's defaults)
         _key(
+            "group.share.enable",
+            "boolean",
+            _bool,
+            True,
+            "Whether share groups are served (Kafka 4.2: on, as share.version 1 is on a new cluster); false "
+            "leaves their APIs out of ApiVersions and share.version at finalized level 0.",
+        ),
+        _key(
             "group.share.heartbeat.interval.ms",
             "int",
             _int_at_least(1),

@@ -34,7 +34,7 @@ from broker.config_manager import DynamicConfigManager
 from broker.context import BrokerContext
 from broker.coordinator_log import CoordinatorPartitionLog
 from broker.dynamic_config import DynamicBrokerConfig
-from broker.handlers import HANDLERS, INLINE_HANDLERS, advertised_api_versions
+from broker.handlers import INLINE_HANDLERS, advertised_api_versions, served_handlers
 from broker.internal_topics import internal_topic_spec
 from broker.listener_transport import build_transports
 from broker.metadata_cache import MetadataCache
@@ -293,11 +293,12 @@ class Broker:
                 share_manager=share_manager,
                 share_coordinator=share_coordinator,
             )
+            handlers = served_handlers(share_groups=self.config["group.share.enable"])
             self.server = KafkaServer(
                 self.config.listeners,
-                HANDLERS,
+                handlers,
                 context,
-                advertised_api_versions,
+                lambda: advertised_api_versions(handlers),
                 derive(SocketServerConfig, self.config),
                 transports=self.transports,
                 inline_handlers=INLINE_HANDLERS,

@@ -42,8 +42,18 @@ from broker.handlers import (
 from broker.server import Handler, InlineHandler
 from protocol.api import SCHEMAS
 
+_ADVERTISED: dict[bool, list[dict]] = {}
+
+
+def _advertised(share_groups: bool) -> list[dict]:
+    """ApiVersions' list, with or without the share group APIs (built once each)."""
+    if share_groups not in _ADVERTISED:
+        _ADVERTISED[share_groups] = advertised_api_versions(served_handlers(share_groups=share_groups))
+    return _ADVERTISED[share_groups]
+
+
 HANDLERS: dict[int, Handler] = {
-    api_versions.API_KEY: api_versions.handler_for(lambda: advertised_api_versions()),
+    api_versions.API_KEY: api_versions.handler_for(lambda share: _advertised(share)),
     metadata.API_KEY: metadata.handle,
     produce.API_KEY: produce.handle,
     fetch.API_KEY: fetch.handle,
@@ -77,9 +87,24 @@ HANDLERS: dict[int, Handler] = {
 INLINE_HANDLERS: dict[int, InlineHandler] = {**produce.INLINE}
 
 
-def advertised_api_versions() -> list[dict]:
+#: the APIs of KIP-932's share groups, served only with `group.share.enable`
+SHARE_GROUP_APIS = frozenset(
+    {
+        *share_group.HANDLERS,
+        *share_group_offsets.HANDLERS,
+        *share_state.HANDLERS,
+    }
+)
+
+
+def served_handlers(*, share_groups: bool = True) -> dict[int, Handler]:
+    """The handler table of a broker (without the share group APIs when they are off)."""
+    return dict(HANDLERS) if share_groups else {k: h for k, h in HANDLERS.items() if k not in SHARE_GROUP_APIS}
+
+
+def advertised_api_versions(handlers: dict[int, Handler] | None = None) -> list[dict]:
     """The `api_keys` of an ApiVersions response: every handled API with its served versions."""
     return [
         {"api_key": key, "min_version": SCHEMAS[key].min_version, "max_version": SCHEMAS[key].max_version}
-        for key in sorted(HANDLERS)
+        for key in sorted(HANDLERS if handlers is None else handlers)
     ]

@@ -10,7 +10,7 @@ import uuid
 import pytest
 import trio
 
-from client.connection import Connection
+from client.connection import Connection, ConnectionClosed
 from coordinator.share.records import SharePartitionKey, coordinator_key
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -99,3 +99,34 @@ async def test_the_share_state_apis_over_the_wire(start_broker):
             {"group_id": "", "topics": [{"topic_id": TOPIC_ID, "partitions": [{"partition": 0, "leader_epoch": 0}]}]},
         )
         assert empty.results[0].partitions[0].error_code == ErrorCode.INVALID_REQUEST
+
+
+SHARE_APIS = {76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
+
+
+async def test_apiversions_advertises_share_groups_and_share_version_unless_switched_off(start_broker):
+    on = start_broker(1, **BROKER)
+    async with Connection.open(on.host, on.port) as conn:
+        r = await conn.request(
+            ApiKey.API_VERSIONS, {"client_software_name": "t", "client_software_version": "1"}, version=3
+        )
+        assert SHARE_APIS <= {k.api_key for k in r.api_keys}
+        assert [(f.name, f.min_version, f.max_version) for f in r.supported_features] == [("share.version", 0, 1)]
+        assert [(f.name, f.max_version_level) for f in r.finalized_features] == [("share.version", 1)]
+    off = start_broker(2, **(BROKER | {"group.share.enable": "false"}))
+    async with Connection.open(off.host, off.port) as conn:
+        r = await conn.request(
+            ApiKey.API_VERSIONS, {"client_software_name": "t", "client_software_version": "1"}, version=3
+        )
+        assert not SHARE_APIS & {k.api_key for k in r.api_keys}
+        assert 18 in {k.api_key for k in r.api_keys} and r.finalized_features == []
+        assert [f.name for f in r.supported_features] == ["share.version"]
+        with (
+            pytest.raises(ConnectionClosed),
+            trio.fail_after(10),
+        ):  # not advertised: the connection closes, as for any API
+            await conn.request(
+                ApiKey.SHARE_GROUP_HEARTBEAT,
+                {"group_id": "g", "member_id": "m", "member_epoch": 0, "subscribed_topic_names": ["t"]},
+                version=1,
+            )
