@@ -2,7 +2,10 @@
 
 With `--group G` it is a member of consumer group G: it reads the partitions the group assigns it,
 from the group's committed offsets, and commits as it goes (`--group-protocol consumer`: KIP-848, the
-broker assigns). Otherwise it starts at the latest offset unless `--from-beginning` or `--offset` (with `--partition`); stops after
+broker assigns). With `--share-group G` it is a member of share group G (KIP-932, as Kafka's
+`kafka-console-share-consumer.sh`): it prints the records the broker hands it and acknowledges each
+as it prints it, ACCEPT unless its value is `--reject-on` (REJECT: never delivered again) or
+`--release-on` (RELEASE: delivered again, perhaps to another member). Otherwise it starts at the latest offset unless `--from-beginning` or `--offset` (with `--partition`); stops after
 `--max-messages` records, or after `--timeout-ms` without a new record (otherwise it runs until
 interrupted). Leader changes are followed (metadata refresh and retry). One line per record: the
 value, optionally prefixed by offset, timestamp, key and headers, or `--json` lines.
@@ -21,6 +24,7 @@ from client import KafkaError
 from client.consumer_group_member import ConsumerGroupMember
 from client.groups import GroupMember
 from client.reads import EARLIEST, ISOLATION_LEVELS, LATEST, READ_COMMITTED, fetch, list_offset, reader_batches
+from client.share_consumer import ACCEPT, REJECT, RELEASE, ShareMember
 from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
@@ -46,6 +50,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["range", "cooperative-sticky"],
         help="with --group: partition assignors in order of preference (repeatable; default range then "
         "cooperative-sticky, as Kafka's consumers)",
+    )
+    parser.add_argument(
+        "--share-group",
+        help="consume as a member of this share group (KIP-932), acknowledging each record as it is printed",
+    )
+    parser.add_argument("--reject-on", help="with --share-group: REJECT the records whose value is this text")
+    parser.add_argument("--release-on", help="with --share-group: RELEASE the records whose value is this text")
+    parser.add_argument(
+        "--print-delivery-count", action="store_true", help="with --share-group: print each delivery's count"
     )
     parser.add_argument(
         "--from-beginning",
@@ -157,6 +170,8 @@ async def _consume(args, out) -> int:
         await cluster.partition_info(args.topic, 0, refresh=True)
         if args.group:
             return await _consume_in_group(cluster, args, out)
+        if args.share_group:
+            return await _consume_in_share_group(cluster, args, out)
         partitions = sorted(cluster.metadata.topics[args.topic])
         if args.partition is not None:
             if args.partition not in partitions:
@@ -231,21 +246,63 @@ async def _consume_in_group(cluster, args, out) -> int:
             await member.leave()
 
 
-def run(args: argparse.Namespace) -> int:
+async def _consume_in_share_group(cluster, args, out) -> int:
+    """As `kafka-console-share-consumer --group`: print and acknowledge each record the share
+    group hands this member; on the way out release what was not printed, close the share
+    sessions and leave."""
+    member = ShareMember(cluster, args.share_group, [args.topic], client_id="minikafka-console-share-consumer")
+    printed, idle = 0, _Idle(args.timeout_ms)
+    try:
+        while True:
+            for delivered in await member.poll(max_records=500):  # as max.poll.records: the rest is released
+                if _left(args, printed) == 0:
+                    break  # not printed: released by close()
+                line = _format(args, delivered.partition, delivered.record)
+                if args.print_delivery_count:
+                    line = f"{delivered.delivery_count}{args.key_separator}{line}"
+                out.write(line + "\n")
+                value = _text(delivered.record.value)
+                kind = REJECT if value == args.reject_on else RELEASE if value == args.release_on else ACCEPT
+                member.acknowledge(delivered, kind)
+                printed += 1
+                idle.progress()
+            out.flush()
+            if _left(args, printed) == 0 or idle.expired():
+                return printed
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await member.close()
+
+
+def _usage_error(args: argparse.Namespace) -> str | None:
     if args.offset is not None and args.partition is None:
-        print("minikafka consume: --offset needs --partition", file=sys.stderr)
-        return 2
+        return "--offset needs --partition"
     if args.assignor is not None and args.group_protocol == "consumer":
-        print("minikafka consume: --assignor is for the classic protocol (the broker assigns)", file=sys.stderr)
+        return "--assignor is for the classic protocol (the broker assigns)"
+    if args.group is not None and (args.partition is not None or args.offset is not None):
+        return "--group reads the partitions the group assigns: no --partition/--offset"
+    if args.share_group is not None:
+        if args.group is not None:
+            return "--group and --share-group are different kinds of groups: one of them"
+        if args.partition is not None or args.offset is not None or args.from_beginning:
+            return (
+                "--share-group reads what the broker hands out (where share.auto.offset.reset says): "
+                "no --partition/--offset/--from-beginning"
+            )
+        if args.isolation_level != "read_uncommitted":
+            return "--share-group: the group's share.isolation.level config decides the isolation level"
+    elif args.reject_on is not None or args.release_on is not None or args.print_delivery_count:
+        return "--reject-on, --release-on and --print-delivery-count need --share-group"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = _usage_error(args)
+    if problem is not None:
+        print(f"minikafka consume: {problem}", file=sys.stderr)
         return 2
     if args.assignor is None:
         args.assignor = ["range", "cooperative-sticky"]
-    if args.group is not None and (args.partition is not None or args.offset is not None):
-        print(
-            "minikafka consume: --group reads the partitions the group assigns: no --partition/--offset",
-            file=sys.stderr,
-        )
-        return 2
     try:
         status, printed = run_trio("consume", _consume, args, sys.stdout)
     except KeyboardInterrupt:

@@ -191,3 +191,44 @@ async def test_alter_and_delete_share_group_offsets_errors_over_the_wire(start_b
         assert joined.topics[0].partitions[0].error_code == ErrorCode.NONE
         other = await conn.request(ApiKey.ALTER_SHARE_GROUP_OFFSETS, dict(alter, group_id="classic"), version=0)
         assert other.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def consume(broker, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "minikafka_cli.main", "consume", "--bootstrap-server", broker.bootstrap]
+    return subprocess.run(command + list(args), capture_output=True, text=True, timeout=90)
+
+
+def test_consume_share_group_acknowledges_as_it_prints(start_broker):
+    broker = start_broker(1, **BROKER)
+    name = topic(broker, partitions=1)
+    produce(broker, name, 10, partitions=1)
+    set_group_configs(broker, "cli", share_auto_offset_reset="earliest")
+    first = consume(
+        broker,
+        "--topic",
+        name,
+        "--share-group",
+        "cli",
+        "--max-messages",
+        "10",
+        "--print-delivery-count",
+        "--reject-on",
+        "3",
+        "--release-on",
+        "5",
+    )
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [f"1\t{i}" for i in range(10)]
+    # 3 was rejected: never again; 5 was released: delivered again (its count up), and accepted now
+    second = consume(broker, "--topic", name, "--share-group", "cli", "--timeout-ms", "3000", "--print-delivery-count")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.splitlines() == ["2\t5"]
+    assert wait_for(lambda: start_offsets(broker, "cli") == {"0": "10"})
+    # records handed out but not printed (--max-messages) are released for the next member
+    produce(broker, name, 4, partitions=1)  # 0 1 2 3 at offsets 10-13
+    part = consume(broker, "--topic", name, "--share-group", "cli", "--max-messages", "1")
+    assert part.stdout.splitlines() == ["0"]
+    rest = consume(broker, "--topic", name, "--share-group", "cli", "--timeout-ms", "3000", "--print-delivery-count")
+    assert sorted(rest.stdout.splitlines()) == ["2\t1", "2\t2", "2\t3"]
+    bad = consume(broker, "--topic", name, "--share-group", "cli", "--from-beginning")
+    assert bad.returncode == 2 and "--share-group" in bad.stderr
