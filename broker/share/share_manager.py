@@ -19,8 +19,9 @@ sessions, and ShareFetch / ShareAcknowledge over them (typed results; the handle
   lives in this broker's memory only.
 - ShareFetch applies the request's acknowledgements first, then acquires for the member from
   each partition of its session that this broker leads: records up to the high watermark, read
-  as whole batches from the first Available offset, at most `MaxRecords` over the request and
-  `group.share.partition.max.record.locks` in flight per partition. With nothing to hand out it
+  as whole batches from the first Available offset (about as many bytes as `MaxRecords` records
+  took lately, not `MaxBytes`), `MaxRecords` over the request (batches are not split) and at
+  most `group.share.partition.max.record.locks` in flight per partition. With nothing to hand out it
   waits up to `MaxWaitMs` for new records (or a lock to run out).
 - A share-partition's state is dropped when this broker stops leading its partition (the next
   leader reads it from the share coordinator), when no share session holds it any more (once
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 #: one partition's acknowledgements: (first offset, last offset, acknowledge types)
 Acks = list[tuple[int, int, list[int]]]
 LOCK_SWEEP_S = 0.1
+MIN_READ_BYTES = 64 * 1024
+DEFAULT_RECORD_BYTES = 1024  # a partition's bytes per record before its first read
 
 
 @dataclass
@@ -111,6 +114,7 @@ class SharePartitionManager:
         self.partitions: dict[tuple[str, TopicPartition], SharePartition] = {}
         self._loading: dict[tuple[str, TopicPartition], trio.Event] = {}
         self._write_locks: dict[tuple[str, TopicPartition], trio.Lock] = {}
+        self._record_bytes: dict[TopicPartition, float] = {}  # bytes per record of the last read
 
     # ---- names and bounds -------------------------------------------------------------------------
     async def _load(self, group_id: str, tp: TopicPartition) -> SharePartition | None:
@@ -372,13 +376,15 @@ class SharePartitionManager:
                 start = sp.next_fetch_offset()
                 if start >= end or not sp.acquirable():
                     continue
-                info = hosted.read(start, budget, committed_only=True, min_one_batch=True, read_committed=committed)
+                size = self._read_size(tp, max_records - total, budget)
+                info = hosted.read(start, size, committed_only=True, min_one_batch=True, read_committed=committed)
                 aborted = hosted.log.collect_aborted_txns(start, info.next_offset) if committed else []
             except Exception as e:
                 answer.error_code = error_code_for(e)
                 answer.leader_id, answer.leader_epoch = self._leader(tp)
                 continue
             batches = [(pos, h) for pos, h in rb.iter_batches(info.records)]
+            self._learn_size(tp, batches, len(info.records))
             acquired = sp.acquire(member_id, _acquirable(batches, aborted), max_records - total, self.now_ms())
             if not acquired:
                 continue
@@ -391,6 +397,19 @@ class SharePartitionManager:
             total += sum(r.last_offset - r.first_offset + 1 for r in acquired)
             budget -= len(answer.records)
         return total
+
+    def _read_size(self, tp: TopicPartition, records: int, budget: int) -> int:
+        """How many bytes to read for `records` records of `tp` (bytes): twice what they took
+        lately, at least `MIN_READ_BYTES`, at most the request's budget. MaxBytes may be tens of
+        megabytes while MaxRecords wants a few hundred records: reading (and checking the CRCs
+        of) all of it would cost far more than the records handed out."""
+        estimate = self._record_bytes.get(tp, DEFAULT_RECORD_BYTES)
+        return min(budget, max(MIN_READ_BYTES, int(records * estimate * 2)))
+
+    def _learn_size(self, tp: TopicPartition, batches, size: int) -> None:
+        count = sum(h.last_offset - h.base_offset + 1 for _, h in batches)
+        if count:
+            self._record_bytes[tp] = size / count
 
     # ---- ShareAcknowledge ------------------------------------------------------------------------------
     async def share_acknowledge(

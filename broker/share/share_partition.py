@@ -6,7 +6,8 @@ pure state: no log, no clock of its own (callers pass `now_ms`, monotonic).
   acquired. Between them each record has a state: Available, Acquired (by one member, until its
   lock deadline), Acknowledged or Archived, and a delivery count.
 - `acquire` hands a member Available records and new ones past the SPEO, one delivery more each,
-  for `group.share.record.lock.duration.ms`, no more than `max_records` and never more than
+  for `group.share.record.lock.duration.ms`, whole batches until `max_records` is reached (a
+  soft limit, as ShareFetch's MaxRecords) and never more than
   `group.share.partition.max.record.locks` in flight. Control batches are archived, never handed out.
 - `acknowledge`: ACCEPT (1) acknowledges, RELEASE (2) makes a record Available again, REJECT (3)
   and GAP (0) archive it. Only the member holding a record may acknowledge it
@@ -15,11 +16,19 @@ pure state: no log, no clock of its own (callers pass `now_ms`, monotonic).
 - `expire_locks` makes records whose lock ran out Available (or Archived at the limit);
   `release_member` does the same for everything a member holds (its session ended).
 - The SPSO moves past records that are done; their state is then forgotten.
+
+The records between the SPSO and the SPEO are kept as runs (Kafka's in-flight batches): offsets
+first..last sharing a state, a delivery count, a holder and a lock deadline, split only where an
+acquisition or acknowledgement covers part of a run, and joined again when neighbours agree. Every
+operation costs O(runs + log n), not O(records): a member acquiring and accepting whole fetches
+keeps a handful of runs whatever the number of records.
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -38,12 +47,42 @@ class RecordState(enum.IntEnum):
     ARCHIVED = 4
 
 
+DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
 @dataclass(slots=True)
 class InFlight:
+    """One record's state (what `records()` shows)."""
+
     state: RecordState
     delivery_count: int = 0
     member_id: str | None = None
     lock_deadline_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class Run:
+    """Offsets first..last (inclusive) in one state, delivered `delivery_count` times, held by
+    `member_id` until `lock_deadline_ms` while Acquired."""
+
+    first: int
+    last: int
+    state: RecordState
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock_deadline_ms: float = 0.0
+
+    def same(self, other: Run) -> bool:
+        return (self.state, self.delivery_count, self.member_id, self.lock_deadline_ms) == (
+            other.state,
+            other.delivery_count,
+            other.member_id,
+            other.lock_deadline_ms,
+        )
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
 
 
 class AcquiredRange(NamedTuple):
@@ -62,6 +101,10 @@ class Batch(NamedTuple):
     is_control: bool
 
 
+def _first(run: Run) -> int:
+    return run.first
+
+
 class SharePartition:
     def __init__(self, start_offset: int, *, lock_duration_ms: int, delivery_limit: int, max_in_flight: int) -> None:
         self.start_offset = start_offset
@@ -69,10 +112,22 @@ class SharePartition:
         self.lock_duration_ms = lock_duration_ms
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
-        self.in_flight: dict[int, InFlight] = {}
+        #: the runs between the SPSO and the SPEO, in offset order, never overlapping (offsets in
+        #: no run are done: gaps between batches, below the SPSO)
+        self.runs: list[Run] = []
+        self.acquired_count = 0  # records Acquired now (the record-lock cap counts them)
+        self._next_expiry = math.inf  # no Acquired run's lock runs out before this (ms)
         self.leader_epoch = -1  # the partition's, when the state was read (fences older leaders' writes)
         self.state_epoch = 0  # the share coordinator's, as read
         self.dirty = False  # changed since the last durable write (released or timed-out locks)
+
+    def records(self) -> dict[int, InFlight]:
+        """Each in-flight offset's state (O(records): for tests and views, not the hot path)."""
+        return {
+            o: InFlight(r.state, r.delivery_count, r.member_id, r.lock_deadline_ms)
+            for r in self.runs
+            for o in range(r.first, r.last + 1)
+        }
 
     # ---- durable state (the share coordinator's view, KIP-932) ------------------------------------
     def restore(self, batches: Iterable[tuple[int, int, int, int]], log_end_offset: int) -> None:
@@ -80,77 +135,105 @@ class SharePartition:
         count) at or past the SPSO and below `log_end_offset` (no record exists past it):
         Available, Acknowledged or Archived, with their delivery counts (a record acquired when
         the state was written comes back Available)."""
-        for first, last, state, count in batches:
-            for offset in range(max(first, self.start_offset), min(last + 1, log_end_offset)):
-                self.in_flight[offset] = InFlight(RecordState(state), count)
-                self.end_offset = max(self.end_offset, offset + 1)
+        for first, last, state, count in sorted(batches):
+            lo, hi = max(first, self.start_offset, self.end_offset), min(last, log_end_offset - 1)
+            if lo > hi:
+                continue
+            kept = RecordState.AVAILABLE if state == RecordState.ACQUIRED else RecordState(state)
+            self._append(Run(lo, hi, kept, count))
+            self.end_offset = hi + 1
         self._advance()
 
     def persisted(self) -> tuple[int, list[tuple[int, int, int, int]], int]:
         """(SPSO, state batches, delivery-complete count) as the share coordinator stores them:
         runs of records with one state and delivery count; an Acquired record is written
         Available (its lock does not survive the leader)."""
-        runs: list[list[int]] = []
+        out: list[list[int]] = []
         done = 0
-        for offset in sorted(self.in_flight):
-            record = self.in_flight[offset]
-            state = RecordState.AVAILABLE if record.state == RecordState.ACQUIRED else record.state
+        for run in self.runs:
+            state = RecordState.AVAILABLE if run.state == RecordState.ACQUIRED else run.state
             if state != RecordState.AVAILABLE:
-                done += 1
-            if runs and runs[-1][1] == offset - 1 and runs[-1][2:] == [state, record.delivery_count]:
-                runs[-1][1] = offset
+                done += run.size
+            last = out[-1] if out else None
+            if last is not None and last[1] == run.first - 1 and last[2:] == [state, run.delivery_count]:
+                last[1] = run.last
             else:
-                runs.append([offset, offset, int(state), record.delivery_count])
-        return self.start_offset, [(a, b, c, d) for a, b, c, d in runs], done
+                out.append([run.first, run.last, int(state), run.delivery_count])
+        return self.start_offset, [(a, b, c, d) for a, b, c, d in out], done
 
     # ---- reading ---------------------------------------------------------------------------------
     def next_fetch_offset(self) -> int:
         """Where a read for acquisition starts: the first Available record, else the SPEO."""
-        available = [o for o, r in self.in_flight.items() if r.state == RecordState.AVAILABLE]
-        return min(available) if available else self.end_offset
+        return next((r.first for r in self.runs if r.state == RecordState.AVAILABLE), self.end_offset)
 
     def acquirable(self) -> bool:
         """Whether a member could be given anything now (an Available record, or room past the
         SPEO); the log decides whether new records exist."""
-        return any(r.state == RecordState.AVAILABLE for r in self.in_flight.values()) or self._room() > 0
+        return self._room() > 0 or any(r.state == RecordState.AVAILABLE for r in self.runs)
 
     def _room(self) -> int:
-        held = sum(1 for r in self.in_flight.values() if r.state == RecordState.ACQUIRED)
-        return self.max_in_flight - held
+        return self.max_in_flight - self.acquired_count
 
     def acquire(self, member_id: str, batches: Iterable[Batch], max_records: int, now_ms: float) -> list[AcquiredRange]:
         """Acquire for `member_id` from `batches` (read from the log at `next_fetch_offset`, in
-        order): -> the ranges acquired, in offset order."""
+        order): -> the ranges acquired, in offset order. `max_records` is ShareFetch's soft
+        limit: a batch begun is acquired whole ("exceeded for alignment of batch boundaries");
+        the record-lock cap is never exceeded."""
         acquired: list[AcquiredRange] = []
-        budget = min(max_records, self._room())
+        wanted, room = max_records, self._room()
         deadline = now_ms + self.lock_duration_ms
+        self._next_expiry = min(self._next_expiry, deadline)
         for batch in batches:
-            if budget <= 0:
+            if wanted <= 0 or room <= 0:
                 break
-            for offset in range(max(batch.base_offset, self.start_offset), batch.last_offset + 1):
-                record = self.in_flight.get(offset)
-                if batch.is_control:
-                    if record is None and offset >= self.end_offset:
-                        self.in_flight[offset] = InFlight(RecordState.ARCHIVED)
-                        self.end_offset = offset + 1
-                    continue
-                if record is None:
-                    if offset < self.end_offset:
-                        continue  # done before and forgotten (below the SPSO only), or skipped
-                    record = self.in_flight[offset] = InFlight(RecordState.AVAILABLE)
-                    self.end_offset = offset + 1
-                elif record.state != RecordState.AVAILABLE:
-                    continue
-                record.state = RecordState.ACQUIRED
-                record.delivery_count += 1
-                record.member_id = member_id
-                record.lock_deadline_ms = deadline
-                _extend(acquired, offset, record.delivery_count)
-                budget -= 1
-                if budget <= 0:
-                    break
+            lo, hi = max(batch.base_offset, self.start_offset), batch.last_offset
+            if lo > hi:
+                continue
+            if batch.is_control:
+                if hi >= self.end_offset:
+                    self._append(Run(max(lo, self.end_offset), hi, RecordState.ARCHIVED))
+                    self.end_offset = hi + 1
+                continue
+            taken = 0
+            if lo < self.end_offset:  # released or timed-out records of this batch
+                taken = self._take_available(member_id, lo, min(hi, self.end_offset - 1), room, deadline, acquired)
+            if room - taken > 0 and hi >= self.end_offset:  # records never delivered
+                first = max(lo, self.end_offset)
+                last = min(hi, first + room - taken - 1)
+                self._append(Run(first, last, RecordState.ACQUIRED, 1, member_id, deadline))
+                self.end_offset = last + 1
+                self.acquired_count += last - first + 1
+                taken += last - first + 1
+                _extend(acquired, first, last, 1)
+            wanted -= taken
+            room -= taken
         self._advance()
         return acquired
+
+    def _take_available(
+        self, member_id: str, lo: int, hi: int, budget: int, deadline: float, acquired: list[AcquiredRange]
+    ) -> int:
+        """Acquire the Available records in lo..hi (at most `budget`); -> how many."""
+        taken = 0
+        i = self._index(lo)
+        while i < len(self.runs) and taken < budget:
+            run = self.runs[i]
+            if run.first > hi:
+                break
+            if run.state != RecordState.AVAILABLE or run.last < lo:
+                i += 1
+                continue
+            first = max(run.first, lo)
+            last = min(run.last, hi, first + budget - taken - 1)
+            i = self._split(i, first, last)
+            part = self.runs[i]
+            part.state, part.delivery_count = RecordState.ACQUIRED, part.delivery_count + 1
+            part.member_id, part.lock_deadline_ms = member_id, deadline
+            self.acquired_count += part.size
+            taken += part.size
+            _extend(acquired, part.first, part.last, part.delivery_count)
+            i += 1
+        return taken
 
     # ---- acknowledging -------------------------------------------------------------------------------
     def acknowledge(self, member_id: str, first_offset: int, last_offset: int, types: list[int]) -> ErrorCode:
@@ -160,70 +243,145 @@ class SharePartition:
         count = last_offset - first_offset + 1
         if count <= 0 or len(types) not in (1, count) or any(t not in (GAP, ACCEPT, RELEASE, REJECT) for t in types):
             return ErrorCode.INVALID_REQUEST
-        if count > len(self.in_flight):  # cannot all be acquired: refused before walking the range
+        if not self._held_by(member_id, first_offset, last_offset):
             return ErrorCode.INVALID_RECORD_STATE
-        offsets = range(first_offset, last_offset + 1)
-        for offset in offsets:
-            record = self.in_flight.get(offset)
-            if record is None or record.state != RecordState.ACQUIRED or record.member_id != member_id:
-                return ErrorCode.INVALID_RECORD_STATE
-        for i, offset in enumerate(offsets):
-            kind = types[0] if len(types) == 1 else types[i]
-            record = self.in_flight[offset]
-            if kind == ACCEPT:
-                self._finish(record, RecordState.ACKNOWLEDGED)
-            elif kind == RELEASE:
-                self._release(record)
-            else:
-                self._finish(record, RecordState.ARCHIVED)
+        if len(types) == 1 or len(set(types)) == 1:
+            self._settle(first_offset, last_offset, types[0])
+        else:
+            start = first_offset
+            for i in range(1, count + 1):  # runs of one type, each settled at once
+                if i == count or types[i] != types[i - 1]:
+                    self._settle(start, first_offset + i - 1, types[i - 1])
+                    start = first_offset + i
         self._advance()
         return ErrorCode.NONE
 
+    def _held_by(self, member_id: str, lo: int, hi: int) -> bool:
+        """Whether every offset of lo..hi is in a run Acquired by `member_id` (no gap)."""
+        expected = lo
+        for i in range(self._index(lo), len(self.runs)):
+            run = self.runs[i]
+            if run.first > expected:
+                return False
+            if run.state != RecordState.ACQUIRED or run.member_id != member_id:
+                return False
+            expected = run.last + 1
+            if expected > hi:
+                return True
+        return False
+
+    def _settle(self, lo: int, hi: int, kind: int) -> None:
+        """Apply one acknowledgement type to lo..hi (all Acquired by the member)."""
+        i = self._index(lo)
+        while i < len(self.runs) and self.runs[i].first <= hi:
+            run = self.runs[i]
+            i = self._split(i, max(run.first, lo), min(run.last, hi))
+            part = self.runs[i]
+            if kind == ACCEPT:
+                self._finish(part, RecordState.ACKNOWLEDGED)
+            elif kind == RELEASE:
+                self._release(part)
+            else:
+                self._finish(part, RecordState.ARCHIVED)
+            i += 1
+        self._coalesce(self._index(lo) - 1, i + 1)
+
     def expire_locks(self, now_ms: float) -> int:
         """Records whose lock ran out become Available (Archived at the limit); -> how many."""
-        expired = [
-            r for r in self.in_flight.values() if r.state == RecordState.ACQUIRED and r.lock_deadline_ms <= now_ms
-        ]
-        for record in expired:
-            self._release(record)
-        self._advance()
-        self.dirty = self.dirty or bool(expired)
-        return len(expired)
+        if not self.acquired_count or now_ms < self._next_expiry:
+            return 0
+        expired = 0
+        self._next_expiry = math.inf
+        for run in self.runs:
+            if run.state != RecordState.ACQUIRED:
+                continue
+            if run.lock_deadline_ms <= now_ms:
+                expired += run.size
+                self._release(run)
+            else:
+                self._next_expiry = min(self._next_expiry, run.lock_deadline_ms)
+        if expired:
+            self._coalesce(0, len(self.runs))
+            self._advance()
+            self.dirty = True
+        return expired
 
     def release_member(self, member_id: str) -> int:
         """Everything `member_id` holds becomes Available (its session ended); -> how many."""
-        held = [r for r in self.in_flight.values() if r.state == RecordState.ACQUIRED and r.member_id == member_id]
-        for record in held:
-            self._release(record)
-        self._advance()
-        self.dirty = self.dirty or bool(held)
-        return len(held)
+        held = 0
+        for run in self.runs:
+            if run.state == RecordState.ACQUIRED and run.member_id == member_id:
+                held += run.size
+                self._release(run)
+        if held:
+            self._coalesce(0, len(self.runs))
+            self._advance()
+            self.dirty = True
+        return held
 
     # ---- internals ---------------------------------------------------------------------------------
-    def _release(self, record: InFlight) -> None:
-        if record.delivery_count >= self.delivery_limit:
-            self._finish(record, RecordState.ARCHIVED)
-        else:
-            self._finish(record, RecordState.AVAILABLE)
+    def _release(self, run: Run) -> None:
+        self._finish(run, RecordState.ARCHIVED if run.delivery_count >= self.delivery_limit else RecordState.AVAILABLE)
 
-    @staticmethod
-    def _finish(record: InFlight, state: RecordState) -> None:
-        record.state = state
-        record.member_id = None
-        record.lock_deadline_ms = 0.0
+    def _finish(self, run: Run, state: RecordState) -> None:
+        if run.state == RecordState.ACQUIRED:
+            self.acquired_count -= run.size
+        run.state, run.member_id, run.lock_deadline_ms = state, None, 0.0
+
+    def _index(self, offset: int) -> int:
+        """The index of the run holding `offset`, or of the first run after it."""
+        i = bisect.bisect_right(self.runs, offset, key=_first) - 1
+        return i if i >= 0 and self.runs[i].last >= offset else i + 1
+
+    def _split(self, i: int, first: int, last: int) -> int:
+        """Cut run i so first..last (inside it) is a run of its own; -> that run's index."""
+        run = self.runs[i]
+        if run.last > last:
+            self.runs.insert(
+                i + 1, Run(last + 1, run.last, run.state, run.delivery_count, run.member_id, run.lock_deadline_ms)
+            )
+            run.last = last
+        if run.first < first:
+            self.runs.insert(
+                i + 1, Run(first, run.last, run.state, run.delivery_count, run.member_id, run.lock_deadline_ms)
+            )
+            run.last = first - 1
+            return i + 1
+        return i
+
+    def _append(self, run: Run) -> None:
+        """Add a run past every other one (joined to the last when they agree)."""
+        last = self.runs[-1] if self.runs else None
+        if last is not None and last.last == run.first - 1 and last.same(run):
+            last.last = run.last
+        else:
+            self.runs.append(run)
+
+    def _coalesce(self, lo: int, hi: int) -> None:
+        """Join adjacent runs that agree: each pair (i, i + 1) for lo <= i < hi (clipped)."""
+        i = max(lo, 0)
+        end = min(hi, len(self.runs) - 1)
+        while i < end:
+            a, b = self.runs[i], self.runs[i + 1]
+            if a.last == b.first - 1 and a.same(b):
+                a.last = b.last
+                del self.runs[i + 1]
+                end -= 1
+            else:
+                i += 1
 
     def _advance(self) -> None:
         """Move the SPSO past records that are done, and forget them."""
-        while self.start_offset < self.end_offset:
-            record = self.in_flight.get(self.start_offset)
-            if record is not None and record.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
-                break
-            self.in_flight.pop(self.start_offset, None)
-            self.start_offset += 1
+        k = 0
+        while k < len(self.runs) and self.runs[k].state in DONE:
+            k += 1
+        if k:
+            del self.runs[:k]
+        self.start_offset = self.runs[0].first if self.runs else max(self.start_offset, self.end_offset)
 
 
-def _extend(ranges: list[AcquiredRange], offset: int, delivery_count: int) -> None:
-    if ranges and ranges[-1].last_offset == offset - 1 and ranges[-1].delivery_count == delivery_count:
-        ranges[-1] = ranges[-1]._replace(last_offset=offset)
+def _extend(ranges: list[AcquiredRange], first: int, last: int, delivery_count: int) -> None:
+    if ranges and ranges[-1].last_offset == first - 1 and ranges[-1].delivery_count == delivery_count:
+        ranges[-1] = ranges[-1]._replace(last_offset=last)
     else:
-        ranges.append(AcquiredRange(offset, offset, delivery_count))
+        ranges.append(AcquiredRange(first, last, delivery_count))

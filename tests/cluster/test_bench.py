@@ -259,6 +259,16 @@ def test_quick_consumer_group_bench_prints_measured_against_targets():
     assert "broker CPU per heartbeat, 10 stable members: consumer vs classic" in r.stdout
 
 
+def test_quick_share_group_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.share_group_bench", "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 46) | measured | target | met |" in r.stdout
+    for row in ("consumer group, 3 members", "share group, 3 members", "10 share consumers join"):
+        assert row in r.stdout
+
+
 def test_quick_goals_bench_prints_every_goal_of_issue_37():
     r = subprocess.run(
         [sys.executable, "-m", "bench.goals_bench", "--quick"], capture_output=True, text=True, timeout=900

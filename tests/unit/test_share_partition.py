@@ -18,14 +18,14 @@ def log(*ranges, control=()):
 
 def test_records_are_acquired_once_and_accepted_records_move_the_start_offset():
     sp = partition()
-    assert sp.acquire("a", log((0, 4), (5, 9)), 6, now_ms=0) == [(0, 5, 1)]
-    assert sp.end_offset == 6 and sp.next_fetch_offset() == 6
-    assert sp.acquire("b", log((0, 4), (5, 9)), 10, now_ms=0) == [(6, 9, 1)]  # only what a holds not
+    assert sp.acquire("a", log((0, 4), (5, 9)), 6, now_ms=0) == [(0, 9, 1)]  # MaxRecords is soft: whole batches
+    assert sp.end_offset == 10 and sp.next_fetch_offset() == 10
+    assert sp.acquire("b", log((0, 4), (5, 9)), 10, now_ms=0) == []  # a holds them all
     assert sp.acknowledge("a", 0, 2, [ACCEPT]) == E.NONE
     assert sp.start_offset == 3
     assert sp.acknowledge("b", 3, 3, [ACCEPT]) == E.INVALID_RECORD_STATE  # a's record, not b's
     assert sp.acknowledge("a", 3, 5, [ACCEPT, REJECT, GAP]) == E.NONE
-    assert sp.start_offset == 6 and sp.in_flight.keys() == set(range(6, 10))
+    assert sp.start_offset == 6 and sp.records().keys() == set(range(6, 10))
 
 
 def test_a_released_record_is_delivered_again_with_its_count_and_archived_at_the_limit():
@@ -35,7 +35,7 @@ def test_a_released_record_is_delivered_again_with_its_count_and_archived_at_the
     assert sp.next_fetch_offset() == 0
     assert sp.acquire("b", log((0, 1)), 10, now_ms=0) == [(0, 1, 2)]  # to another member, count 2
     assert sp.acknowledge("b", 0, 0, [RELEASE]) == E.NONE  # at the limit: archived
-    assert 0 not in sp.in_flight and sp.start_offset == 1  # archived, then forgotten past the SPSO
+    assert 0 not in sp.records() and sp.start_offset == 1  # archived, then forgotten past the SPSO
     assert sp.acknowledge("b", 1, 1, [ACCEPT]) == E.NONE and sp.start_offset == 2
 
 
@@ -47,15 +47,15 @@ def test_a_lock_that_runs_out_makes_the_records_available_again():
     assert sp.acquire("b", log((0, 2)), 10, now_ms=30_000) == [(0, 2, 2)]
     assert sp.acknowledge("a", 0, 0, [ACCEPT]) == E.INVALID_RECORD_STATE  # a's lock is gone
     sp.expire_locks(now_ms=60_000)  # the second delivery ran out too: archived
-    assert sp.start_offset == 3 and not sp.in_flight
+    assert sp.start_offset == 3 and not sp.records()
 
 
 def test_a_member_that_leaves_releases_what_it_holds():
     sp = partition()
-    sp.acquire("a", log((0, 3)), 2, now_ms=0)
-    sp.acquire("b", log((0, 3)), 2, now_ms=0)
+    sp.acquire("a", log((0, 1), (2, 3)), 2, now_ms=0)
+    sp.acquire("b", log((0, 1), (2, 3)), 2, now_ms=0)
     assert sp.release_member("a") == 2
-    assert sp.acquire("c", log((0, 3)), 10, now_ms=0) == [(0, 1, 2)]
+    assert sp.acquire("c", log((0, 1), (2, 3)), 10, now_ms=0) == [(0, 1, 2)]
 
 
 def test_the_record_lock_cap_and_max_records_bound_acquisition():
@@ -79,7 +79,7 @@ def test_malformed_acknowledgements_are_invalid_requests(first, last, types):
     sp = partition()
     sp.acquire("a", log((0, 4)), 10, now_ms=0)
     assert sp.acknowledge("a", first, last, types) == E.INVALID_REQUEST
-    assert all(r.state == RecordState.ACQUIRED for r in sp.in_flight.values())
+    assert all(r.state == RecordState.ACQUIRED for r in sp.records().values())
 
 
 def test_an_acknowledgement_of_a_huge_range_is_refused_without_walking_it():
