@@ -325,7 +325,7 @@ class Broker:
                     await nursery.start(self.controller.run)
                     await nursery.start(self.config_manager.run)
                     nursery.start_soon(self.session.run)
-                    metrics = await self._start_metrics(nursery, group_coordinator, txn_coordinator)
+                    metrics = await self._start_metrics(nursery, group_coordinator, txn_coordinator, share_manager)
                     registration = await self._register(bound)
                     endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in registration.endpoints)
                     print(
@@ -352,7 +352,7 @@ class Broker:
             with trio.CancelScope(shield=True):
                 await self.zk.close()
 
-    async def _start_metrics(self, nursery: trio.Nursery, group_coordinator, txn_coordinator) -> str:
+    async def _start_metrics(self, nursery: trio.Nursery, group_coordinator, txn_coordinator, share_manager) -> str:
         """Serve Prometheus metrics and the web console when `metrics.port` >= 0; returns the
         readiness line's suffix naming the URL ("" when off) and sets `console_url` (registered
         in ZooKeeper, where the other brokers' consoles find it). Raises BrokerStartupError if
@@ -361,7 +361,9 @@ class Broker:
         if port < 0:
             return ""
         registry = CollectorRegistry()
-        registry.register(BrokerCollector(self.server, self.replica_manager, self.controller, group_coordinator))
+        registry.register(
+            BrokerCollector(self.server, self.replica_manager, self.controller, group_coordinator, share_manager)
+        )
         host = self.config["metrics.host"]
         console = self._console(group_coordinator, txn_coordinator)
         try:

@@ -25,6 +25,15 @@ Prometheus JMX exporter's Kafka rules (lowercased, `kafka_<domain>_<type>_<name>
 | kafka_consumergroup_members{consumergroup} | (kafka_exporter's name) members of a group |
 | kafka_consumergroup_group_epoch, _assignment_epoch{consumergroup} | (ours) a consumer group's epochs |
 | kafka_consumergroup_assignment_lag{consumergroup} | (ours) target partitions their member does not own yet |
+| kafka_server_group_coordinator_metrics_share_group_count{state} | share-group-count (KIP-932) |
+| kafka_server_group_coordinator_metrics_share_group_rebalance_total | share-group-rebalance-count (KIP-932) |
+| kafka_sharegroup_members, _group_epoch{sharegroup} | (ours) a share group's members and epoch |
+| kafka_server_share_group_metrics_share_acknowledgement_total | share-group-metrics share-acknowledgement-count |
+| kafka_server_share_group_metrics_record_acknowledgement_total{ack_type} | record-acknowledgement-count |
+| kafka_server_share_group_metrics_partition_load_time_ms_{sum,count} | partition-load-time (ms) |
+| kafka_sharegroup_start_offset{sharegroup,topic,partition} | (ours) the SPSO, on the partition's leader |
+| kafka_sharegroup_records{sharegroup,topic,partition,state} | (ours) in-flight records by state |
+| kafka_sharegroup_lag{sharegroup,topic,partition} | (KIP-1226's share lag) HW - SPSO - records done past it |
 | kafka_server_controlplane_refused_total{reason} | (ours) refused controller requests, issue 34 |
 | kafka_server_{produce,fetch}_byte_rate, _quota, _throttle_time, _throttled_total{user,client_id} | Produce/Fetch quota sensors |
 | kafka_server_{request,controllermutation}_rate, ... | Request / ControllerMutation quota sensors |
@@ -63,9 +72,10 @@ class BrokerCollector:
     `min_insync_replicas(topic)`), `controller` (`active`, `ctx.partition_states`, `stats`,
     `event_queue_size`) and `group_coordinator` (`manager.groups`), each read by attribute."""
 
-    def __init__(self, server, replica_manager, controller, group_coordinator=None):
+    def __init__(self, server, replica_manager, controller, group_coordinator=None, share_manager=None):
         self.server, self.replica_manager = server, replica_manager
         self.controller, self.group_coordinator = controller, group_coordinator
+        self.share_manager = share_manager
 
     def collect(self):
         yield from self._replica_manager()
@@ -75,6 +85,8 @@ class BrokerCollector:
         yield from self._logs()
         yield from self._group_lag()
         yield from self._consumer_groups()
+        yield from self._share_groups()
+        yield from self._share_partitions()
 
     def _replica_manager(self):
         rm = self.replica_manager
@@ -285,11 +297,13 @@ class BrokerCollector:
             "Partitions of the target assignment their member does not own yet",
             labels=["consumergroup"],
         )
-        counts = {"classic": 0, "consumer": 0}
+        counts = {"classic": 0, "consumer": 0, "share": 0}
         states = dict.fromkeys(("Empty", "Assigning", "Reconciling", "Stable"), 0)
         for group_id, group in groups:
             counts[group.group_type] += 1
             consumer = group.consumer
+            if group.share is not None:
+                continue  # _share_groups
             if consumer is None:
                 members.add_metric([group_id], len(group.members))
                 continue
@@ -308,3 +322,72 @@ class BrokerCollector:
             by_state.add_metric([state], n)
         rebalances.add_metric([], getattr(getattr(coordinator, "consumer", None), "consumer_rebalances", 0))
         yield from (by_protocol, by_state, rebalances, members, group_epoch, assignment_epoch, assignment_lag)
+
+    def _share_groups(self):
+        """KIP-932's group coordinator metrics, and per share group its members and epoch."""
+        coordinator = self.group_coordinator
+        groups = sorted(coordinator.manager.groups.items()) if coordinator else []
+        by_state = GaugeMetricFamily(
+            "kafka_server_group_coordinator_metrics_share_group_count", "Share groups by state", labels=["state"]
+        )
+        rebalances = CounterMetricFamily(
+            "kafka_server_group_coordinator_metrics_share_group_rebalance",
+            "Target assignments computed for share groups",
+        )
+        members = GaugeMetricFamily("kafka_sharegroup_members", "Members of the share group", labels=["sharegroup"])
+        epoch = GaugeMetricFamily("kafka_sharegroup_group_epoch", "A share group's epoch", labels=["sharegroup"])
+        states = dict.fromkeys(("Empty", "Stable"), 0)
+        for group_id, holder in groups:
+            share = holder.share
+            if share is None:
+                continue
+            states[share.state] = states.get(share.state, 0) + 1
+            members.add_metric([group_id], len(share.members))
+            epoch.add_metric([group_id], share.group_epoch)
+        for state, n in states.items():
+            by_state.add_metric([state], n)
+        rebalances.add_metric([], getattr(getattr(coordinator, "share", None), "rebalances", 0))
+        yield from (by_state, rebalances, members, epoch)
+
+    def _share_partitions(self):
+        """The share-partitions this broker leads (KIP-932's share-group-metrics, and per
+        share-partition its SPSO, records by state and lag)."""
+        manager = self.share_manager
+        acks = CounterMetricFamily(
+            "kafka_server_share_group_metrics_share_acknowledgement", "Acknowledgement batches applied"
+        )
+        records = CounterMetricFamily(
+            "kafka_server_share_group_metrics_record_acknowledgement",
+            "Records acknowledged, by type",
+            labels=["ack_type"],
+        )
+        load = HistogramMetricFamily(
+            "kafka_server_share_group_metrics_partition_load_time_ms", "Time to load a share-partition's state (ms)"
+        )
+        start = GaugeMetricFamily(
+            "kafka_sharegroup_start_offset",
+            "The share-partition start offset",
+            labels=["sharegroup", "topic", "partition"],
+        )
+        by_state = GaugeMetricFamily(
+            "kafka_sharegroup_records",
+            "In-flight records of the share-partition by state",
+            labels=["sharegroup", "topic", "partition", "state"],
+        )
+        lag = GaugeMetricFamily(
+            "kafka_sharegroup_lag",
+            "Records not yet delivered to completion",
+            labels=["sharegroup", "topic", "partition"],
+        )
+        if manager is not None:
+            acks.add_metric([], manager.acknowledgements)
+            for kind, name in ((1, "Accept"), (2, "Release"), (3, "Reject"), (0, "Gap")):
+                records.add_metric([name], manager.records_acknowledged.get(kind, 0))
+            load.add_metric([], [("+Inf", manager.partition_loads)], manager.partition_load_ms)
+            for view in manager.share_partition_views():
+                labels = [view.group_id, view.topic, str(view.partition)]
+                start.add_metric(labels, view.start_offset)
+                for state, n in view.records.items():
+                    by_state.add_metric(labels + [state], n)
+                lag.add_metric(labels, view.lag)
+        yield from (acks, records, load, start, by_state, lag)

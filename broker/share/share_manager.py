@@ -86,6 +86,23 @@ class ShareResult:
 
 
 @dataclass(frozen=True)
+class SharePartitionView:
+    """What the metrics and the console show of one share-partition this broker leads: its SPSO,
+    SPEO, in-flight records by state (Available, Acquired, Acknowledged, Archived), the lowest and
+    highest delivery count among them, and its lag (the high watermark less the SPSO less the
+    records done past it)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    start_offset: int
+    end_offset: int
+    records: dict[str, int]
+    delivery_counts: tuple[int, int]
+    lag: int
+
+
+@dataclass(frozen=True)
 class ShareConfig:
     lock_duration_ms: int
     delivery_limit: int
@@ -115,6 +132,12 @@ class SharePartitionManager:
         self._loading: dict[tuple[str, TopicPartition], trio.Event] = {}
         self._write_locks: dict[tuple[str, TopicPartition], trio.Lock] = {}
         self._record_bytes: dict[TopicPartition, float] = {}  # bytes per record of the last read
+        #: Kafka's share-group-metrics: records acknowledged by type (1 ACCEPT, 2 RELEASE, 3 REJECT,
+        #: 0 GAP), acknowledgement batches applied, and share-partition loads with their time (ms)
+        self.records_acknowledged: dict[int, int] = dict.fromkeys((0, 1, 2, 3), 0)
+        self.acknowledgements = 0
+        self.partition_loads = 0
+        self.partition_load_ms = 0.0
 
     # ---- names and bounds -------------------------------------------------------------------------
     async def _load(self, group_id: str, tp: TopicPartition) -> SharePartition | None:
@@ -131,8 +154,11 @@ class SharePartitionManager:
         hosted.require_leader()
         leader_epoch = hosted.leader_epoch
         done = self._loading[key] = trio.Event()
+        started = self.now_ms()
         try:
             sp = await self._read_state(group_id, tp, hosted, leader_epoch)
+            self.partition_loads += 1
+            self.partition_load_ms += self.now_ms() - started
             if (
                 sp is None
                 or self.replica_manager.partitions.get(tp) is not hosted
@@ -236,6 +262,12 @@ class SharePartitionManager:
             error = sp.acknowledge(member_id, first, last, types)
             if error != ErrorCode.NONE:
                 return error
+            self.acknowledgements += 1
+            if len(types) == 1:
+                self.records_acknowledged[types[0]] += last - first + 1
+            else:
+                for kind in types:
+                    self.records_acknowledged[kind] += 1
         return ErrorCode.NONE
 
     def _release(self, session: ShareSession) -> None:
@@ -440,6 +472,26 @@ class SharePartitionManager:
         if step.closing:
             self._release(step.session)
         return result
+
+    # ---- views -----------------------------------------------------------------------------------------
+    def share_partition_views(self) -> list[SharePartitionView]:
+        """The share-partitions this broker holds now, by group, topic and partition."""
+        views = []
+        for (group_id, (topic, partition)), sp in sorted(self.partitions.items()):
+            counts = dict.fromkeys(("Available", "Acquired", "Acknowledged", "Archived"), 0)
+            low, high = 0, 0
+            for run in sp.runs:
+                counts[run.state.name.capitalize()] += run.size
+                low = run.delivery_count if not low else min(low, run.delivery_count)
+                high = max(high, run.delivery_count)
+            hosted = self.replica_manager.partitions.get((topic, partition))
+            end = hosted.high_watermark if hosted is not None else sp.end_offset
+            done = counts["Acknowledged"] + counts["Archived"]
+            lag = max(0, end - sp.start_offset - done)
+            views.append(
+                SharePartitionView(group_id, topic, partition, sp.start_offset, sp.end_offset, counts, (low, high), lag)
+            )
+        return views
 
     # ---- leadership (LeadershipListener) ---------------------------------------------------------------
     def on_election(self, tp: TopicPartition, leader_epoch: int) -> None:

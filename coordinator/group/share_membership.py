@@ -49,6 +49,7 @@ class ShareGroups:
         self.now_ms = now_ms
         #: (group id, member id) -> its session's deadline on `now_ms`'s clock
         self.session_deadlines: dict[tuple[str, str], float] = {}
+        self.rebalances = 0  # target assignments computed (share-group-rebalance-count)
 
     def group(self, group_id: str) -> ShareGroup | None:
         holder = self.manager.groups.get(group_id)
@@ -81,6 +82,7 @@ class ShareGroups:
         error = await self.write(req.group_id, holder, group, outcome.records)
         if error != ErrorCode.NONE:
             return ShareGroupHeartbeatResult(error)
+        self.rebalances += sum(1 for r in outcome.records if r.kind == sr.TARGET_ASSIGNMENT_METADATA)
         key = (req.group_id, req.member_id)
         if outcome.member_epoch == LEAVE_EPOCH:
             self.session_deadlines.pop(key, None)
