@@ -365,7 +365,7 @@ class Broker:
             BrokerCollector(self.server, self.replica_manager, self.controller, group_coordinator, share_manager)
         )
         host = self.config["metrics.host"]
-        console = self._console(group_coordinator, txn_coordinator)
+        console = self._console(group_coordinator, txn_coordinator, share_manager)
         try:
             tls = server_context(console.auth.tls) if console.auth.tls is not None else None
         except SecurityConfigError as e:
@@ -382,7 +382,7 @@ class Broker:
         self.console_url = f"{scheme}://{console_host}:{bound}"
         return f" (metrics http://{shown}:{bound}/metrics, console {scheme}://{shown}:{bound}/)"
 
-    def _console(self, group_coordinator, txn_coordinator) -> Console:
+    def _console(self, group_coordinator, txn_coordinator, share_manager=None) -> Console:
         """The web console (`console/`) over this broker's state."""
         broker_id = self.config.broker_id
         security = self.client_security
@@ -406,6 +406,7 @@ class Broker:
                 self.controller,
                 group_coordinator,
                 txn_coordinator,
+                share_manager,
             ),
             lambda topic, partition, offset, limit: read_records(self.replica_manager, topic, partition, offset, limit),
             peers,

@@ -206,7 +206,7 @@ def groups(view: ClusterView) -> str:
         ]
         for g in view.groups()
     ]
-    return page("Consumer groups", table(["group", "type", "state", "members", "coordinator", "total lag"], rows), view)
+    return page("Groups", table(["group", "type", "state", "members", "coordinator", "total lag"], rows), view)
 
 
 def group(view: ClusterView, group_id: str) -> str:
@@ -241,11 +241,39 @@ def group(view: ClusterView, group_id: str) -> str:
             for t, p in sorted(_assigned(g) - {(t, p) for t, p, _ in g["committed"]})
         ],
     )
+    if g["type"] == "share":
+        offsets_title, offsets = "Share-partitions (as their leaders hold them)", _share_partitions(view, group_id)
+    else:
+        offsets_title = "Committed offsets and lag"
     body = (
         f"<p>Type {esc(g['type'])}, state <b>{esc(g['state'])}</b>, protocol {esc(g['protocol'] or '-')}, "
-        f"coordinator broker {esc(g['coordinator'])}.</p><h2>Members</h2>{members}<h2>Committed offsets and lag</h2>{offsets}"
+        f"coordinator broker {esc(g['coordinator'])}.</p><h2>Members</h2>{members}<h2>{offsets_title}</h2>{offsets}"
     )
     return page(f"Group {group_id}", body, view)
+
+
+def _share_partitions(view: ClusterView, group_id: str) -> str:
+    """Per share-partition (KIP-932): its leader, the start and end offsets (SPSO, SPEO), the
+    in-flight records by state, the lowest and highest delivery count among them, and the lag."""
+    states = ("Available", "Acquired", "Acknowledged", "Archived")
+    rows = []
+    for sp in view.share_partitions(group_id):
+        low, high = sp["delivery_counts"]
+        rows.append(
+            [
+                link(f"/topics/{q(sp['topic'])}", f"{sp['topic']}-{sp['partition']}"),
+                esc(sp["leader"]),
+                esc(sp["start_offset"]),
+                esc(sp["end_offset"]),
+                *(esc(sp["records"].get(state, 0)) for state in states),
+                esc(f"{low}-{high}" if high else "-"),
+                esc(sp["lag"]),
+            ]
+        )
+    headers = ["partition", "leader", "start offset (SPSO)", "end offset (SPEO)", *(s.lower() for s in states)]
+    if not rows:
+        return "<p>No leader holds a share-partition of this group now (none read since a leader started).</p>"
+    return table([*headers, "delivery counts", "lag"], rows)
 
 
 def _assigned(g: dict) -> set[tuple[str, int]]:

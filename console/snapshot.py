@@ -9,9 +9,12 @@ Shape (units: offsets; times in ms since the epoch, wall clock, for display only
      "groups": [{"group_id", "type", "state", "protocol", "members": [{"member_id", "client_id",
                  "host", "assignment": {topic: [partition]}}], "committed": [[topic, partition, offset]]}],
      "transactions": [{"transactional_id", "producer_id", "producer_epoch", "state", "timeout_ms",
-                       "started_ms", "partitions": [[topic, partition]]}]}
+                       "started_ms", "partitions": [[topic, partition]]}],
+     "share_partitions": [{"group_id", "topic", "partition", "start_offset", "end_offset",
+                           "records": {state: count}, "delivery_counts": [lowest, highest], "lag"}]}
 
-Groups and transactions are the ones this broker coordinates. Every object is read by attribute
+Groups and transactions are the ones this broker coordinates; share-partitions (KIP-932) the ones
+it leads. Every object is read by attribute
 (the broker's metadata cache, replica manager, group and transaction coordinators).
 """
 
@@ -23,7 +26,9 @@ from typing import Any
 from protocol import consumer_protocol
 
 
-def local_snapshot(broker_id: int, metadata_cache, replica_manager, controller, groups=None, transactions=None) -> dict:
+def local_snapshot(
+    broker_id: int, metadata_cache, replica_manager, controller, groups=None, transactions=None, shares=None
+) -> dict:
     now = int(time.time() * 1000)
     return {
         "broker_id": broker_id,
@@ -50,6 +55,19 @@ def local_snapshot(broker_id: int, metadata_cache, replica_manager, controller, 
         "replicas": [_replica(p, now) for _, p in sorted(replica_manager.partitions.items())],
         "groups": _groups(groups),
         "transactions": _transactions(transactions),
+        "share_partitions": [
+            {
+                "group_id": v.group_id,
+                "topic": v.topic,
+                "partition": v.partition,
+                "start_offset": v.start_offset,
+                "end_offset": v.end_offset,
+                "records": v.records,
+                "delivery_counts": list(v.delivery_counts),
+                "lag": v.lag,
+            }
+            for v in (shares.share_partition_views() if shares is not None else [])
+        ],
     }
 
 
@@ -86,8 +104,21 @@ def _classic_assignment(raw: bytes) -> dict[str, list[int]]:
 
 def _members(coordinator, group_id: str, g) -> list[dict[str, Any]]:
     """A group's members with their assignment by topic name: a consumer group's as
-    ConsumerGroupDescribe answers it (topic ids named), a classic group's from its members."""
-    from coordinator.group.admin import describe_consumer_group
+    ConsumerGroupDescribe answers it, a share group's as ShareGroupDescribe does (topic ids
+    named), a classic group's from its members."""
+    from coordinator.group.admin import describe_consumer_group, describe_share_group
+
+    if g.share is not None:
+        names = coordinator.consumer.metadata_cache.topic_names()
+        return [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "assignment": {tp.topic_name: tp.partitions for tp in m.assignment},
+            }
+            for m in describe_share_group(coordinator.manager, group_id, names).members
+        ]
 
     if g.consumer is not None:
         return [
@@ -120,7 +151,11 @@ def _groups(coordinator) -> list[dict[str, Any]]:
             "group_id": group_id,
             "type": g.group_type,
             "state": state_of(g),
-            "protocol": (g.protocol_name or "") if g.consumer is None else "consumer (KIP-848)",
+            "protocol": "share (KIP-932)"
+            if g.share is not None
+            else (g.protocol_name or "")
+            if g.consumer is None
+            else "consumer (KIP-848)",
             "members": _members(coordinator, group_id, g),
             "committed": [[t, p, c.offset] for (t, p), c in sorted(g.offsets.items())],
         }

@@ -101,7 +101,20 @@ class ClusterView:
             hw = self.high_watermark(topic, partition)
             if hw is not None:
                 lag[(topic, partition)] = max(0, hw - offset)
+        if g["type"] == "share":  # a share group's lag is its share-partitions' (records not done)
+            lag = {(sp["topic"], sp["partition"]): sp["lag"] for sp in self.share_partitions(g["group_id"])}
         return {**g, "coordinator": coordinator, "lag": lag}
+
+    def share_partitions(self, group_id: str) -> list[dict]:
+        """A share group's share-partitions as their leaders hold them (KIP-932), each with
+        `leader`: the broker it came from; by topic and partition."""
+        out = [
+            {**sp, "leader": broker_id}
+            for broker_id, snapshot in sorted(self.snapshots.items())
+            for sp in snapshot.get("share_partitions", [])
+            if sp["group_id"] == group_id
+        ]
+        return sorted(out, key=lambda sp: (sp["topic"], sp["partition"]))
 
     def transactions(self) -> list[dict]:
         out = [

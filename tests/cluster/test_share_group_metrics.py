@@ -1,11 +1,15 @@
 """A share group's metrics (KIP-932's names, as the Prometheus JMX exporter spells them) scraped
 from a live broker while confluent-kafka's `ShareConsumer` reads with explicit acknowledgements:
 the group count and states, records acknowledged by type, the SPSO, in-flight records by state
-and the lag of the share-partition."""
+and the lag of the share-partition; and the web console's view of the same group, rendered in
+headless Chromium (screenshot in build/screenshots/console/share-group.png)."""
 
+import re
 import time
+from pathlib import Path
 
 import pytest
+from chromium import chromium, rendered_dom, screenshot
 from confluent_kafka import AcknowledgeType
 from metrics_helpers import scrape, value
 from share_helpers import BROKER, consumer, produce, set_group_configs, topic
@@ -51,4 +55,16 @@ def test_share_group_metrics_follow_the_acknowledgements(start_broker):
     assert value(samples, "kafka_sharegroup_records", state="Acquired", **labels) == 2
     assert value(samples, "kafka_sharegroup_records", state="Acknowledged", **labels) == 2
     assert value(samples, "kafka_sharegroup_lag", **labels) == 3  # 5, 8 and 9
+    if chromium() is not None:  # make setup installs Debian's chromium
+        url = broker.metrics_url.removesuffix("metrics") + "groups/watched"
+        screenshot(url, Path(__file__).resolve().parents[2] / "build" / "screenshots" / "console" / "share-group.png")
+        dom = rendered_dom(url)
+        assert "state <b>Stable</b>, protocol share (KIP-932)" in dom
+        assert "Share-partitions" in dom and "rdkafka" in dom  # the member's client id
+        # partition, leader, SPSO, SPEO, available, acquired, acknowledged, archived, counts, lag
+        cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td>(.*?)</td>", dom)]
+        row = cells[cells.index(f"{name}-0") :][:10]
+        assert row == [f"{name}-0", "1", "5", "10", "1", "2", "2", "0", "1-1", "3"], row
+        listing = rendered_dom(url.removesuffix("/watched"))
+        assert re.search(r"watched</a></td><td>share</td><td>Stable</td><td>1</td><td>1</td><td>3</td>", listing)
     c.close()
