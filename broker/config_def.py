@@ -1056,6 +1056,13 @@ BROKER_CONFIG: dict[str, ConfigKey] = {
             5000,
             "How long, in ms, a write to __share_group_state waits for its replicas.",
         ),
+        _key(
+            "share.coordinator.state.topic.prune.interval.ms",
+            "int",
+            _int_at_least(1),
+            300000,
+            "How often, in ms, the share coordinator deletes the records of __share_group_state no state needs.",
+        ),
         # the transaction coordinator (Kafka's TransactionStateManagerConfig / TransactionLogConfig)
         _key(
             "transaction.state.log.num.partitions",

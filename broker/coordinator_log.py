@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import trio
+
 from coordinator.runtime import AppendOutcome
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
@@ -30,6 +32,14 @@ class CoordinatorPartitionLog:
         if outcome.error == ErrorCode.NONE and outcome.info is not None:
             return AppendOutcome(ErrorCode.NONE, outcome.info.first_offset, None)
         return AppendOutcome(outcome.error, -1, outcome.message or f"append to {tp[0]}-{tp[1]}: {outcome.error.name}")
+
+    async def delete_below(self, tp: TopicPartition, offset: int) -> None:
+        """Raise the log start offset of a coordinator partition led here (Kafka's
+        `ReplicaManager.deleteRecords` with internal topics allowed) and checkpoint it; the
+        followers learn it from their fetches, whole segments go at the next retention check."""
+        self.replica_manager.get_partition(*tp).delete_records_on_leader(offset)
+        log_manager = self.replica_manager.log_manager
+        await trio.to_thread.run_sync(log_manager.write_checkpoints, log_manager.checkpoint_snapshot())
 
     def log(self, tp: TopicPartition) -> Log:
         """The local log of a partition hosted here (raises UnknownTopicOrPartition,

@@ -81,6 +81,11 @@ class PartitionLog(Protocol):
 
     def log(self, tp: TopicPartition) -> ReplicaLog: ...
 
+    async def delete_below(self, tp: TopicPartition, offset: int) -> None:
+        """Raise the log start offset of a partition this broker leads to `offset` (records no
+        coordinator state needs any more; raises the broker's error)."""
+        ...
+
 
 #: Kafka's mapping of the append path's errors to what a coordinator's client is told
 #: (GroupMetadataManager / TransactionStateManager); a coordinator may refine the size errors

@@ -16,3 +16,4 @@ class ShareCoordinatorConfig:
     load_buffer_size: int = field(metadata={"key": "share.coordinator.load.buffer.size"})
     snapshot_every: int = field(metadata={"key": "share.coordinator.snapshot.update.records.per.snapshot"})
     write_timeout_ms: int = field(metadata={"key": "share.coordinator.write.timeout.ms"})
+    prune_interval_ms: int = field(metadata={"key": "share.coordinator.state.topic.prune.interval.ms"})

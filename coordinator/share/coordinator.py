@@ -8,6 +8,10 @@ DeleteShareGroupState and ReadShareGroupStateSummary (keys 83-87).
   of a partition being loaded answers COORDINATOR_LOAD_IN_PROGRESS, one not led NOT_COORDINATOR.
 - Loading replays the partition: a snapshot replaces a key's state, an update is merged into it
   (an update of an older snapshot is ignored), a tombstone removes it.
+- Pruning (Kafka's `share.coordinator.state.topic.prune.interval.ms`): every interval, each
+  partition led here loses the records before the earliest latest-snapshot of its keys (and
+  never past the last write replayed): replaying from there gives the same states, so
+  `__share_group_state` (cleanup.policy=delete, retention.ms=-1) does not grow without bound.
 - Every operation is the shard's (`shard.py`), written through the runtime's write path
   (acks=-1, the topic's min ISR): an answer of NONE to a write means its records are committed.
   Writes of one key take turns. Append errors map as the runtime maps them
@@ -16,6 +20,7 @@ DeleteShareGroupState and ReadShareGroupStateSummary (keys 83-87).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 
@@ -38,6 +43,8 @@ class ShareCoordinator:
     def __init__(self, partition_log: PartitionLog, config: ShareCoordinatorConfig, clock_ms: Callable[[], int]):
         self.config = config
         self.shard = ShareCoordinatorShard(config.snapshot_every, clock_ms)
+        #: partition -> the offset of the last record replayed (a load's, or a write's first)
+        self.replayed_up_to: dict[int, int] = {}
         self.runtime = CoordinatorRuntime(
             SHARE_GROUP_STATE_TOPIC,
             partition_log,
@@ -55,7 +62,27 @@ class ShareCoordinator:
         async with trio.open_nursery() as nursery:
             await self.runtime.run(nursery)
             task_status.started()
-            await trio.sleep_forever()
+            while True:
+                await trio.sleep(self.config.prune_interval_ms / 1000)
+                await self.prune()
+
+    async def prune(self) -> dict[int, int]:
+        """Delete, in each partition served here, the records no state needs; -> partition ->
+        the new log start offset (for those it raised)."""
+        raised = {}
+        for partition in sorted(self.runtime.owned):
+            upto = self.replayed_up_to.get(partition)
+            if upto is None or self.runtime.error_for(partition) != ErrorCode.NONE:
+                continue
+            below = self.shard.redundant_below(lambda key: self.partition_for(key) == partition, upto)
+            tp = (SHARE_GROUP_STATE_TOPIC, partition)
+            try:
+                if below > self.runtime.partition_log.log(tp).log_start_offset:
+                    await self.runtime.partition_log.delete_below(tp, below)
+                    raised[partition] = below
+            except Exception as e:  # leadership moved meanwhile: the next leader prunes
+                log.info("pruning %s-%d below %d failed: %s", SHARE_GROUP_STATE_TOPIC, partition, below, e)
+        return raised
 
     # ---- leadership ------------------------------------------------------------------------------
     def on_election(self, tp, leader_epoch: int) -> None:
@@ -67,11 +94,15 @@ class ShareCoordinator:
 
     def _unloaded(self, partition: int) -> None:
         self.shard.forget(lambda key: self.partition_for(key) != partition)
+        self.replayed_up_to.pop(partition, None)
 
     async def _load(self, partition: int, token: object) -> None:
-        found: dict[SharePartitionKey, list[ShareState | ShareUpdate | None]] = {}
+        found: dict[SharePartitionKey, list[tuple[int, ShareState | ShareUpdate | None]]] = {}
+        last = -1
 
         def on_batch(buf, pos: int, header) -> None:
+            nonlocal last
+            last = max(last, header.base_offset)
             if header.is_control:
                 return
             for record in decode_records(buf, pos, header):
@@ -83,14 +114,16 @@ class ShareCoordinator:
                 history = found.setdefault(key, [])
                 if value is None or isinstance(value, ShareState):
                     history.clear()  # a snapshot or tombstone supersedes what came before
-                history.append(value)
+                history.append((record.offset, value))
 
         if not await self.runtime.replay(partition, token, self.config.load_buffer_size, on_batch):
             return
         self.shard.forget(lambda key: self.partition_for(key) != partition)
         for key, history in found.items():
-            for value in history:
-                self.shard.replay(key, value)
+            for offset, value in history:
+                self.shard.replay(key, value, offset)
+        if last >= 0:
+            self.replayed_up_to[partition] = last
         self.runtime.finish_loading(partition, token)
         log.info("loaded %d share-partition states from %s-%d", len(found), SHARE_GROUP_STATE_TOPIC, partition)
 
@@ -102,9 +135,22 @@ class ShareCoordinator:
         error = self.runtime.error_for(partition)
         if error != ErrorCode.NONE:
             return StateResult(error)
+
+        def tracked() -> CoordinatorResult[StateResult]:
+            result = operation()
+            inner = result.replay
+            if inner is None:
+                return result
+
+            def replay(offset: int) -> None:
+                inner(offset)
+                self.replayed_up_to[partition] = max(self.replayed_up_to.get(partition, -1), offset)
+
+            return dataclasses.replace(result, replay=replay)
+
         try:
             async with self.runtime.one_at_a_time(key):
-                return await self.runtime.write(partition, operation)
+                return await self.runtime.write(partition, tracked)
         except WriteFailed as e:
             return StateResult(e.error_code, str(e))
 

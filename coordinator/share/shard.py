@@ -62,16 +62,21 @@ class ShareCoordinatorShard:
         self.clock_ms = clock_ms
         self.states: dict[SharePartitionKey, ShareState] = {}
         self.updates_since_snapshot: dict[SharePartitionKey, int] = {}
+        #: the offset in `__share_group_state` of each state's latest snapshot: every record of
+        #: the key before it is redundant (replaying from the snapshot gives the same state)
+        self.snapshot_offsets: dict[SharePartitionKey, int] = {}
 
     # ---- replay ----------------------------------------------------------------------------------
-    def replay(self, key: SharePartitionKey, value: ShareState | ShareUpdate | None) -> None:
-        """Apply one committed record (a load, or a write once committed)."""
+    def replay(self, key: SharePartitionKey, value: ShareState | ShareUpdate | None, offset: int = -1) -> None:
+        """Apply one committed record (a load, or a write once committed) found at `offset`."""
         if value is None:
             self.states.pop(key, None)
             self.updates_since_snapshot.pop(key, None)
+            self.snapshot_offsets.pop(key, None)
         elif isinstance(value, ShareState):
             self.states[key] = value
             self.updates_since_snapshot[key] = 0
+            self.snapshot_offsets[key] = offset
         else:
             current = self.states.get(key)
             if current is None or value.snapshot_epoch != current.snapshot_epoch:
@@ -84,6 +89,14 @@ class ShareCoordinatorShard:
         for key in [k for k in self.states if not keep(k)]:
             del self.states[key]
             self.updates_since_snapshot.pop(key, None)
+            self.snapshot_offsets.pop(key, None)
+
+    def redundant_below(self, mine: Callable[[SharePartitionKey], bool], replayed_up_to: int) -> int:
+        """The offset of `__share_group_state`'s partition below which no record is needed (the
+        earliest latest-snapshot of its keys, `mine`), at most `replayed_up_to` (the first offset
+        of the last write replayed: what is being written now is kept)."""
+        offsets = [o for k, o in self.snapshot_offsets.items() if mine(k) and o >= 0]
+        return min([*offsets, replayed_up_to])
 
     # ---- operations ------------------------------------------------------------------------------
     def write_state(self, key: SharePartitionKey, write: StateWrite) -> CoordinatorResult[StateResult]:
@@ -117,7 +130,7 @@ class ShareCoordinatorShard:
                 current.snapshot_epoch, leader_epoch, start_offset, delivery_complete_count, tuple(batches)
             )
             record = records.update_record(key, value)
-        return CoordinatorResult([record], StateResult(), lambda _offset: self.replay(key, value))
+        return CoordinatorResult([record], StateResult(), lambda offset: self.replay(key, value, offset))
 
     def read_state(self, key: SharePartitionKey, leader_epoch: int) -> CoordinatorResult[StateResult]:
         current = self.states.get(key)
@@ -134,12 +147,12 @@ class ShareCoordinatorShard:
             return CoordinatorResult(
                 [records.snapshot_record(key, snapshot)],
                 replace(answer, leader_epoch=leader_epoch),
-                lambda _offset: self.replay(key, snapshot),
+                lambda offset: self.replay(key, snapshot, offset),
             )
         return CoordinatorResult(
             [records.update_record(key, update)],
             replace(answer, leader_epoch=leader_epoch),
-            lambda _offset: self.replay(key, update),
+            lambda offset: self.replay(key, update, offset),
         )
 
     def read_summary(self, key: SharePartitionKey, leader_epoch: int) -> StateResult:
@@ -166,13 +179,13 @@ class ShareCoordinatorShard:
             write_timestamp=now,
         )
         return CoordinatorResult(
-            [records.snapshot_record(key, snapshot)], StateResult(), lambda _offset: self.replay(key, snapshot)
+            [records.snapshot_record(key, snapshot)], StateResult(), lambda offset: self.replay(key, snapshot, offset)
         )
 
     def delete_state(self, key: SharePartitionKey) -> CoordinatorResult[StateResult]:
         if key not in self.states:
             return CoordinatorResult([], StateResult())
-        return CoordinatorResult(records.tombstones(key), StateResult(), lambda _offset: self.replay(key, None))
+        return CoordinatorResult(records.tombstones(key), StateResult(), lambda offset: self.replay(key, None, offset))
 
 
 def _valid(batch: StateBatch) -> bool:

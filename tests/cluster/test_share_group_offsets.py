@@ -232,3 +232,36 @@ def test_consume_share_group_acknowledges_as_it_prints(start_broker):
     assert sorted(rest.stdout.splitlines()) == ["2\t1", "2\t2", "2\t3"]
     bad = consume(broker, "--topic", name, "--share-group", "cli", "--from-beginning")
     assert bad.returncode == 2 and "--share-group" in bad.stderr
+
+
+def test_share_state_is_pruned_and_a_restarted_broker_resumes_from_it(start_broker):
+    config = BROKER | {
+        "share.coordinator.state.topic.prune.interval.ms": 300,
+        "share.coordinator.snapshot.update.records.per.snapshot": 2,
+    }
+    broker = start_broker(1, **config)
+    name = topic(broker, partitions=1)
+    set_group_configs(broker, "pruned", share_auto_offset_reset="earliest")
+    for _ in range(6):  # each run: a new member, its acknowledgements written at the coordinator
+        produce(broker, name, 5, partitions=1)
+        run = consume(broker, "--topic", name, "--share-group", "pruned", "--max-messages", "5")
+        assert run.returncode == 0 and len(run.stdout.splitlines()) == 5, run.stderr
+    assert wait_for(lambda: start_offsets(broker, "pruned") == {"0": "30"})
+    assert wait_for(lambda: trio.run(_state_log_start, broker) > 0), "__share_group_state was never pruned"
+    broker.kill()
+    broker.start()
+    assert wait_for(lambda: cli(broker, "--describe", "--group", "pruned").returncode == 0, seconds=30)
+    assert start_offsets(broker, "pruned") == {"0": "30"}
+    produce(broker, name, 2, partitions=1)
+    rest = consume(broker, "--topic", name, "--share-group", "pruned", "--timeout-ms", "3000")
+    assert rest.stdout.splitlines() == ["0", "1"]  # only the new records: the state survived pruning
+
+
+async def _state_log_start(broker) -> int:
+    """The largest log start offset among `__share_group_state`'s partitions."""
+    from client import Cluster
+    from client.reads import EARLIEST, list_offset
+
+    async with Cluster.open(broker.bootstrap) as cluster:
+        parts = await cluster.partitions("__share_group_state")
+        return max([await list_offset(cluster, "__share_group_state", p, EARLIEST) for p in parts])

@@ -152,3 +152,23 @@ async def test_a_failed_write_answers_kafkas_error_and_changes_nothing(tmp_path,
             assert coord.shard.states == before
         await partition.heal()
         assert (await coord.write_state(KEY, W(0, 1, 3, -1, []))).error_code == E.NONE
+
+
+async def test_pruning_drops_only_records_no_state_needs(tmp_path, autojump_clock):
+    keys = [SharePartitionKey(g, uuid.UUID(int=9), p) for g in ("a", "b") for p in range(2)]
+    with replica_manager(tmp_path, min_insync_replicas=1) as rm:
+        async with served(tmp_path, rm) as (coord, _, _):
+            for i in range(10):  # a snapshot every 3 updates: old snapshots and updates pile up
+                for key in keys:
+                    assert (await coord.write_state(key, W(0, 1, i, i, [B(i, i + 2, AV, 1)]))).error_code == E.NONE
+            await coord.delete_state(keys[0])  # its records go with the rest
+            log = rm.get_partition(TOPIC, 0).log
+            end = log.log_end_offset
+            raised = await coord.prune()
+            earliest = min(coord.shard.snapshot_offsets.values())
+            assert raised == {0: earliest} and log.log_start_offset == earliest > 0
+            assert await coord.prune() == {}  # nothing more to drop until a newer snapshot
+            assert log.log_end_offset == end
+            expected = dict(coord.shard.states)
+        async with served(tmp_path, rm, epoch=5) as (again, _, _):  # loads from the pruned log
+            assert again.shard.states == expected and keys[0] not in expected
