@@ -30,6 +30,8 @@ from chaos.runner import (
     special_row,
     tmpfs_works,
 )
+from chaos.share_groups import NAME as SHARE_SCENARIO
+from chaos.share_groups import run_share_scenario, summary
 from chaos.transactions import run_txn_scenario
 
 
@@ -39,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        choices=sorted(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO, LATE_WRITE_SCENARIO],
+        choices=sorted(SCENARIOS)
+        + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO, LATE_WRITE_SCENARIO, SHARE_SCENARIO],
         help="run only these scenarios",
     )
     parser.add_argument("--dir", type=Path, default=None, help="keep histories and logs here")
@@ -52,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{'heal s':>6}  verdict (safety, liveness)"
     )
     failures = 0
-    for name in args.only or list(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO, LATE_WRITE_SCENARIO]:
+    everything = list(SCENARIOS) + [TXN_SCENARIO, EOS_SCENARIO, ANALYSIS_SCENARIO, LATE_WRITE_SCENARIO, SHARE_SCENARIO]
+    for name in args.only or everything:
         if name == "partition-broker" and not iptables_works():
             print(f"{name:20} skipped: iptables does not work on this machine (needs root and CAP_NET_ADMIN)")
             continue
@@ -68,6 +72,16 @@ def main(argv: list[str] | None = None) -> int:
                 {c: n for c, n in analysis.counts.items() if n},
                 analysis.liveness.violations(),
                 f"{what}; {analysis.liveness.summary()}",
+            )
+            continue
+        if name == SHARE_SCENARIO:
+            share, what = trio.run(run_share_scenario, seed, root)
+            failures += special_row(
+                name,
+                summary(share),
+                share.share.violations(),
+                share.liveness.violations() if share.liveness is not None else [],
+                what,
             )
             continue
         if name == LATE_WRITE_SCENARIO:

@@ -6,7 +6,9 @@ sessions, and ShareFetch / ShareAcknowledge over them (typed results; the handle
 - A share-partition's state is durable at the share coordinator (`persister.py`): read when
   this leader first serves the share-partition (with this leader's epoch, which fences the
   writes of an earlier leader), written before a ShareFetch or ShareAcknowledge carrying
-  acknowledgements is answered (so an acknowledgement answered NONE survives a failover), and
+  acknowledgements is answered (so an acknowledgement answered NONE survives a failover; until
+  then it is pending: a released record is not handed out again, and a failed write rolls the
+  acknowledgements back, the member holding the records until their lock runs out), and
   written by the timer (every `LOCK_SWEEP_S`) after acquisitions, timed-out locks and released
   members: an answer is never held while its records' locks run. A record acquired when the
   state was written comes back Available at the next leader, its delivery count kept. While the
@@ -210,22 +212,35 @@ class SharePartitionManager:
         topic_id = self.metadata_cache.topic_ids.get(tp[0])
         return None if topic_id is None else SharePartitionKey(group_id, topic_id, tp[1])
 
-    async def _persist(self, group_id: str, tp: TopicPartition, sp: SharePartition) -> ErrorCode:
+    async def _persist(
+        self, group_id: str, tp: TopicPartition, sp: SharePartition, token: object | None = None
+    ) -> ErrorCode:
         """Write `sp`'s state to the share coordinator (one write at a time per share-partition,
-        each carrying the state as it is when its turn comes); NONE once committed. A newer
+        each carrying the state as it is when its turn comes); NONE once committed. With a
+        `token` the write carries that request's pending acknowledgements, which it then
+        commits, or rolls back when it failed (before the next write takes its turn). A newer
         leader's epoch (FENCED_LEADER_EPOCH) is NOT_LEADER_OR_FOLLOWER."""
         if self.persister is None:
             sp.dirty = False
+            if token is not None:
+                sp.commit(token)
             return ErrorCode.NONE
         key = self._state_key(group_id, tp)
         if key is None:
+            if token is not None:
+                sp.rollback(token)
             return ErrorCode.UNKNOWN_TOPIC_ID
         lock = self._write_locks.setdefault((group_id, tp), trio.Lock())
         async with lock:
-            start, batches, done = sp.persisted()
+            start, batches, done = sp.persisted(include=token)
             sp.dirty = False
             write = StateWrite(sp.state_epoch, sp.leader_epoch, start, done, tuple(StateBatch(*b) for b in batches))
             answer = await self.persister.write(key, write)
+            if token is not None:
+                if answer.error_code == ErrorCode.NONE:
+                    sp.commit(token)
+                else:
+                    sp.rollback(token)
         if answer.error_code == ErrorCode.NONE:
             return ErrorCode.NONE
         sp.dirty = True
@@ -249,7 +264,7 @@ class SharePartitionManager:
         return (state.leader, state.leader_epoch) if state is not None else (-1, -1)
 
     # ---- acknowledgements --------------------------------------------------------------------------
-    def _acknowledge(self, group_id: str, member_id: str, tp: TopicPartition, acks: Acks) -> int:
+    def _acknowledge(self, group_id: str, member_id: str, tp: TopicPartition, acks: Acks, token: object) -> int:
         try:
             self.replica_manager.get_partition(*tp).require_leader()
         except Exception as e:
@@ -259,8 +274,9 @@ class SharePartitionManager:
             return ErrorCode.INVALID_RECORD_STATE
         sp.expire_locks(self.now_ms())
         for first, last, types in acks:
-            error = sp.acknowledge(member_id, first, last, types)
+            error = sp.acknowledge(member_id, first, last, types, token)
             if error != ErrorCode.NONE:
+                sp.rollback(token)  # a partition's acknowledgements take effect together or not at all
                 return error
             self.acknowledgements += 1
             if len(types) == 1:
@@ -304,6 +320,7 @@ class SharePartitionManager:
         if step.replaced is not None:
             self._release(step.replaced)
         answers: dict[TopicIdPartition, SharePartitionResult] = {}
+        token = object()  # this request's acknowledgements, pending until written
         for topic_id, parts in topics.items():
             for partition, acks in parts.items():
                 answer = answers[(topic_id, partition)] = SharePartitionResult(partition)
@@ -313,7 +330,9 @@ class SharePartitionManager:
                 elif not may_read(name):
                     answer.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 elif acks:
-                    answer.acknowledge_error_code = self._acknowledge(group_id, member_id, (name, partition), acks)
+                    answer.acknowledge_error_code = self._acknowledge(
+                        group_id, member_id, (name, partition), acks, token
+                    )
         acked = sorted(((t, p) for t, parts in topics.items() for p, acks in parts.items() if acks), key=_order)
         if step.closing:
             self._release(step.session)
@@ -324,7 +343,7 @@ class SharePartitionManager:
         for key in acked:
             answer = answers[key]
             if answer.acknowledge_error_code == ErrorCode.NONE:  # not durable: the client must not hear success
-                answer.acknowledge_error_code = await self._persist_answer(group_id, key)
+                answer.acknowledge_error_code = await self._persist_answer(group_id, key, token)
         for (topic_id, _), answer in sorted(answers.items(), key=lambda kv: _order(kv[0])):
             result.topics.setdefault(topic_id, []).append(answer)
         return result
@@ -364,12 +383,14 @@ class SharePartitionManager:
         await self.replica_manager.watchers.wait_for(keys, news, max_wait_ms / 1000)
         self._acquire_once(group_id, member_id, readable, answers, max_bytes, max_records)
 
-    async def _persist_answer(self, group_id: str, key: TopicIdPartition) -> ErrorCode:
+    async def _persist_answer(self, group_id: str, key: TopicIdPartition, token: object) -> ErrorCode:
+        """Make the request's acknowledgements of one partition durable (committed, or rolled
+        back when the write fails): the answer's acknowledgement error."""
         name = self.metadata_cache.topic_name(key[0])
         sp = self.partitions.get((group_id, (name, key[1]))) if name else None
         if sp is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER  # forgotten meanwhile: leadership moved
-        return await self._persist(group_id, (name, key[1]), sp)
+        return await self._persist(group_id, (name, key[1]), sp, token)
 
     def _has_news(self, group_id: str, tp: TopicPartition) -> bool:
         sp = self.partitions.get((group_id, tp))
@@ -454,6 +475,7 @@ class SharePartitionManager:
         except ShareSessionError as e:
             return ShareResult(e.error_code, str(e))
         result = ShareResult(lock_timeout_ms=self.config.lock_duration_ms)
+        token = object()  # this request's acknowledgements, pending until written
         for topic_id, parts in topics.items():
             name = self.metadata_cache.topic_name(topic_id)
             for partition, acks in sorted(parts.items()):
@@ -463,9 +485,9 @@ class SharePartitionManager:
                 elif not may_read(name):
                     answer.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 else:
-                    answer.error_code = self._acknowledge(group_id, member_id, (name, partition), acks)
+                    answer.error_code = self._acknowledge(group_id, member_id, (name, partition), acks, token)
                     if answer.error_code == ErrorCode.NONE and acks:
-                        answer.error_code = await self._persist_answer(group_id, (topic_id, partition))
+                        answer.error_code = await self._persist_answer(group_id, (topic_id, partition), token)
                     if answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                         answer.leader_id, answer.leader_epoch = self._leader((name, partition))
                 result.topics.setdefault(topic_id, []).append(answer)

@@ -71,14 +71,40 @@ class Run:
     delivery_count: int = 0
     member_id: str | None = None
     lock_deadline_ms: float = 0.0
+    #: an acknowledgement not yet durable (its token): `state` is what it made of the records,
+    #: `before` the holder and lock deadline they go back to if its write fails
+    pending: object | None = None
+    before: tuple[str | None, float] | None = None
 
     def same(self, other: Run) -> bool:
-        return (self.state, self.delivery_count, self.member_id, self.lock_deadline_ms) == (
-            other.state,
-            other.delivery_count,
-            other.member_id,
-            other.lock_deadline_ms,
+        return (
+            self.state == other.state
+            and self.delivery_count == other.delivery_count
+            and self.member_id == other.member_id
+            and self.lock_deadline_ms == other.lock_deadline_ms
+            and self.pending is other.pending
+            and self.before == other.before
         )
+
+    def copy(self, first: int, last: int) -> Run:
+        return Run(
+            first,
+            last,
+            self.state,
+            self.delivery_count,
+            self.member_id,
+            self.lock_deadline_ms,
+            self.pending,
+            self.before,
+        )
+
+    @property
+    def acquirable(self) -> bool:
+        return self.state == RecordState.AVAILABLE and self.pending is None
+
+    @property
+    def done(self) -> bool:
+        return self.state in DONE and self.pending is None
 
     @property
     def size(self) -> int:
@@ -144,14 +170,28 @@ class SharePartition:
             self.end_offset = hi + 1
         self._advance()
 
-    def persisted(self) -> tuple[int, list[tuple[int, int, int, int]], int]:
+    def persisted(self, include: object | None = None) -> tuple[int, list[tuple[int, int, int, int]], int]:
         """(SPSO, state batches, delivery-complete count) as the share coordinator stores them:
         runs of records with one state and delivery count; an Acquired record is written
-        Available (its lock does not survive the leader)."""
+        Available (its lock does not survive the leader), and so is a record whose
+        acknowledgement is not durable yet, unless it is `include`'s (the write that makes it so)."""
         out: list[list[int]] = []
         done = 0
+        # the SPSO as it is once this write is durable: past `include`'s accepted records too
+        start = next(
+            (
+                r.first
+                for r in self.runs
+                if not (r.done or (include is not None and r.pending is include and r.state in DONE))
+            ),
+            max(self.start_offset, self.end_offset),
+        )
         for run in self.runs:
+            if run.last < start:
+                continue
             state = RecordState.AVAILABLE if run.state == RecordState.ACQUIRED else run.state
+            if run.pending is not None and run.pending is not include:
+                state = RecordState.AVAILABLE
             if state != RecordState.AVAILABLE:
                 done += run.size
             last = out[-1] if out else None
@@ -159,17 +199,17 @@ class SharePartition:
                 last[1] = run.last
             else:
                 out.append([run.first, run.last, int(state), run.delivery_count])
-        return self.start_offset, [(a, b, c, d) for a, b, c, d in out], done
+        return start, [(a, b, c, d) for a, b, c, d in out], done
 
     # ---- reading ---------------------------------------------------------------------------------
     def next_fetch_offset(self) -> int:
         """Where a read for acquisition starts: the first Available record, else the SPEO."""
-        return next((r.first for r in self.runs if r.state == RecordState.AVAILABLE), self.end_offset)
+        return next((r.first for r in self.runs if r.acquirable), self.end_offset)
 
     def acquirable(self) -> bool:
         """Whether a member could be given anything now (an Available record, or room past the
         SPEO); the log decides whether new records exist."""
-        return self._room() > 0 or any(r.state == RecordState.AVAILABLE for r in self.runs)
+        return self._room() > 0 or any(r.acquirable for r in self.runs)
 
     def _room(self) -> int:
         return self.max_in_flight - self.acquired_count
@@ -220,7 +260,7 @@ class SharePartition:
             run = self.runs[i]
             if run.first > hi:
                 break
-            if run.state != RecordState.AVAILABLE or run.last < lo:
+            if not run.acquirable or run.last < lo:
                 i += 1
                 continue
             first = max(run.first, lo)
@@ -236,25 +276,53 @@ class SharePartition:
         return taken
 
     # ---- acknowledging -------------------------------------------------------------------------------
-    def acknowledge(self, member_id: str, first_offset: int, last_offset: int, types: list[int]) -> ErrorCode:
+    def acknowledge(
+        self, member_id: str, first_offset: int, last_offset: int, types: list[int], token: object | None = None
+    ) -> ErrorCode:
         """One AcknowledgementBatch: `types` has one type for the whole range or one per offset.
         INVALID_REQUEST for a malformed batch; INVALID_RECORD_STATE when a record of the range is
-        not acquired by this member (nothing of the batch is applied then)."""
+        not acquired by this member (nothing of the batch is applied then). With a `token` the
+        acknowledgement is pending until `commit(token)` (its write is durable) or
+        `rollback(token)` (it failed: the member holds the records again): meanwhile a released
+        record is not handed out and the SPSO does not pass an accepted one."""
         count = last_offset - first_offset + 1
         if count <= 0 or len(types) not in (1, count) or any(t not in (GAP, ACCEPT, RELEASE, REJECT) for t in types):
             return ErrorCode.INVALID_REQUEST
         if not self._held_by(member_id, first_offset, last_offset):
             return ErrorCode.INVALID_RECORD_STATE
         if len(types) == 1 or len(set(types)) == 1:
-            self._settle(first_offset, last_offset, types[0])
+            self._settle(first_offset, last_offset, types[0], token)
         else:
             start = first_offset
             for i in range(1, count + 1):  # runs of one type, each settled at once
                 if i == count or types[i] != types[i - 1]:
-                    self._settle(start, first_offset + i - 1, types[i - 1])
+                    self._settle(start, first_offset + i - 1, types[i - 1], token)
                     start = first_offset + i
         self._advance()
         return ErrorCode.NONE
+
+    def commit(self, token: object) -> None:
+        """The acknowledgements of `token` are durable: they take effect for good."""
+        for run in self.runs:
+            if run.pending is token:
+                run.pending = run.before = None
+        self._coalesce(0, len(self.runs))
+        self._advance()
+
+    def rollback(self, token: object) -> None:
+        """The acknowledgements of `token` were not made durable: their records are Acquired by
+        their member again until the lock they had runs out (their delivery counts unchanged)."""
+        undone = False
+        for run in self.runs:
+            if run.pending is token and run.before is not None:
+                run.member_id, run.lock_deadline_ms = run.before
+                run.state, run.pending, run.before = RecordState.ACQUIRED, None, None
+                self.acquired_count += run.size
+                self._next_expiry = min(self._next_expiry, run.lock_deadline_ms)
+                undone = True
+        if undone:
+            self._coalesce(0, len(self.runs))
+            self.dirty = True
 
     def _held_by(self, member_id: str, lo: int, hi: int) -> bool:
         """Whether every offset of lo..hi is in a run Acquired by `member_id` (no gap)."""
@@ -270,13 +338,15 @@ class SharePartition:
                 return True
         return False
 
-    def _settle(self, lo: int, hi: int, kind: int) -> None:
+    def _settle(self, lo: int, hi: int, kind: int, token: object | None) -> None:
         """Apply one acknowledgement type to lo..hi (all Acquired by the member)."""
         i = self._index(lo)
         while i < len(self.runs) and self.runs[i].first <= hi:
             run = self.runs[i]
             i = self._split(i, max(run.first, lo), min(run.last, hi))
             part = self.runs[i]
+            if token is not None:
+                part.pending, part.before = token, (part.member_id, part.lock_deadline_ms)
             if kind == ACCEPT:
                 self._finish(part, RecordState.ACKNOWLEDGED)
             elif kind == RELEASE:
@@ -337,14 +407,10 @@ class SharePartition:
         """Cut run i so first..last (inside it) is a run of its own; -> that run's index."""
         run = self.runs[i]
         if run.last > last:
-            self.runs.insert(
-                i + 1, Run(last + 1, run.last, run.state, run.delivery_count, run.member_id, run.lock_deadline_ms)
-            )
+            self.runs.insert(i + 1, run.copy(last + 1, run.last))
             run.last = last
         if run.first < first:
-            self.runs.insert(
-                i + 1, Run(first, run.last, run.state, run.delivery_count, run.member_id, run.lock_deadline_ms)
-            )
+            self.runs.insert(i + 1, run.copy(first, run.last))
             run.last = first - 1
             return i + 1
         return i
@@ -373,7 +439,7 @@ class SharePartition:
     def _advance(self) -> None:
         """Move the SPSO past records that are done, and forget them."""
         k = 0
-        while k < len(self.runs) and self.runs[k].state in DONE:
+        while k < len(self.runs) and self.runs[k].done:
             k += 1
         if k:
             del self.runs[:k]

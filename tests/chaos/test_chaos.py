@@ -89,3 +89,21 @@ def test_late_write_scenario(verification, tmp_path):
     assert report.held, "the proxy never caught the late producer's Produce"
     assert a.acknowledged > 50 and a.transactions.get("abort", 0) >= 1, "too little to judge"
     assert report.ok, (a.line(), a.examples, report.hanging_found, report.hanging_left)
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 46, open: 1 run in 3 saw one record accepted by two members (and one unresolved) "
+    "across a leader and share-coordinator kill; not yet explained",
+)
+def test_share_group_scenario(tmp_path):
+    """Share groups (chaos/share_groups.py) under a leader kill, a share coordinator kill and a
+    member kill: every record accepted once or archived, none delivered after its acknowledgement,
+    never two holders without a fault or an expired lock, delivery counts never decreasing."""
+    from chaos.share_groups import NAME, run_share_scenario, summary
+
+    print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
+    report, what = trio.run(run_share_scenario, SEED, tmp_path, WORKLOAD_S)
+    print(f"{NAME}: {what}; {summary(report)}")
+    assert report.share.produced > 500 and report.share.accepted > 500, "too little to judge"
+    assert report.ok, (report.violations(), report.share.unresolved[:5], report.share.two_holders[:5])

@@ -126,11 +126,16 @@ async def _summaries(broker, group: str, topic_id: uuid.UUID, partitions: int) -
 async def test_alter_and_delete_share_group_offsets_errors_over_the_wire(start_broker):
     broker = start_broker(1, **BROKER)
     async with Connection.open(broker.host, broker.port) as conn:
-        created = await conn.request(
-            ApiKey.CREATE_TOPICS,
-            {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 30000},
-            version=5,
-        )
+        with trio.fail_after(30):
+            while True:  # the broker becomes the controller shortly after it starts
+                created = await conn.request(
+                    ApiKey.CREATE_TOPICS,
+                    {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 30000},
+                    version=5,
+                )
+                if created.topics[0].error_code != ErrorCode.NOT_CONTROLLER:
+                    break
+                await trio.sleep(0.2)
         assert created.topics[0].error_code == ErrorCode.NONE
         alter = {
             "group_id": "admin-made",

@@ -102,3 +102,30 @@ def test_the_persisted_state_restores_at_the_next_leader_with_acquired_records_a
     assert again.end_offset == 8 and again.next_fetch_offset() == 2
     got = again.acquire("b", [Batch(0, 7, False)], 100, now_ms=0)
     assert [tuple(r) for r in got] == [(2, 3, 2), (5, 7, 2)]  # 4 stays archived; counts kept, +1
+
+
+def test_a_pending_acknowledgement_holds_its_records_until_committed_or_rolled_back():
+    sp = partition()
+    sp.acquire("a", log((0, 3)), 10, now_ms=0)
+    written = object()
+    assert sp.acknowledge("a", 0, 1, [RELEASE], written) == E.NONE
+    assert sp.acknowledge("a", 2, 3, [ACCEPT], written) == E.NONE
+    assert sp.acquire("b", log((0, 3)), 10, now_ms=0) == []  # a release not durable: not handed out
+    assert sp.start_offset == 0  # nor does the SPSO pass an accept that is not durable
+    assert sp.persisted() == (0, [(0, 3, 0, 1)], 0)  # other writes carry them as they were
+    assert sp.persisted(include=written) == (0, [(0, 1, 0, 1), (2, 3, 2, 1)], 2)
+    sp.commit(written)
+    assert sp.start_offset == 0 and sp.acquire("b", log((0, 3)), 10, now_ms=0) == [(0, 1, 2)]
+
+
+def test_a_failed_write_rolls_the_acknowledgements_back_to_their_member_and_lock():
+    sp = partition()
+    sp.acquire("a", log((0, 3)), 10, now_ms=0)
+    failed = object()
+    assert sp.acknowledge("a", 0, 3, [ACCEPT], failed) == E.NONE
+    assert sp.acknowledge("a", 0, 0, [ACCEPT]) == E.INVALID_RECORD_STATE  # pending: not a's to acknowledge
+    sp.rollback(failed)
+    assert sp.dirty and sp.acquired_count == 4 and sp.start_offset == 0
+    assert all(r.state == RecordState.ACQUIRED and r.member_id == "a" for r in sp.records().values())
+    assert sp.expire_locks(now_ms=29_999) == 0 and sp.expire_locks(now_ms=30_000) == 4  # the lock it had
+    assert sp.acquire("b", log((0, 3)), 10, now_ms=30_000) == [(0, 3, 2)]

@@ -61,7 +61,7 @@ class Model:
         self.advance()
         return [tuple(x) for x in out]
 
-    def acknowledge(self, member, first, last, types):
+    def can_acknowledge(self, member, first, last, types):
         n = last - first + 1
         if n <= 0 or len(types) not in (1, n):
             return ErrorCode.INVALID_REQUEST
@@ -69,6 +69,12 @@ class Model:
             r = self.records.get(o)
             if r is None or r.state != RecordState.ACQUIRED or r.member != member:
                 return ErrorCode.INVALID_RECORD_STATE
+        return ErrorCode.NONE
+
+    def acknowledge(self, member, first, last, types):
+        error = self.can_acknowledge(member, first, last, types)
+        if error != ErrorCode.NONE:
+            return error
         for i, o in enumerate(range(first, last + 1)):
             kind, r = types[0] if len(types) == 1 else types[i], self.records[o]
             if kind == ACCEPT:
@@ -130,6 +136,7 @@ OPS = st.lists(
             st.integers(0, 40),
             st.integers(1, 6),
             st.lists(st.sampled_from([GAP, ACCEPT, RELEASE, REJECT]), min_size=1, max_size=6),
+            st.sampled_from([None, True, False]),  # immediate, or pending then committed / rolled back
         ),
         st.tuples(st.just("time"), st.integers(0, 150)),
         st.tuples(st.just("leave"), MEMBERS),
@@ -160,11 +167,17 @@ def test_runs_behave_as_the_per_record_model(cuts, controls, gaps, ops):
             got = [tuple(r) for r in sp.acquire(op[1], batches, op[2], now)]
             assert got == model.acquire(op[1], batches, op[2], now)
         elif op[0] == "ack":
-            _, member, first, length, types = op
+            _, member, first, length, types, durable = op
             types = types[:1] if len(types) != length else types
-            assert sp.acknowledge(member, first, first + length - 1, types) == model.acknowledge(
-                member, first, first + length - 1, types
-            )
+            token = None if durable is None else object()
+            answer = sp.acknowledge(member, first, first + length - 1, types, token)
+            if durable is False:  # the write failed: as if never acknowledged
+                sp.rollback(token)
+                assert answer == model.can_acknowledge(member, first, first + length - 1, types)
+            else:
+                if durable:
+                    sp.commit(token)
+                assert answer == model.acknowledge(member, first, first + length - 1, types)
         elif op[0] == "time":
             now += op[1]
             assert sp.expire_locks(now) == model.expire(now)

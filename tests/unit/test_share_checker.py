@@ -1,0 +1,81 @@
+"""The share group chaos checker (chaos/share_checker.py) on crafted histories: each invariant is
+caught when broken, and a clean history with faults, releases and an archived record passes."""
+
+from chaos.share_checker import check
+
+LIMIT, LOCK = 3, 5.0
+
+
+def produced(*values, acked=True):
+    return [{"type": "produced", "value": v, "acked": acked} for v in values]
+
+
+def d(member, value, count, t):
+    return {"type": "delivered", "member": member, "value": value, "count": count, "t": t}
+
+
+def a(member, value, kind, t, ok=True, sent=None):
+    return {"type": "acked", "member": member, "value": value, "kind": kind, "ok": ok, "t": t, "sent": sent or t - 0.01}
+
+
+def fault(t):
+    return {"type": "fault", "t": t, "what": "killed broker 2"}
+
+
+def test_a_clean_history_with_a_release_a_reject_a_fault_and_an_archived_record_passes():
+    history = produced("x", "y", "z", "w") + [
+        d("m1", "x", 1, 1.0),
+        a("m1", "x", "release", 1.5),
+        d("m2", "x", 2, 1.6),  # after the release: m2 may hold it
+        a("m2", "x", "accept", 2.0),
+        d("m1", "y", 1, 1.0),
+        a("m1", "y", "reject", 1.2),
+        d("m1", "z", 1, 1.0),
+        fault(1.1),  # m1's leader died: z comes back Available at once
+        d("m2", "z", 1, 1.3),  # count kept (the acquisition was not written yet)
+        a("m2", "z", "accept", 1.4),
+        d("m1", "w", 1, 0.0),
+        d("m2", "w", 2, 6.0),  # m1's lock ran out
+        d("m3", "w", 3, 12.0),  # and m2's: archived at the limit
+    ]
+    report = check(history, LIMIT, LOCK)
+    assert report.ok, report.violations()
+    assert (report.accepted, report.rejected, report.archived) == (2, 1, 1)
+
+
+def test_an_unresolved_record_is_reported():
+    report = check(produced("x") + [d("m1", "x", 1, 1.0), a("m1", "x", "accept", 1.2, ok=False)], LIMIT, LOCK)
+    assert report.violations() == {"unresolved": 1}
+    assert check(produced("lost"), LIMIT, LOCK).unresolved == [("lost", [])]
+
+
+def test_a_record_accepted_twice_and_delivered_after_its_accept_are_reported():
+    history = produced("x") + [
+        d("m1", "x", 1, 1.0),
+        a("m1", "x", "accept", 1.2),
+        d("m2", "x", 2, 7.0),
+        a("m2", "x", "accept", 7.2),
+    ]
+    report = check(history, LIMIT, LOCK)
+    assert report.accepted_twice == [("x", ["m1", "m2"])]
+    assert report.delivered_after_done == [("x", "m2", 2)]
+
+
+def test_two_holders_without_a_fault_or_an_expired_lock_are_reported():
+    history = produced("x") + [d("m1", "x", 1, 1.0), d("m2", "x", 2, 2.0), a("m2", "x", "accept", 2.5)]
+    report = check(history, LIMIT, LOCK)
+    assert report.two_holders == [("x", "m1", "m2")]
+    failed_release = produced("y") + [
+        d("m1", "y", 1, 1.0),
+        a("m1", "y", "release", 1.5, ok=False),  # not released: still m1's until its lock runs out
+        d("m2", "y", 2, 2.0),
+        a("m2", "y", "accept", 2.5),
+    ]
+    assert check(failed_release, LIMIT, LOCK).two_holders == [("y", "m1", "m2")]
+
+
+def test_delivery_counts_that_go_down_or_past_the_limit_are_reported():
+    down = produced("x") + [d("m1", "x", 2, 1.0), d("m2", "x", 1, 7.0), a("m2", "x", "accept", 7.1)]
+    assert check(down, LIMIT, LOCK).count_errors == [("x", [2, 1])]
+    past = produced("y") + [d("m1", "y", 4, 1.0), a("m1", "y", "accept", 1.1)]
+    assert check(past, LIMIT, LOCK).count_errors == [("y", [4])]
