@@ -33,7 +33,7 @@ import trio
 
 from bench import targets
 from bench.consumer_group_bench import cpu_seconds
-from client import Cluster
+from client import Cluster, ConnectionClosed, KafkaError
 from client import share_groups as sg
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
@@ -155,17 +155,27 @@ def _wait(done, seconds: float, failure: str) -> None:
         time.sleep(0.01)
 
 
+JOIN_TIMEOUT_S = 120
+
+
 async def _stable(bootstrap: str, group: str, members: int) -> None:
+    """Until the group has `members` members, each holding partitions at the assignment epoch
+    (raises trio.TooSlowError after JOIN_TIMEOUT_S)."""
     async with Cluster.open(bootstrap) as cluster:
-        while True:
-            try:
-                d = await sg.describe_share_group(cluster, group)
-            except Exception:
-                d = {"members": []}
-            ms = d["members"]
-            if len(ms) == members and all(m["assignment"] and m["member_epoch"] == d["assignment_epoch"] for m in ms):
-                return
-            await trio.sleep(0.05)
+        with trio.fail_after(JOIN_TIMEOUT_S):
+            await _until_stable(cluster, group, members)
+
+
+async def _until_stable(cluster: Cluster, group: str, members: int) -> None:
+    while True:
+        try:
+            d = await sg.describe_share_group(cluster, group)
+        except (KafkaError, ConnectionClosed):  # not formed yet (GROUP_ID_NOT_FOUND), or moving
+            d = {"members": []}
+        ms = d["members"]
+        if len(ms) == members and all(m["assignment"] and m["member_epoch"] == d["assignment_epoch"] for m in ms):
+            return
+        await trio.sleep(0.05)
 
 
 def join_time(bootstrap: str, members: int) -> float:
