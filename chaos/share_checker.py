@@ -4,16 +4,22 @@ History events (dicts; `t` seconds on one monotonic clock, the scenario's):
 - {"type": "produced", "value", "acked": bool}: the producer's outcome for one record;
 - {"type": "delivered", "member", "value", "count", "t"}: a member received the record with
   that delivery count (acquired until its acknowledgement or its lock's end);
+- {"type": "acking", "member", "value", "kind", "t"}: the member acknowledged the record (the
+  answer may never come: the member may be killed first);
 - {"type": "acked", "member", "value", "kind": "accept" | "release" | "reject", "ok": bool, "t",
-  "sent"}: the broker's answer (at `t`) to the member's acknowledgement sent at `sent` (ok:
-  durable, as the acknowledgement commit callback reports it);
+  "sent", "code"}: the broker's answer (at `t`) to the member's acknowledgement sent at `sent` (ok:
+  durable, as the acknowledgement commit callback reports it; `code` the error's, negative for
+  the client's own, such as a broken connection);
 - {"type": "fault", "t", "what"}: the nemesis struck (a leader, a share coordinator or a member
   killed): locks may be lost then, and records come back Available with their counts kept.
 
 What holds (`ShareReport.violations()`):
 - **resolved**: every record the producer saw acknowledged ends accepted (an ok accept) by
   exactly one delivery, or archived: rejected (an ok reject) or delivered `delivery_limit` times
-  without an accept;
+  without an accept, or its last delivery's accept or reject has an unknown outcome (never
+  answered, or answered with a broken connection or a timeout: the broker may have made it
+  durable before, as a produce request that times out may have been written) and the record is
+  never delivered again (`unconfirmed`);
 - **accepted once**: no record has two ok accepts;
 - **never again**: no record is delivered after an ok accept or reject of it;
 - **one holder**: no record is delivered to a member while another holds it (delivered to it
@@ -33,6 +39,7 @@ class ShareReport:
     accepted: int = 0
     rejected: int = 0
     archived: int = 0  # at the delivery limit without an accept
+    unconfirmed: int = 0  # done by an acknowledgement whose answer was lost (see `_unknown_outcome`)
     unresolved: list = field(default_factory=list)
     accepted_twice: list = field(default_factory=list)
     delivered_after_done: list = field(default_factory=list)
@@ -62,7 +69,7 @@ def check(history: list[dict], delivery_limit: int, lock_s: float) -> ShareRepor
     report.produced = len(produced)
     by_value: dict[str, list[dict]] = {}
     for e in events:
-        if e["type"] in ("delivered", "acked"):
+        if e["type"] in ("delivered", "acking", "acked"):
             by_value.setdefault(e["value"], []).append(e)
     for value in produced:
         _judge(report, value, by_value.get(value, []), faults, delivery_limit, lock_s)
@@ -102,8 +109,29 @@ def _judge(
         report.rejected += 1
     elif counts and max(counts) >= limit:
         report.archived += 1
+    elif deliveries and _unknown_outcome(events, deliveries[-1]):
+        report.unconfirmed += 1
     elif required:
         report.unresolved.append((value, counts))
+
+
+#: answers that leave an acknowledgement's outcome unknown: librdkafka's own errors (negative:
+#: a broken connection, a local timeout) and REQUEST_TIMED_OUT
+UNKNOWN_OUTCOME_CODES = (7,)
+
+
+def _unknown_outcome(events: list[dict], last: dict) -> bool:
+    """Whether the member of the record's `last` delivery accepted or rejected it and never
+    learned whether that was durable."""
+    after = [e for e in events if e["t"] >= last["t"] and e.get("member") == last["member"] and e is not last]
+    acking = next((e for e in after if e["type"] == "acking"), None)
+    if acking is None or acking["kind"] not in ("accept", "reject"):
+        return False
+    answer = next((e for e in after if e["type"] == "acked"), None)
+    if answer is None:
+        return True
+    code = answer.get("code")
+    return not answer["ok"] and code is not None and (code < 0 or code in UNKNOWN_OUTCOME_CODES)
 
 
 def _holders(report: ShareReport, value: str, events: list[dict], faults: list[float], lock_s: float) -> None:

@@ -2,7 +2,7 @@
 `make chaos` and `make test`), on a fresh 3-broker cluster (the chaos topic RF 3, min ISR 2;
 `__share_group_state` and `__consumer_offsets` RF 3, min ISR 2):
 
-- the workload: a confluent-kafka producer (acks=all) sends unique values over the chaos topic's
+- the workload: a confluent-kafka producer (acks=all, idempotent) sends unique values over the chaos topic's
   partitions while three share group members (`chaos/share_member.py`, each a process running a
   `ShareConsumer` in explicit mode) accept them, release one in ten and reject one in fifty,
   each writing its deliveries and acknowledgement answers to the history;
@@ -119,7 +119,10 @@ class _Members:
 def _producer(env: Env, stop: threading.Event, rate: int) -> None:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": env.bootstrap, "acks": "all", "linger.ms": 5, "message.timeout.ms": 30000})
+    # idempotent: a retry after a leader kill must not write a value twice (the checker follows
+    # each value as one record)
+    config = {"acks": "all", "enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 30000}
+    p = Producer({"bootstrap.servers": env.bootstrap, **config})
     outcomes: list[dict] = []
 
     def done(value: str):
@@ -230,5 +233,5 @@ def summary(report: ShareChaosReport) -> str:
     s = report.share
     return (
         f"produced {s.produced}, delivered {s.delivered}, accepted {s.accepted}, rejected {s.rejected}, "
-        f"archived {s.archived}, violations {report.violations() or 'none'}"
+        f"archived {s.archived}, unconfirmed {s.unconfirmed}, violations {report.violations() or 'none'}"
     )

@@ -1,8 +1,9 @@
 """One member of the share group chaos scenario (`chaos/share_groups.py`), a process of its own so
 the nemesis can kill -9 it: a confluent-kafka `ShareConsumer` in explicit acknowledgement mode
 that writes what happens to it as JSON lines (the checker's history, `chaos/share_checker.py`):
-every delivery with its delivery count, and every acknowledgement with the broker's answer (the
-acknowledgement commit callback) and when it was sent. Times are `time.monotonic()`, one clock
+every delivery with its delivery count, every acknowledgement when it is made (`acking`: a
+member killed before the answer never learns it), and the broker's answer to it (the
+acknowledgement commit callback) with when it was sent. Times are `time.monotonic()`, one clock
 for every process of the machine.
 
     python -m chaos.share_member BOOTSTRAP GROUP TOPIC NAME OUT SEED [--seconds S] [--idle S]
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                         ok=error is None,
                         sent=sent,
                         error=str(error) if error else None,
+                        code=_code(error),
                     )
 
     consumer = ShareConsumer(
@@ -79,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 draw = rng.random()
                 kind = "reject" if draw < args.reject else "release" if draw < args.reject + args.release else "accept"
                 consumer.acknowledge(m, kinds[kind])
+                emit(type="acking", member=args.name, value=value, kind=kind)  # its answer may never come
                 pending[(m.partition(), m.offset())] = (value, kind, time.monotonic())
             if messages:
                 last_record = time.monotonic()
@@ -90,6 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         consumer.close()
         out.close()
     return 0
+
+
+def _code(error) -> int | None:
+    """The Kafka error code of a failed acknowledgement (librdkafka's local errors, such as a
+    broken connection, are negative), None on success."""
+    if error is None:
+        return None
+    inner = error.args[0] if getattr(error, "args", None) else None
+    return inner.code() if hasattr(inner, "code") else -1
 
 
 if __name__ == "__main__":

@@ -91,11 +91,6 @@ def test_late_write_scenario(verification, tmp_path):
     assert report.ok, (a.line(), a.examples, report.hanging_found, report.hanging_left)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 46, open: 1 run in 3 saw one record accepted by two members (and one unresolved) "
-    "across a leader and share-coordinator kill; not yet explained",
-)
 def test_share_group_scenario(tmp_path):
     """Share groups (chaos/share_groups.py) under a leader kill, a share coordinator kill and a
     member kill: every record accepted once or archived, none delivered after its acknowledgement,

@@ -14,8 +14,21 @@ def d(member, value, count, t):
     return {"type": "delivered", "member": member, "value": value, "count": count, "t": t}
 
 
-def a(member, value, kind, t, ok=True, sent=None):
-    return {"type": "acked", "member": member, "value": value, "kind": kind, "ok": ok, "t": t, "sent": sent or t - 0.01}
+def a(member, value, kind, t, ok=True, sent=None, code=None):
+    answer = {
+        "type": "acked",
+        "member": member,
+        "value": value,
+        "kind": kind,
+        "ok": ok,
+        "t": t,
+        "sent": sent or t - 0.01,
+    }
+    return answer | {"code": code if code is not None or ok else 6}
+
+
+def acking(member, value, kind, t):
+    return {"type": "acking", "member": member, "value": value, "kind": kind, "t": t}
 
 
 def fault(t):
@@ -79,3 +92,25 @@ def test_delivery_counts_that_go_down_or_past_the_limit_are_reported():
     assert check(down, LIMIT, LOCK).count_errors == [("x", [2, 1])]
     past = produced("y") + [d("m1", "y", 4, 1.0), a("m1", "y", "accept", 1.1)]
     assert check(past, LIMIT, LOCK).count_errors == [("y", [4])]
+
+
+def test_an_acknowledgement_whose_answer_was_lost_resolves_a_record_never_delivered_again():
+    history = produced("killed", "broken", "redelivered", "refused", "released") + [
+        d("m1", "killed", 1, 1.0),
+        acking("m1", "killed", "accept", 1.01),
+        fault(1.02),  # m1 killed before the answer: the accept may be durable
+        d("m2", "broken", 2, 1.0),
+        acking("m2", "broken", "reject", 1.01),
+        a("m2", "broken", "reject", 1.5, ok=False, code=-195),  # the connection broke: unknown
+        d("m1", "redelivered", 1, 1.0),
+        acking("m1", "redelivered", "accept", 1.01),
+        d("m2", "redelivered", 2, 6.0),  # the accept did not land: it must be resolved again
+        d("m2", "refused", 1, 1.0),
+        acking("m2", "refused", "accept", 1.01),
+        a("m2", "refused", "accept", 1.2, ok=False, code=6),  # NOT_LEADER_OR_FOLLOWER: not durable
+        d("m3", "released", 1, 1.0),
+        acking("m3", "released", "release", 1.01),  # a release never resolves a record
+    ]
+    report = check(history, LIMIT, LOCK)
+    assert report.unconfirmed == 2
+    assert sorted(report.unresolved) == [("redelivered", [1, 2]), ("refused", [1]), ("released", [1])]
