@@ -304,6 +304,7 @@ class Broker:
                 inline_handlers=INLINE_HANDLERS,
                 request_quota=RequestQuota(self.quotas.request),
             )
+            self.server.disconnect_listeners.append(share_manager.on_disconnect)
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:
                     if self.acl_store is not None:

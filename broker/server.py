@@ -27,6 +27,9 @@ Rules (Kafka's `SocketServer` semantics, with one relaxation):
   `connections.max.idle.ms` is closed; at most `queued.max.requests` requests do their ordered
   work at once across all connections; connections past `max.connections` /
   `max.connections.per.ip` (and its overrides) are closed at once.
+- each connection has an id (`Request.connection_id`); once it closes, every
+  `disconnect_listeners` callable hears that id (Kafka's `ConnectionDisconnectListener`: the
+  share sessions a connection opened end with it).
 
 Security (per listener, `broker/listener_transport.py`): an SSL / SASL_SSL listener wraps each
 connection in TLS (trio's `SSLStream`; a failed handshake closes it, within
@@ -154,6 +157,10 @@ class KafkaServer:
         self.max_connections_per_ip = config.max_connections_per_ip
         self.max_connections_per_ip_overrides = dict(config.max_connections_per_ip_overrides)
         self._per_ip: dict[str, int] = {}
+        self._connections_opened = 0  # numbers each connection's id
+        #: called with a connection's id once it closed (Kafka's `ConnectionDisconnectListener`:
+        #: share sessions end with the connection that opened them); never raise
+        self.disconnect_listeners: list[Callable[[str], None]] = []
         self._queued = trio.Semaphore(config.queued_max_requests)
         self._request_bytes = _ByteBudget(config.queued_max_request_bytes)
         self.request_stats = RequestStats()  # kafka.network:type=RequestMetrics, for metrics/
@@ -247,14 +254,18 @@ class KafkaServer:
                         log.info("closing %s: the TLS / SASL handshake took over %.0f s", peer, HANDSHAKE_TIMEOUT_S)
                     return
                 stream, principal = opened
-                async with trio.open_nursery() as nursery:
-                    queue = ResponseQueue(stream, backlog, nursery.cancel_scope, peer, self.idle_timeout_s)
-                    nursery.start_soon(queue.run)
-                    session = _Session(listener, peer, principal)
-                    try:
-                        await self._read_requests(stream, queue, nursery, session, decoder, frames)
-                    finally:
-                        queue.input_done()
+                self._connections_opened += 1
+                session = _Session(listener, peer, principal, f"{listener}-{peer}-{self._connections_opened}")
+                try:
+                    async with trio.open_nursery() as nursery:
+                        queue = ResponseQueue(stream, backlog, nursery.cancel_scope, peer, self.idle_timeout_s)
+                        nursery.start_soon(queue.run)
+                        try:
+                            await self._read_requests(stream, queue, nursery, session, decoder, frames)
+                        finally:
+                            queue.input_done()
+                finally:
+                    self._disconnected(session.connection_id)
         except Exception:  # a bug serving one connection closes that connection, never the broker
             log.exception("closing %s: unexpected error serving it", peer)
         finally:
@@ -264,6 +275,13 @@ class KafkaServer:
             self._per_ip[ip] -= 1
             if not self._per_ip[ip]:
                 del self._per_ip[ip]
+
+    def _disconnected(self, connection_id: str) -> None:
+        for listener in self.disconnect_listeners:
+            try:
+                listener(connection_id)
+            except Exception:  # a listener's bug must not stop the others, nor the connection's cleanup
+                log.exception("a disconnect listener failed for %s", connection_id)
 
     async def _open_session(
         self,
@@ -312,7 +330,7 @@ class KafkaServer:
             await send_parts(stream, parts)
 
         async def api_versions(frame):
-            response = await self._respond(frame, _Session(transport.name, peer, ANONYMOUS), lambda: None)
+            response = await self._respond(frame, _Session(transport.name, peer, ANONYMOUS, ""), lambda: None)
             return None if response is CLOSE else response
 
         # until authenticated, a frame may not exceed Kafka's sasl.server.max.receive.size
@@ -572,6 +590,7 @@ class KafkaServer:
         request.listener = session.listener
         request.peer = peer
         request.principal = session.principal
+        request.connection_id = session.connection_id
         request.size = len(frame)
         return request
 
@@ -661,12 +680,14 @@ def _receive_now(stream: trio.SocketStream, size: int) -> bytes | None:
 
 
 class _Session:
-    """What a connection's requests share: its listener, peer and authenticated principal."""
+    """What a connection's requests share: its listener, peer, authenticated principal and id
+    (unique in this broker's life; "" for a request served without a connection)."""
 
-    __slots__ = ("listener", "peer", "principal", "muted_until")
+    __slots__ = ("listener", "peer", "principal", "connection_id", "muted_until")
 
-    def __init__(self, listener: str, peer: str, principal: str):
+    def __init__(self, listener: str, peer: str, principal: str, connection_id: str):
         self.listener, self.peer, self.principal = listener, peer, principal
+        self.connection_id = connection_id
         self.muted_until = 0.0  # trio time: a throttled client's next request waits until then
 
 

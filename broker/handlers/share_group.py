@@ -157,6 +157,7 @@ async def share_fetch(ctx: BrokerContext, request: Request):
         topics=_topics(body),
         forgotten=forgotten,
         may_read=_may_read(ctx, request),
+        connection_id=request.connection_id,
     )
     return _body(ctx, request, result, fetch=True)
 

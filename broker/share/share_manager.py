@@ -295,6 +295,17 @@ class SharePartitionManager:
                 if released:
                     log.debug("member %s of %s released %d records", session.member_id, session.group_id, released)
 
+    def on_disconnect(self, connection_id: str) -> None:
+        """A client connection closed (the server's disconnect listener): the share sessions it
+        opened end, and their members' records are released (Kafka does the same)."""
+        for session in self.sessions.disconnected(connection_id):
+            log.info("member %s of share group %s disconnected", session.member_id, session.group_id)
+            self._release(session)
+            for topic_id, partition in session.partitions:
+                name = self.metadata_cache.topic_name(topic_id)
+                if name is not None:
+                    self.replica_manager.watchers.notify((name, partition))  # released records wake fetches
+
     # ---- ShareFetch ----------------------------------------------------------------------------------
     async def share_fetch(
         self,
@@ -308,13 +319,15 @@ class SharePartitionManager:
         topics: dict[uuid.UUID, dict[int, Acks]],
         forgotten: list[TopicIdPartition],
         may_read: Callable[[str], bool],
+        connection_id: str = "",
     ) -> ShareResult:
         """ShareFetch (key 78) v1 for one member; `topics`: topic id -> partition -> the
-        acknowledgements carried for it."""
+        acknowledgements carried for it; `connection_id`: the client connection it came on (a
+        session it opens ends when that connection closes)."""
         result = ShareResult(lock_timeout_ms=self.config.lock_duration_ms)
         added = [(t, p) for t, parts in topics.items() for p in parts]
         try:
-            step = self.sessions.fetch(group_id, member_id, epoch, added, forgotten)
+            step = self.sessions.fetch(group_id, member_id, epoch, added, forgotten, connection_id)
         except ShareSessionError as e:
             return ShareResult(e.error_code, str(e))
         if step.replaced is not None:

@@ -157,6 +157,44 @@ def test_a_closed_members_records_go_to_the_others(start_broker):
     assert gone.value.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND
 
 
+HOLDER = """
+import sys
+from confluent_kafka import ShareConsumer
+c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": "crash", "share.acknowledgement.mode": "explicit"})
+c.subscribe([sys.argv[2]])
+held = 0
+while held < 5:
+    held += len([m for m in c.poll(0.5) if m.error() is None])
+print("held", flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+def test_a_killed_members_records_go_to_the_others_when_its_connection_closes(start_broker):
+    """Kafka ends a share session when the connection that opened it closes: a member killed
+    -9 (no leave, no closing ShareFetch) gives its records back at once, not after the 30 s lock."""
+    broker = start_broker(1, **BROKER)
+    name = topic(broker, partitions=1)
+    set_group_configs(broker, "crash", share_auto_offset_reset="earliest")
+    produce(broker, name, 5, partitions=1)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, broker.bootstrap, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        stayer = consumer(broker, "crash", name)
+        assert drain([stayer], 1, seconds=2) == {}  # held by the other member
+        holder.kill()
+        holder.wait(10)
+        killed = time.monotonic()
+        got = drain([stayer], 5, seconds=20)
+        assert sorted(got) == [str(i).encode() for i in range(5)]
+        assert time.monotonic() - killed < 15  # far sooner than the lock
+        stayer.close()
+    finally:
+        holder.kill()
+
+
 def test_share_auto_offset_reset_earliest_set_on_the_group_reads_older_records(start_broker):
     broker = start_broker(1, **BROKER)
     name = topic(broker, partitions=1)

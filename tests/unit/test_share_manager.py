@@ -118,3 +118,28 @@ async def test_session_errors_and_unknown_topics_answer_kafkas_codes(setup):
     assert unknown.topics[uuid.UUID(int=404)][0].error_code == E.UNKNOWN_TOPIC_ID
     acked = await manager.share_acknowledge("g", "m", 1, {TOPIC_ID: {0: [(0, 0, [ACCEPT])]}}, lambda t: True)
     assert acked.topics[TOPIC_ID][0].error_code == E.INVALID_RECORD_STATE  # nothing was acquired
+
+
+async def test_a_closed_connection_ends_its_share_session_and_releases_the_members_records(setup):
+    rm, manager, configs, clock = setup
+    configs.set("g", {"share.auto.offset.reset": "earliest"})
+    await produce(rm, b"a", b"b")
+    result = await manager.share_fetch(
+        "g",
+        "m1",
+        0,
+        max_wait_ms=0,
+        max_bytes=1 << 20,
+        max_records=100,
+        topics={TOPIC_ID: {0: []}},
+        forgotten=[],
+        may_read=lambda topic: True,
+        connection_id="c1",
+    )
+    assert [tuple(r) for r in result.topics[TOPIC_ID][0].acquired] == [(0, 1, 1)]
+    assert (await fetch(manager, "m2", 0)).acquired == []  # held by m1 for 30 s
+    manager.on_disconnect("c2")  # another connection: nothing happens
+    assert (await fetch(manager, "m2", 1)).acquired == []
+    manager.on_disconnect("c1")  # m1's connection closed: its session ends, its records go back now
+    assert ("g", "m1") not in manager.sessions.sessions
+    assert [tuple(r) for r in (await fetch(manager, "m2", 2)).acquired] == [(0, 1, 2)]

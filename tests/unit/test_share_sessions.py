@@ -37,3 +37,19 @@ def test_a_new_session_replaces_the_old_and_the_cache_is_bounded():
     assert again.replaced is first and again.session.partitions == {(T, 1)}
     assert error_of(lambda: cache.fetch("g", "other", 0, [], [])) == E.SHARE_SESSION_LIMIT_REACHED
     assert error_of(lambda: cache.acknowledge("g", "m", 0)) == E.INVALID_SHARE_SESSION_EPOCH
+
+
+def test_a_session_ends_with_the_connection_that_opened_it():
+    cache = ShareSessionCache()
+    mine = cache.fetch("g", "m", 0, [(T, 0)], [], "conn-1").session
+    cache.fetch("g", "m", 1, [], [], "conn-2")  # a later request on another connection: still conn-1's
+    cache.fetch("g", "other", 0, [(T, 0)], [], "conn-1")
+    cache.fetch("g", "other", 1, [], [], "conn-1")
+    cache.fetch("g", "other", -1, [], [], "conn-1")  # closed before the connection: not ended twice
+    cache.fetch("g", "moved", 0, [], [], "conn-1")
+    moved = cache.fetch("g", "moved", 0, [], [], "conn-3").session  # reopened elsewhere: conn-3's now
+    assert cache.disconnected("conn-2") == []
+    assert cache.disconnected("conn-1") == [mine]
+    assert set(cache.sessions) == {("g", "moved")} and cache.sessions[("g", "moved")] is moved
+    assert cache.disconnected("conn-1") == []
+    assert cache.disconnected("conn-3") == [moved] and not cache.sessions
