@@ -14,6 +14,9 @@ import uuid
 from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from client.connection import Connection
+from protocol.api_keys import ApiKey
+
 SHORT_LOCK_MS = 2000
 BROKER = {
     "offsets_topic_replication_factor": 1,
@@ -91,3 +94,16 @@ def set_group_configs(broker, group, **configs) -> dict:
     admin.incremental_alter_configs([resource])[resource].result(30)
     described = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)])
     return {name: entry.value for name, entry in next(iter(described.values())).result(30).items()}
+
+
+async def share_offsets(broker, group: str, topics):
+    """DescribeShareGroupOffsets v0 for one group: topic -> partition -> (SPSO, error), or the
+    group's error."""
+    async with Connection.open(broker.host, broker.port) as conn:
+        r = await conn.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, {"groups": [{"group_id": group, "topics": topics}]})
+    found = r.groups[0]
+    if found.error_code:
+        return found.error_code
+    return {
+        t.topic_name: {p.partition_index: (p.start_offset, p.error_code) for p in t.partitions} for t in found.topics
+    }

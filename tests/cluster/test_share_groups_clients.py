@@ -23,11 +23,10 @@ from share_helpers import (
     produce,
     set_group_configs,
     share_groups_cli,
+    share_offsets,
     topic,
 )
 
-from client.connection import Connection
-from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.slow  # ZooKeeper and a broker
@@ -102,19 +101,6 @@ def test_release_redelivers_and_reject_never_does(start_broker):
     unknown = trio.run(share_offsets, broker, "never-was", None)
     assert unknown == ErrorCode.GROUP_ID_NOT_FOUND
     a.close()
-
-
-async def share_offsets(broker, group: str, topics):
-    """DescribeShareGroupOffsets v0 for one group: topic -> partition -> (SPSO, error), or the
-    group's error."""
-    async with Connection.open(broker.host, broker.port) as conn:
-        r = await conn.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, {"groups": [{"group_id": group, "topics": topics}]})
-    found = r.groups[0]
-    if found.error_code:
-        return found.error_code
-    return {
-        t.topic_name: {p.partition_index: (p.start_offset, p.error_code) for p in t.partitions} for t in found.topics
-    }
 
 
 def test_an_unacknowledged_record_comes_back_after_its_lock_with_its_delivery_count_up(start_broker):
