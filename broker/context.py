@@ -14,6 +14,7 @@ from broker.config_manager import DynamicConfigManager
 from broker.control_plane import ControlPlaneGuard
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.metadata_cache import MetadataCache
+from broker.partition_metadata_client import PartitionMetadataClient
 from broker.producer_ids import ProducerIdManager
 from broker.quota.manager import QuotaManagers
 from broker.replica_manager import LeadershipListener, ReplicaManager
@@ -50,6 +51,7 @@ class BrokerContext:
     quotas: QuotaManagers = field(default_factory=QuotaManagers.create)  # client quotas (KIP-13/55/124/599)
     share_manager: SharePartitionManager | None = None  # ShareFetch / ShareAcknowledge (KIP-932)
     share_coordinator: ShareCoordinator | None = None  # the share-state APIs 83-87 (KIP-932)
+    partition_metadata: PartitionMetadataClient | None = None  # latest offsets from leaders (KIP-1226 lag)
 
     @property
     def broker_id(self) -> int:

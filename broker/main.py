@@ -38,6 +38,7 @@ from broker.handlers import INLINE_HANDLERS, advertised_api_versions, served_han
 from broker.internal_topics import internal_topic_spec
 from broker.listener_transport import build_transports
 from broker.metadata_cache import MetadataCache
+from broker.partition_metadata_client import PartitionMetadataClient
 from broker.producer_ids import ProducerIdManager
 from broker.quota.manager import QuotaManagers
 from broker.quota.request_time import RequestQuota
@@ -292,6 +293,13 @@ class Broker:
                 quotas=self.quotas,
                 share_manager=share_manager,
                 share_coordinator=share_coordinator,
+                partition_metadata=PartitionMetadataClient(
+                    self.config.broker_id,
+                    self.metadata_cache,
+                    self.replica_manager,
+                    f"broker-{self.config.broker_id}-partition-metadata",
+                    self.client_security,
+                ),
             )
             handlers = served_handlers(share_groups=self.config["group.share.enable"])
             self.server = KafkaServer(

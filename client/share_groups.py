@@ -45,9 +45,11 @@ async def describe_share_group(cluster: Cluster, group_id: str) -> dict:
 
 async def share_group_offsets(
     cluster: Cluster, group_id: str, topics: dict[str, list[int]] | None = None
-) -> dict[TopicPartition, tuple[int, int]]:
-    """(topic, partition) -> (share-partition start offset, leader epoch) for the partitions
-    asked (None: every topic the group's members subscribe to); -1 where the group never read."""
+) -> dict[TopicPartition, tuple[int, int, int]]:
+    """(topic, partition) -> (share-partition start offset, leader epoch, lag) for the
+    partitions asked (None: every topic the group's members subscribe to); -1 where the group
+    never read; the lag (DescribeShareGroupOffsets v1, KIP-1226: records not yet done) is -1
+    when the broker does not know it or serves only v0."""
 
     def check(r) -> None:
         _raise(r.groups[0].error_code, f"DescribeShareGroupOffsets({group_id})")
@@ -64,7 +66,7 @@ async def share_group_offsets(
         check,
     )
     return {
-        (t.topic_name, p.partition_index): (p.start_offset, p.leader_epoch)
+        (t.topic_name, p.partition_index): (p.start_offset, p.leader_epoch, getattr(p, "lag", -1))
         for t in r.groups[0].topics
         for p in t.partitions
     }

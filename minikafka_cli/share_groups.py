@@ -4,7 +4,9 @@
 - `--list`: every share group and its state;
 - `--describe --group G` (`--offsets`, the default): GROUP, TOPIC, PARTITION, START-OFFSET
   (the share-partition start offset: every record before it is acknowledged or archived) and
-  LAG (the partition's high watermark minus the start offset: records not yet done); `--members`:
+  LAG (records not yet done: the broker's DescribeShareGroupOffsets v1 lag, the high watermark
+  less the start offset less the records done past it; from a v0 broker the high watermark minus
+  the start offset); `--members`:
   each member's id, host, client id, epoch and assigned partitions; `--state`: the group's state,
   epochs, assignor and member count;
 - `--delete --group G`: only a group without members (NON_EMPTY_GROUP otherwise); its share
@@ -85,12 +87,13 @@ async def _members(cluster: Cluster, group_id: str, out) -> None:
 async def _offsets(cluster: Cluster, group_id: str, out) -> None:
     offsets = await sg.share_group_offsets(cluster, group_id)
     rows: list[list] = [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]]
-    for (topic, partition), (start, _) in sorted(offsets.items()):
+    for (topic, partition), (start, _, lag) in sorted(offsets.items()):
         if start < 0:
             rows.append([group_id, topic, partition, "-", "-"])
             continue
-        end = await list_offset(cluster, topic, partition, LATEST)
-        rows.append([group_id, topic, partition, start, max(0, end - start)])
+        if lag < 0:  # a broker serving DescribeShareGroupOffsets v0 only: what the HW tells
+            lag = max(0, await list_offset(cluster, topic, partition, LATEST) - start)
+        rows.append([group_id, topic, partition, start, lag])
     write_table(rows, out)
 
 

@@ -115,7 +115,7 @@ SERVED: dict[str, tuple[int, int]] = {
     "WriteShareGroupState": (0, 1),
     "DeleteShareGroupState": (0, 0),
     "ReadShareGroupStateSummary": (0, 1),
-    "DescribeShareGroupOffsets": (0, 0),  # v1's lag (KIP-1226) is not served
+    "DescribeShareGroupOffsets": (0, 1),
     "AlterShareGroupOffsets": (0, 0),
     "DeleteShareGroupOffsets": (0, 0),
 }

@@ -1,6 +1,6 @@
 """KIP-932's share group offset admin APIs, answered by the group's coordinator over the share
 coordinator's state (`coordinator/group/share_offsets.py`, `broker/share/persister.py`):
-DescribeShareGroupOffsets (key 90) v0, AlterShareGroupOffsets (91) v0, DeleteShareGroupOffsets
+DescribeShareGroupOffsets (key 90) v0-1, AlterShareGroupOffsets (91) v0, DeleteShareGroupOffsets
 (92) v0. Without a group coordinator or a persister the answer is COORDINATOR_NOT_AVAILABLE.
 
 Authorization (as Kafka): describing needs DESCRIBE on the group and on each topic, altering READ
@@ -36,11 +36,14 @@ def _persister(ctx: BrokerContext) -> SharePersister | None:
 
 
 async def describe_share_group_offsets(ctx: BrokerContext, request: Request):
-    """DescribeShareGroupOffsets (key 90) v0: per group, per partition asked (when `Topics` is
+    """DescribeShareGroupOffsets (key 90) v0-1: per group, per partition asked (when `Topics` is
     null: the topics whose share state the group holds, and those its members subscribe to) the
     share-partition start offset (SPSO) the share coordinator holds, -1 when the group never
-    read it. A group unknown or not a share group is GROUP_ID_NOT_FOUND; a topic unknown
-    UNKNOWN_TOPIC_OR_PARTITION."""
+    read it, and from v1 its lag (KIP-1226): the partition's latest offset (the high watermark,
+    the last stable offset with the group's `share.isolation.level=read_committed`) less the
+    SPSO less the records done past it (the state's DeliveryCompleteCount); -1 when any of
+    them is unknown. A group unknown or not a share group is GROUP_ID_NOT_FOUND; a topic
+    unknown UNKNOWN_TOPIC_OR_PARTITION."""
     names = ctx.metadata_cache.topic_names()
     groups = []
     for asked in request.body.groups:
@@ -69,16 +72,9 @@ async def describe_share_group_offsets(ctx: BrokerContext, request: Request):
             topics = [(name, None) for name in sorted(wanted)]
         else:
             topics = [(t.topic_name, list(t.partitions)) for t in asked.topics]
-        groups.append(
-            {
-                "group_id": group_id,
-                "topics": [
-                    await _share_offsets(ctx, request, persister, group_id, name, parts) for name, parts in topics
-                ],
-                "error_code": ErrorCode.NONE,
-                "error_message": None,
-            }
-        )
+        answered = [await _share_offsets(ctx, request, persister, group_id, name, parts) for name, parts in topics]
+        await _add_lag(ctx, group_id, answered, wanted=request.api_version >= 1)
+        groups.append({"group_id": group_id, "topics": answered, "error_code": ErrorCode.NONE, "error_message": None})
     return {"throttle_time_ms": 0, "groups": groups}
 
 
@@ -107,9 +103,32 @@ async def _share_offsets(
                 leader_epoch=summary.leader_epoch,
                 error_code=summary.error_code,
                 error_message=summary.error_message,
+                done_past_start=summary.delivery_complete_count,  # for the lag; not a wire field
             )
         partitions.append(entry)
     return {"topic_name": name, "topic_id": topic_id or ZERO_ID, "partitions": partitions}
+
+
+async def _add_lag(ctx: BrokerContext, group_id: str, topics: list[dict], *, wanted: bool) -> None:
+    """Each partition's `lag` (KIP-1226, -1 when unknown; v1+, when `wanted`), the latest
+    offsets asked of the partitions' leaders at once."""
+    known = [
+        (t["topic_name"], p["partition_index"])
+        for t in topics
+        for p in t["partitions"]
+        if p["error_code"] == ErrorCode.NONE and p["start_offset"] >= 0 and p.get("done_past_start", -1) >= 0
+    ]
+    latest: dict = {}
+    if wanted and known and ctx.partition_metadata is not None:
+        read_committed = ctx.share_manager is not None and (
+            ctx.share_manager.group_configs.get(group_id, "share.isolation.level") == "read_committed"
+        )
+        latest = await ctx.partition_metadata.latest_offsets(known, read_committed)
+    for t in topics:
+        for p in t["partitions"]:
+            end = latest.get((t["topic_name"], p["partition_index"]))
+            done = p.pop("done_past_start", -1)
+            p["lag"] = -1 if end is None else max(0, end - p["start_offset"] - done)
 
 
 def _group_refusal(ctx: BrokerContext, request: Request, op: Op) -> tuple[ErrorCode, str | None] | None:

@@ -107,3 +107,18 @@ async def share_offsets(broker, group: str, topics):
     return {
         t.topic_name: {p.partition_index: (p.start_offset, p.error_code) for p in t.partitions} for t in found.topics
     }
+
+
+async def share_lags(brokers, group: str):
+    """DescribeShareGroupOffsets v1 at whichever broker coordinates `group`: topic -> partition
+    -> (SPSO, lag)."""
+    for b in brokers:
+        async with Connection.open(b.host, b.port) as conn:
+            body = {"groups": [{"group_id": group, "topics": None}]}
+            r = await conn.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, body, version=1)
+        found = r.groups[0]
+        if found.error_code == 0:
+            return {
+                t.topic_name: {p.partition_index: (p.start_offset, p.lag) for p in t.partitions} for t in found.topics
+            }
+    return None

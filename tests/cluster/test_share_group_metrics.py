@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+import trio
 from chromium import chromium, rendered_dom, screenshot
 from confluent_kafka import AcknowledgeType
 from metrics_helpers import scrape, value
-from share_helpers import BROKER, consumer, produce, set_group_configs, topic
+from share_helpers import BROKER, consumer, produce, set_group_configs, share_groups_cli, share_lags, topic
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +56,9 @@ def test_share_group_metrics_follow_the_acknowledgements(start_broker):
     assert value(samples, "kafka_sharegroup_records", state="Acquired", **labels) == 2
     assert value(samples, "kafka_sharegroup_records", state="Acknowledged", **labels) == 2
     assert value(samples, "kafka_sharegroup_lag", **labels) == 3  # 5, 8 and 9
+    assert trio.run(share_lags, [broker], "watched") == {name: {0: (5, 3)}}  # DescribeShareGroupOffsets v1
+    described = share_groups_cli(broker, "--describe", "--group", "watched", "--offsets")
+    assert described[1] == ["watched", name, "0", "5", "3"]  # not 10 - 5: 6 and 7 are done
     if chromium() is not None:  # make setup installs Debian's chromium
         url = broker.metrics_url.removesuffix("metrics") + "groups/watched"
         screenshot(url, Path(__file__).resolve().parents[2] / "build" / "screenshots" / "console" / "share-group.png")

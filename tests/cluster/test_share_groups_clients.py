@@ -23,6 +23,7 @@ from share_helpers import (
     produce,
     set_group_configs,
     share_groups_cli,
+    share_lags,
     share_offsets,
     topic,
 )
@@ -253,7 +254,17 @@ def test_three_members_on_three_brokers_read_30000_records_once(start_broker):
     # members share partitions and compete for their records: which member gets how many is not
     # promised (Kafka's neither), so only "once" and "all" are asserted
     for c in members:
+        assert not [m for m in c.poll(0.5) if m.error() is None]  # carries the last poll's acknowledgements
         c.close()
+    # DescribeShareGroupOffsets v1's lag (KIP-1226): the coordinator asks the other leaders
+    for i in range(30):
+        p.produce(name, b"later", partition=i % 3)
+    assert p.flush(30) == 0
+    expected = {name: {i: (10_000, 10) for i in range(3)}}
+    deadline = time.monotonic() + 20
+    while (lags := trio.run(share_lags, brokers, "spread")) != expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert lags == expected
 
 
 def test_acknowledgements_and_delivery_counts_survive_the_leaders_death(start_broker):

@@ -31,7 +31,7 @@ REQUIRED = {
     "WriteShareGroupState": (0, 1),
     "DeleteShareGroupState": (0, 0),
     "ReadShareGroupStateSummary": (0, 1),
-    "DescribeShareGroupOffsets": (0, 0),
+    "DescribeShareGroupOffsets": (0, 1),
     "AlterShareGroupOffsets": (0, 0),
     "DeleteShareGroupOffsets": (0, 0),
     "ApiVersions": (0, 3),
