@@ -76,12 +76,12 @@ def _produce(bootstrap: str, topic: str, records: int, value: bytes = b"x" * 100
 
 def _earliest(bootstrap: str, group: str) -> None:
     """share.auto.offset.reset=earliest on the share group."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
-    admin.incremental_alter_configs([resource])[resource].result(30)
+    async def alter() -> None:
+        async with Cluster.open(bootstrap) as cluster:
+            await sg.alter_group_configs(cluster, group, {"share.auto.offset.reset": "earliest"})
+
+    trio.run(alter)
 
 
 class _Counter:

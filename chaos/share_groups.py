@@ -33,6 +33,7 @@ import trio
 from chaos.liveness import Liveness
 from chaos.runner import PARTITIONS, TOPIC, Env, create_topic, heal_and_judge, start_env, stop_env
 from chaos.share_checker import ShareReport, check
+from client import Cluster, share_groups
 from client.connection import Connection, ConnectionClosed
 from coordinator.share.records import SharePartitionKey, partition_for
 from local_cluster.zookeeper import ZooKeeperProcess
@@ -139,13 +140,10 @@ def _producer(env: Env, stop: threading.Event, rate: int) -> None:
     env.history.extend(outcomes)
 
 
-def _earliest(bootstrap: str) -> None:
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
-    resource = ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=[entry])
-    admin.incremental_alter_configs([resource])[resource].result(30)
+async def _earliest(bootstrap: str) -> None:
+    """share.auto.offset.reset=earliest on the chaos group: it reads from the first record."""
+    async with Cluster.open(bootstrap) as cluster:
+        await share_groups.alter_group_configs(cluster, GROUP, {"share.auto.offset.reset": "earliest"})
 
 
 async def _kill_and_restart(env: Env, broker_id: int, what: str) -> str:
@@ -205,7 +203,7 @@ async def run_share_scenario(seed: int, root: Path, workload_s: float = 12.0) ->
     env = await start_env(directory, zk, random.Random(f"{seed}-{NAME}"), EXTRA)
     try:
         await create_topic(env)
-        await trio.to_thread.run_sync(_earliest, env.bootstrap)
+        await _earliest(env.bootstrap)
         members = _Members(env, directory, seed)
         member_s = workload_s + 14
         for name in ("m1", "m2", "m3"):

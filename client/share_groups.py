@@ -6,6 +6,7 @@ share group, ...)."""
 
 from __future__ import annotations
 
+from client import admin
 from client.cluster import Cluster
 from client.groups import _on_coordinator, _raise
 from protocol.api_keys import ApiKey
@@ -101,3 +102,15 @@ async def delete_share_group_offsets(cluster: Cluster, group_id: str, topics: li
 
     body = {"group_id": group_id, "topics": [{"topic_name": t} for t in topics]}
     await _on_coordinator(cluster, group_id, ApiKey.DELETE_SHARE_GROUP_OFFSETS, body, check)
+
+
+GROUP_RESOURCE = 32  # the GROUP config resource type (KIP-848's group configs)
+SET = 0  # IncrementalAlterConfigs' operation
+
+
+async def alter_group_configs(cluster: Cluster, group_id: str, configs: dict[str, str]) -> None:
+    """IncrementalAlterConfigs SET of `configs` (e.g. `share.auto.offset.reset`) on the group's
+    GROUP resource; raises KafkaError (INVALID_CONFIG for a key or value out of bounds)."""
+    ops: list[tuple[str, int, str | None]] = [(k, SET, v) for k, v in configs.items()]
+    error, message = await admin.incremental_alter_configs(cluster, GROUP_RESOURCE, group_id, ops)
+    _raise(error, message or f"IncrementalAlterConfigs(GROUP {group_id})")
