@@ -1,8 +1,8 @@
 """Share groups (KIP-932) judged by confluent-kafka's `ShareConsumer` (librdkafka 2.16) against a
 real broker: members of one group split a topic's records with none accepted twice, RELEASE
 gives a record to another delivery, REJECT never delivers it again, a lock that runs out
-delivers it again with its delivery count increased, and a closed member's records go to the
-others (the delivery count limit is unit-tested in tests/unit/test_share_partition.py)."""
+delivers it again with its delivery count increased until the delivery count limit archives it,
+and a closed member's records go to the others."""
 
 import subprocess
 import sys
@@ -104,23 +104,28 @@ def test_release_redelivers_and_reject_never_does(start_broker):
     a.close()
 
 
-def test_an_unacknowledged_record_comes_back_after_its_lock_with_its_delivery_count_up(start_broker):
-    short = {"group.share.delivery.count.limit": 10, "group.share.record.lock.duration.ms": SHORT_LOCK_MS}
+def test_an_unacknowledged_record_comes_back_after_its_lock_and_is_archived_at_the_limit(start_broker):
+    short = {"group.share.delivery.count.limit": 2, "group.share.record.lock.duration.ms": SHORT_LOCK_MS}
     broker = start_broker(1, **(BROKER | short))
     name = topic(broker, partitions=1)
-    holder = consumer(broker, "locks", name, **{"share.acknowledgement.mode": "explicit"})
+    explicit = {"share.acknowledgement.mode": "explicit"}
+    holder = consumer(broker, "locks", name, **explicit)
     joined(holder)
     produce(broker, name, 1, partitions=1)
     first = [m for m in drain([holder], 1, seconds=10, on_message=lambda c, m: None).items()]
     assert first  # acquired by `holder`, which neither acknowledges nor polls again
-    other = consumer(broker, "locks", name)
+    other = consumer(broker, "locks", name, **explicit)
     again: list[int] = []
     deadline = time.monotonic() + 4 * SHORT_LOCK_MS / 1000
     while time.monotonic() < deadline and not again:
         again += [m.delivery_count() for m in other.poll(0.3) if m.error() is None]
-    assert again and again[0] >= 2  # given again once the holder's lock ran out
-    other.close()
-    holder.close()
+    assert again == [2]  # given again once the holder's lock ran out; `other` keeps it too
+    # the second lock runs out at the delivery count limit: archived, never delivered again
+    third = consumer(broker, "locks", name)
+    assert drain([third], 1, seconds=3 * SHORT_LOCK_MS / 1000) == {}
+    assert trio.run(share_offsets, broker, "locks", None) == {name: {0: (1, ErrorCode.NONE)}}
+    for c in (third, other, holder):
+        c.close()
 
 
 def test_a_closed_members_records_go_to_the_others(start_broker):
