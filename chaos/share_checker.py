@@ -116,8 +116,12 @@ def _judge(
 
 
 #: answers that leave an acknowledgement's outcome unknown: librdkafka's own errors (negative:
-#: a broken connection, a local timeout) and REQUEST_TIMED_OUT
-UNKNOWN_OUTCOME_CODES = (7,)
+#: a broken connection, a local timeout), REQUEST_TIMED_OUT, and NETWORK_EXCEPTION (the leader
+#: lost its share coordinator's connection during the state write, which may have landed)
+UNKNOWN_OUTCOME_CODES = (7, 13)
+#: how long before a member's poll returned a record the broker may have acquired it for that
+#: member (librdkafka fetches ahead of the application): the lock runs from then
+PREFETCH_SLACK_S = 1.0
 
 
 def _unknown_outcome(events: list[dict], last: dict) -> bool:
@@ -136,13 +140,15 @@ def _unknown_outcome(events: list[dict], last: dict) -> bool:
 
 def _holders(report: ShareReport, value: str, events: list[dict], faults: list[float], lock_s: float) -> None:
     """A delivery while another member holds the record. A member holds it from its delivery
-    until it sent an acknowledgement the broker answered ok (`sent`), or until the lock ran out;
-    an overlap is excused when a fault came between the two deliveries."""
+    until it sent an acknowledgement the broker answered ok (`sent`), or until the lock ran out
+    (at the latest `lock_s` after the delivery, at the earliest `PREFETCH_SLACK_S` sooner: the
+    lock started when the broker handed the record out, before the poll returned it); an
+    overlap is excused when a fault came between the two deliveries."""
     holds = []  # (member, since, until)
     for i, e in enumerate(events):
         if e["type"] != "delivered":
             continue
-        until = e["t"] + lock_s
+        until = e["t"] - PREFETCH_SLACK_S + lock_s
         for later in events[i + 1 :]:
             if later["type"] == "acked" and later["member"] == e["member"] and later["ok"]:
                 until = min(until, later.get("sent", later["t"]))

@@ -78,6 +78,12 @@ def test_two_holders_without_a_fault_or_an_expired_lock_are_reported():
     history = produced("x") + [d("m1", "x", 1, 1.0), d("m2", "x", 2, 2.0), a("m2", "x", "accept", 2.5)]
     report = check(history, LIMIT, LOCK)
     assert report.two_holders == [("x", "m1", "m2")]
+    # the lock began when the broker handed the record out, up to PREFETCH_SLACK_S before m1's
+    # poll returned it: a delivery to m2 just before m1's delivery + LOCK is excused, one earlier is not
+    prefetched = produced("y") + [d("m1", "y", 1, 1.0), d("m2", "y", 2, 1.0 + LOCK - 0.5)]
+    assert check(prefetched, LIMIT, LOCK).two_holders == []
+    early = produced("z") + [d("m1", "z", 1, 1.0), d("m2", "z", 2, 1.0 + LOCK - 1.5)]
+    assert check(early, LIMIT, LOCK).two_holders == [("z", "m1", "m2")]
     failed_release = produced("y") + [
         d("m1", "y", 1, 1.0),
         a("m1", "y", "release", 1.5, ok=False),  # not released: still m1's until its lock runs out
@@ -95,13 +101,16 @@ def test_delivery_counts_that_go_down_or_past_the_limit_are_reported():
 
 
 def test_an_acknowledgement_whose_answer_was_lost_resolves_a_record_never_delivered_again():
-    history = produced("killed", "broken", "redelivered", "refused", "released") + [
+    history = produced("killed", "broken", "unwritten", "redelivered", "refused", "released") + [
         d("m1", "killed", 1, 1.0),
         acking("m1", "killed", "accept", 1.01),
         fault(1.02),  # m1 killed before the answer: the accept may be durable
         d("m2", "broken", 2, 1.0),
         acking("m2", "broken", "reject", 1.01),
         a("m2", "broken", "reject", 1.5, ok=False, code=-195),  # the connection broke: unknown
+        d("m3", "unwritten", 1, 1.0),
+        acking("m3", "unwritten", "accept", 1.01),
+        a("m3", "unwritten", "accept", 1.5, ok=False, code=13),  # NETWORK_EXCEPTION: the state write may have landed
         d("m1", "redelivered", 1, 1.0),
         acking("m1", "redelivered", "accept", 1.01),
         d("m2", "redelivered", 2, 6.0),  # the accept did not land: it must be resolved again
@@ -112,5 +121,5 @@ def test_an_acknowledgement_whose_answer_was_lost_resolves_a_record_never_delive
         acking("m3", "released", "release", 1.01),  # a release never resolves a record
     ]
     report = check(history, LIMIT, LOCK)
-    assert report.unconfirmed == 2
+    assert report.unconfirmed == 3
     assert sorted(report.unresolved) == [("redelivered", [1, 2]), ("refused", [1]), ("released", [1])]
