@@ -972,6 +972,29 @@ BROKER_CONFIG: dict[str, ConfigKey] = {
             "The most members one share group may have.",
         ),
         _key(
+            "telemetry.max.bytes",
+            "int",
+            _int_at_least(1),
+            1048576,
+            "The largest PushTelemetry metrics payload, in bytes, a client may send (KIP-714).",
+        ),
+        _key(
+            "telemetry.max.client.instances",
+            "int",
+            _int_at_least(1),
+            10000,
+            "minikafka's own: the most client instances whose pushed metrics a broker keeps (KIP-714); "
+            "past it a new instance's metrics are dropped and counted.",
+        ),
+        _key(
+            "telemetry.max.series",
+            "int",
+            _int_at_least(1),
+            100000,
+            "minikafka's own: the most pushed metric series a broker keeps over all client instances; "
+            "past it new series are dropped and counted.",
+        ),
+        _key(
             "group.share.record.lock.duration.ms",
             "int",
             _int_at_least(1000),

@@ -195,3 +195,13 @@ def describe_group(entries) -> list[dict]:
         synonyms = [{"name": e.name, "value": e.value, "source": source}]
         out.append(_entry(e.name, e.value, synonyms, e.config_type, e.documentation, False))
     return out
+
+
+def describe_client_metrics(entries) -> list[dict]:
+    """DescribeConfigs entries of a CLIENT_METRICS resource (`client_metrics.config.describe`:
+    name, value, is_default, type, doc): a set key's source is CLIENT_METRICS_CONFIG."""
+    out = []
+    for name, value, is_default, type_name, doc in entries:
+        source = SOURCES["DEFAULT_CONFIG"] if is_default else SOURCES["CLIENT_METRICS_CONFIG"]
+        out.append(_entry(name, value, [{"name": name, "value": value, "source": source}], type_name, doc, False))
+    return out

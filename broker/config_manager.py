@@ -25,6 +25,8 @@ from broker.config import BrokerConfig, ConfigError
 from broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
 from broker.quota import entities as quota_entities
 from broker.quota.manager import QUOTA_KEYS, QuotaManagers
+from client_metrics import config as client_metrics_config
+from client_metrics.manager import ClientMetricsManager
 from coordinator.group.group_config import GroupConfigError, GroupConfigs
 from security.credentials import CredentialCache, user_from_node_name
 from storage.log_manager import LogManager
@@ -48,9 +50,11 @@ class DynamicConfigManager:
         credentials: CredentialCache | None = None,
         quotas: QuotaManagers | None = None,
         group_configs: GroupConfigs | None = None,
+        client_metrics: ClientMetricsManager | None = None,
     ):
         self.zk = zk
         self.group_configs = group_configs
+        self.client_metrics = client_metrics
         self.credentials = credentials if credentials is not None else CredentialCache()
         self.quotas = quotas if quotas is not None else QuotaManagers.create()
         self.dynamic = dynamic
@@ -126,6 +130,27 @@ class DynamicConfigManager:
             return
         log.info("group %s configs: %s", group_id, stored)
 
+    async def load_client_metrics(self, name: str) -> None:
+        """Apply one CLIENT_METRICS subscription (KIP-714); a deleted or empty one is dropped."""
+        if self.client_metrics is None:
+            return
+        stored = await admin.fetch_entity_config(self.zk, "client-metrics", name)
+        if not stored:
+            self.client_metrics.set_subscription(name, None)
+            log.info("client metrics subscription %s removed", name)
+            return
+        try:
+            self.client_metrics.set_subscription(name, client_metrics_config.parse(name, stored))
+        except ValueError as e:
+            log.warning("client metrics subscription %s not applied: %s", name, e)
+            return
+        log.info("client metrics subscription %s: %s", name, stored)
+
+    async def load_all_client_metrics(self) -> None:
+        """Read every CLIENT_METRICS subscription (startup)."""
+        for name in await self.zk.get_children(znodes.CONFIG_CLIENT_METRICS):
+            await self.load_client_metrics(name)
+
     async def load_groups(self) -> None:
         """Read every group's configs (startup)."""
         for group_id in await self.zk.get_children(znodes.CONFIG_GROUPS):
@@ -146,6 +171,8 @@ class DynamicConfigManager:
             await self.load_user_or_client(entity_type, name)
         elif entity_type == "groups":
             await self.load_group(name)
+        elif entity_type == "client-metrics":
+            await self.load_client_metrics(name)
         # other brokers' entities, ips: nothing this broker applies
 
     # ---- the notification listener -----------------------------------------------------------

@@ -14,12 +14,13 @@ from collections import Counter
 
 from broker.config_def import BROKER_CONFIG
 from broker.config_helper import broker_default
+from client_metrics import config as client_metrics_config
 from coordinator.group.group_config import GROUP_CONFIG_KEYS
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import TOPIC_CONFIGS, parse_list
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 
 
 class ConfigOpError(KafkaError):
@@ -32,6 +33,9 @@ class ConfigOpError(KafkaError):
 def _type_and_default(resource_type: int, key: str) -> tuple[str | None, str | None]:
     if resource_type == GROUP:  # no list keys: APPEND / SUBTRACT are INVALID_CONFIG
         return ("string" if key in GROUP_CONFIG_KEYS else None), None
+    if resource_type == CLIENT_METRICS:  # KIP-714: `metrics` and `match` are lists
+        found = client_metrics_config.KEYS.get(key)
+        return (found[0], found[1]) if found else (None, None)
     if resource_type == TOPIC:
         topic_key = TOPIC_CONFIGS.get(key)
         return (topic_key.type, topic_key.default) if topic_key else (None, None)

@@ -20,6 +20,7 @@ from broker.quota.manager import QuotaManagers
 from broker.replica_manager import LeadershipListener, ReplicaManager
 from broker.share.share_manager import SharePartitionManager
 from broker.txn_verification import AddPartitionsToTxnManager
+from client_metrics.manager import ClientMetricsManager
 from controller.controller import KafkaController
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.share.coordinator import ShareCoordinator
@@ -52,6 +53,7 @@ class BrokerContext:
     share_manager: SharePartitionManager | None = None  # ShareFetch / ShareAcknowledge (KIP-932)
     share_coordinator: ShareCoordinator | None = None  # the share-state APIs 83-87 (KIP-932)
     partition_metadata: PartitionMetadataClient | None = None  # latest offsets from leaders (KIP-1226 lag)
+    client_metrics: ClientMetricsManager | None = None  # KIP-714's subscriptions and pushed metrics
 
     @property
     def broker_id(self) -> int:

@@ -50,6 +50,7 @@ from broker.txn_marker_channel import TransactionMarkerChannel
 from broker.txn_verification import AddPartitionsToTxnManager
 from broker.zk_session import SessionKeeper
 from client.connection import Connection, ConnectionClosed
+from client_metrics.manager import ClientMetricsManager
 from console.auth import console_auth
 from console.server import Console
 from console.snapshot import local_snapshot, read_records
@@ -130,6 +131,12 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(config.raw, config.broker_id)
         self.quotas = QuotaManagers.create(config["quota.window.num"], config["quota.window.size.seconds"] * 1000)
         self.group_configs = GroupConfigs(self.config)
+        self.client_metrics = ClientMetricsManager(
+            lambda: time.monotonic() * 1000,
+            max_bytes=self.config["telemetry.max.bytes"],
+            max_instances=self.config["telemetry.max.client.instances"],
+            max_series=self.config["telemetry.max.series"],
+        )
         self.config_manager = DynamicConfigManager(
             self.zk,
             self.dynamic_config,
@@ -138,6 +145,7 @@ class Broker:
             self.credentials,
             self.quotas,
             self.group_configs,
+            self.client_metrics,
         )
         self.server: KafkaServer | None = None
         self.registration: znodes.BrokerRegistration | None = None
@@ -159,6 +167,7 @@ class Broker:
                 await self.config_manager.load_broker_configs()
                 await self.config_manager.load_users_and_clients()
                 await self.config_manager.load_groups()
+                await self.config_manager.load_all_client_metrics()
                 return cluster_id
             except SESSION_ERRORS as e:
                 if trio.current_time() >= deadline:
@@ -293,6 +302,7 @@ class Broker:
                 quotas=self.quotas,
                 share_manager=share_manager,
                 share_coordinator=share_coordinator,
+                client_metrics=self.client_metrics,
                 partition_metadata=PartitionMetadataClient(
                     self.config.broker_id,
                     self.metadata_cache,

@@ -591,6 +591,9 @@ class KafkaServer:
         request.peer = peer
         request.principal = session.principal
         request.connection_id = session.connection_id
+        if request.api_key == ApiKey.API_VERSIONS and request.api_version >= 3:
+            session.software = (request.body.client_software_name, request.body.client_software_version)
+        request.client_software = session.software
         request.size = len(frame)
         return request
 
@@ -683,11 +686,12 @@ class _Session:
     """What a connection's requests share: its listener, peer, authenticated principal and id
     (unique in this broker's life; "" for a request served without a connection)."""
 
-    __slots__ = ("listener", "peer", "principal", "connection_id", "muted_until")
+    __slots__ = ("listener", "peer", "principal", "connection_id", "software", "muted_until")
 
     def __init__(self, listener: str, peer: str, principal: str, connection_id: str):
         self.listener, self.peer, self.principal = listener, peer, principal
         self.connection_id = connection_id
+        self.software = ("", "")  # the client's software name and version, from its ApiVersions v3+
         self.muted_until = 0.0  # trio time: a throttled client's next request waits until then
 
 

@@ -107,6 +107,7 @@ class Request:
     peer: str = ""  # the client's "host:port" (set by the server)
     principal: str = "User:ANONYMOUS"  # who the connection authenticated as (set by the server)
     connection_id: str = ""  # the connection's id in this broker (set by the server)
+    client_software: tuple[str, str] = ("", "")  # name, version from the connection's ApiVersions v3+ (the server)
     size: int = 0  # bytes of the request frame (set by the server; quotas)
     request_throttle_ms: int = 0  # the request quota's throttle time (set by the server)
 

@@ -46,6 +46,8 @@ NEXT = {
     "DescribeShareGroupOffsets",
     "AlterShareGroupOffsets",
     "DeleteShareGroupOffsets",
+    # KIP-714's client metrics (v0 of 74 is 3.8's ListClientMetricsResources; v1 lists every type)
+    "ListConfigResources",
 }
 DEFAULT_OUT = ROOT / "protocol" / "schemas"
 
@@ -118,6 +120,9 @@ SERVED: dict[str, tuple[int, int]] = {
     "DescribeShareGroupOffsets": (0, 1),
     "AlterShareGroupOffsets": (0, 0),
     "DeleteShareGroupOffsets": (0, 0),
+    "GetTelemetrySubscriptions": (0, 0),
+    "PushTelemetry": (0, 0),
+    "ListConfigResources": (0, 1),
 }
 HEADERS = {"RequestHeader": (0, 2), "ResponseHeader": (0, 1)}
 #: record spec name -> versions generated (all Kafka 3.8 writes or may have written)

@@ -25,6 +25,7 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_USERS = "/config/users"
 CONFIG_GROUPS = "/config/groups"  # KIP-932's group configs (Kafka keeps them in KRaft metadata)
+CONFIG_CLIENT_METRICS = "/config/client-metrics"  # KIP-714's subscriptions (KRaft metadata in Kafka)
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
@@ -41,6 +42,7 @@ PERSISTENT_PATHS = [
     "/config/brokers",
     "/config/users",
     "/config/groups",
+    "/config/client-metrics",
     "/config/changes",
     "/admin/delete_topics",
     "/isr_change_notification",

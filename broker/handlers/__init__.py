@@ -35,6 +35,7 @@ from broker.handlers import (
     share_group,
     share_group_offsets,
     share_state,
+    telemetry,
     transaction_admin,
     transactions,
     write_txn_markers,
@@ -80,6 +81,7 @@ HANDLERS: dict[int, Handler] = {
     **share_group.HANDLERS,
     **share_group_offsets.HANDLERS,
     **share_state.HANDLERS,
+    **telemetry.HANDLERS,
 }
 
 

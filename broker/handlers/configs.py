@@ -2,8 +2,10 @@
 v0-1), served by every broker as Kafka's ZooKeeper mode does (`ZkAdminManager`, `ConfigHelper`).
 
 Resources: TOPIC (type 2, name = the topic), BROKER (type 4, name = this broker's id, or "" for
-the cluster-wide default) and GROUP (type 32, name = the group; KIP-932's share group configs,
-`coordinator.group.group_config`, stored in `/config/groups/<group>`). A broker resource naming another broker is INVALID_REQUEST ("Unexpected
+the cluster-wide default), GROUP (type 32, name = the group; KIP-932's share group configs,
+`coordinator.group.group_config`, stored in `/config/groups/<group>`) and CLIENT_METRICS (type
+16, name = the subscription; KIP-714, `client_metrics.config`, stored in
+`/config/client-metrics/<name>`, authorized on the cluster as Kafka does). A broker resource naming another broker is INVALID_REQUEST ("Unexpected
 broker id"), as clients must send it to that broker. Errors per resource: UNKNOWN_TOPIC_OR_PARTITION
 for a missing topic, INVALID_TOPIC_EXCEPTION for an illegal name, INVALID_CONFIG for an unknown key,
 a bad value or a key that cannot change at runtime, INVALID_REQUEST for duplicate keys, null values
@@ -19,10 +21,11 @@ from typing import TYPE_CHECKING
 
 from broker.authz import Op, Resource, allowed, cluster_allowed
 from broker.config import ConfigError
-from broker.config_helper import describe_broker, describe_group, describe_topic
-from broker.config_ops import BROKER, GROUP, TOPIC, ConfigOpError, apply_incremental, replace_all
+from broker.config_helper import describe_broker, describe_client_metrics, describe_group, describe_topic
+from broker.config_ops import BROKER, CLIENT_METRICS, GROUP, TOPIC, ConfigOpError, apply_incremental, replace_all
 from broker.dynamic_config import DEFAULT_ENTITY
 from broker.server import Handler
+from client_metrics import config as client_metrics_config
 from coordinator.group import group_config
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
     from zk.client import ZkClient
 
 
-_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", GROUP: "GROUP"}
+_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", GROUP: "GROUP", CLIENT_METRICS: "CLIENT_METRICS"}
 
 
 class ResourceError(KafkaError):
@@ -54,7 +57,7 @@ def _authorize(ctx: BrokerContext, request: Request, resource, operation: Op) ->
     resource, on the cluster (CLUSTER_AUTHORIZATION_FAILED), as Kafka's `ConfigHelper` checks."""
     if resource.resource_type == TOPIC and not allowed(ctx, request, operation, Resource.TOPIC, resource.resource_name):
         raise ResourceError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
-    if resource.resource_type == BROKER and not cluster_allowed(ctx, request, operation):
+    if resource.resource_type in (BROKER, CLIENT_METRICS) and not cluster_allowed(ctx, request, operation):
         raise ResourceError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     if resource.resource_type == GROUP and not allowed(ctx, request, operation, Resource.GROUP, resource.resource_name):
         raise ResourceError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
@@ -82,6 +85,11 @@ async def _check_topic(ctx: BrokerContext, name: str) -> None:
 def _check_group(name: str) -> None:
     if not name:
         raise ResourceError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+
+
+def _check_subscription(name: str) -> None:
+    if not name:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty")
 
 
 def _broker_entity(ctx: BrokerContext, name: str) -> str:
@@ -129,6 +137,10 @@ async def _describe_one(ctx: BrokerContext, resource) -> list[dict]:
         except group_config.GroupConfigError:
             overrides = {}  # written by an older broker with other rules: the defaults stand
         return describe_group(group_config.describe(overrides, ctx.config, keys))
+    if resource.resource_type == CLIENT_METRICS:
+        _check_subscription(resource.resource_name)
+        stored = await admin.fetch_entity_config(_served(ctx)[0], "client-metrics", resource.resource_name)
+        return describe_client_metrics(client_metrics_config.describe(stored, keys))
     raise ResourceError(
         ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type} for DescribeConfigs"
     )
@@ -185,6 +197,9 @@ async def _alter_one(ctx: BrokerContext, resource, validate_only: bool, incremen
     elif rtype == GROUP:
         _check_group(name)
         entity_type, entity = "groups", name
+    elif rtype == CLIENT_METRICS:
+        _check_subscription(name)
+        entity_type, entity = "client-metrics", name
     else:
         raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype} for altering configs")
     try:
@@ -201,6 +216,8 @@ async def _alter_one(ctx: BrokerContext, resource, validate_only: bool, incremen
             parse_topic_config(new, internal=name in INTERNAL_TOPICS)
         elif rtype == GROUP:
             group_config.validate(new, ctx.config)
+        elif rtype == CLIENT_METRICS:
+            client_metrics_config.parse(name, new)
         else:
             dynamic.validate(new, per_broker=entity != DEFAULT_ENTITY)
     except (ValueError, ConfigError) as e:  # GroupConfigError is a ValueError

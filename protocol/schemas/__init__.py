@@ -36,6 +36,7 @@ from protocol.schemas import elect_leaders
 from protocol.schemas import end_txn
 from protocol.schemas import fetch
 from protocol.schemas import find_coordinator
+from protocol.schemas import get_telemetry_subscriptions
 from protocol.schemas import heartbeat
 from protocol.schemas import incremental_alter_configs
 from protocol.schemas import init_producer_id
@@ -43,6 +44,7 @@ from protocol.schemas import initialize_share_group_state
 from protocol.schemas import join_group
 from protocol.schemas import leader_and_isr
 from protocol.schemas import leave_group
+from protocol.schemas import list_config_resources
 from protocol.schemas import list_groups
 from protocol.schemas import list_offsets
 from protocol.schemas import list_partition_reassignments
@@ -53,6 +55,7 @@ from protocol.schemas import offset_delete
 from protocol.schemas import offset_fetch
 from protocol.schemas import offset_for_leader_epoch
 from protocol.schemas import produce
+from protocol.schemas import push_telemetry
 from protocol.schemas import read_share_group_state
 from protocol.schemas import read_share_group_state_summary
 from protocol.schemas import sasl_authenticate
@@ -102,6 +105,7 @@ APIS = {
     end_txn.API_KEY: end_txn,
     fetch.API_KEY: fetch,
     find_coordinator.API_KEY: find_coordinator,
+    get_telemetry_subscriptions.API_KEY: get_telemetry_subscriptions,
     heartbeat.API_KEY: heartbeat,
     incremental_alter_configs.API_KEY: incremental_alter_configs,
     init_producer_id.API_KEY: init_producer_id,
@@ -109,6 +113,7 @@ APIS = {
     join_group.API_KEY: join_group,
     leader_and_isr.API_KEY: leader_and_isr,
     leave_group.API_KEY: leave_group,
+    list_config_resources.API_KEY: list_config_resources,
     list_groups.API_KEY: list_groups,
     list_offsets.API_KEY: list_offsets,
     list_partition_reassignments.API_KEY: list_partition_reassignments,
@@ -119,6 +124,7 @@ APIS = {
     offset_fetch.API_KEY: offset_fetch,
     offset_for_leader_epoch.API_KEY: offset_for_leader_epoch,
     produce.API_KEY: produce,
+    push_telemetry.API_KEY: push_telemetry,
     read_share_group_state.API_KEY: read_share_group_state,
     read_share_group_state_summary.API_KEY: read_share_group_state_summary,
     sasl_authenticate.API_KEY: sasl_authenticate,

@@ -34,6 +34,9 @@ REQUIRED = {
     "DescribeShareGroupOffsets": (0, 1),
     "AlterShareGroupOffsets": (0, 0),
     "DeleteShareGroupOffsets": (0, 0),
+    "GetTelemetrySubscriptions": (0, 0),
+    "PushTelemetry": (0, 0),
+    "ListConfigResources": (0, 1),
     "ApiVersions": (0, 3),
     "Metadata": (1, 12),
     "Produce": (3, 9),
@@ -181,9 +184,12 @@ def test_api_key_enum_matches_the_message_specs():
             spec = json.loads(
                 "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("//"))
             )
-            name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", spec["name"][: -len("Request")])
+            api = spec["name"][: -len("Request")]
+            name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", api).upper()
             if spec["apiKey"] not in expected.values():
-                expected[name.upper()] = spec["apiKey"]
+                expected[name] = spec["apiKey"]
+            elif api in gen_schemas.NEXT:  # served from the newer spec, under its newer name (74)
+                expected = {k: v for k, v in expected.items() if v != spec["apiKey"]} | {name: spec["apiKey"]}
     assert {key.name: key.value for key in ApiKey} == expected
     for key, schema in SCHEMAS.items():  # the served schemas carry the same names
         assert ApiKey(key).name == re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", schema.name).upper()
