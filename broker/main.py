@@ -63,6 +63,7 @@ from coordinator.share.config import ShareCoordinatorConfig
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.transaction.config import TransactionConfig
 from coordinator.transaction.coordinator import TransactionCoordinator
+from metrics.client_metrics import ClientMetricsCollector
 from metrics.collector import BrokerCollector
 from metrics.http import serve_metrics
 from protocol.api_keys import ApiKey
@@ -174,6 +175,12 @@ class Broker:
                     raise BrokerStartupError(f"ZooKeeper at {self.zk.connect} kept failing at startup: {e!r}") from None
                 log.warning("ZooKeeper failed during startup (%r); trying again", e)
                 await trio.sleep(0.5)
+
+    async def _expire_client_metrics(self) -> None:
+        """Forget silent client instances (KIP-714) once a second, scraped or not."""
+        while True:
+            await trio.sleep(1)
+            self.client_metrics.expire()
 
     async def _cluster_id(self) -> str:
         found = await self.zk.get_or_none(znodes.CLUSTER_ID)
@@ -344,6 +351,7 @@ class Broker:
                     await nursery.start(self.controller.run)
                     await nursery.start(self.config_manager.run)
                     nursery.start_soon(self.session.run)
+                    nursery.start_soon(self._expire_client_metrics)
                     metrics = await self._start_metrics(nursery, group_coordinator, txn_coordinator, share_manager)
                     registration = await self._register(bound)
                     endpoints = ", ".join(f"{n}://{h}:{p}" for n, h, p in registration.endpoints)
@@ -383,6 +391,7 @@ class Broker:
         registry.register(
             BrokerCollector(self.server, self.replica_manager, self.controller, group_coordinator, share_manager)
         )
+        registry.register(ClientMetricsCollector(self.client_metrics))
         host = self.config["metrics.host"]
         console = self._console(group_coordinator, txn_coordinator, share_manager)
         try:
