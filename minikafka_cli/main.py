@@ -18,6 +18,7 @@ import sys
 from broker import main as broker_main
 from minikafka_cli import (
     acls,
+    client_metrics,
     cluster,
     compose,
     configs,
@@ -54,6 +55,7 @@ COMMANDS = {
     "transactions": (transactions, "list or describe transactions and a partition's producers"),
     "leader-election": (leader_election, "elect preferred replicas (or, unclean, any live replica) as leaders"),
     "acls": (acls, "add, remove or list ACLs (like kafka-acls.sh)"),
+    "client-metrics": (client_metrics, "list, describe, alter or delete client metrics subscriptions (KIP-714)"),
     "users": (users, "add, delete or describe users' SCRAM credentials (like kafka-configs.sh --entity-type users)"),
     "health": (health, "exit 0 when a broker answers Metadata with a controller (a container healthcheck)"),
     "perf": (perf, "produce, consume and end-to-end perf tests (ours or confluent-kafka)"),

@@ -19,7 +19,7 @@ from client_metrics.config import ClientInfo
 from client_metrics.manager import ACCEPTED_COMPRESSION, DELTA_TEMPORALITY, ZERO
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from zk import znodes
+from zk import admin, znodes
 
 if TYPE_CHECKING:
     from broker.context import BrokerContext
@@ -96,6 +96,8 @@ async def list_config_resources(ctx: BrokerContext, request: Request):
         }
         for rtype in sorted(wanted & set(paths)):
             for name in sorted(await ctx.zk.get_children(paths[rtype])):
+                if rtype == CLIENT_METRICS and not await admin.fetch_entity_config(ctx.zk, "client-metrics", name):
+                    continue  # deleted: every key was removed
                 found.append({"resource_name": name, "resource_type": rtype})
     if BROKER in wanted:  # every live broker is a config resource (KRaft lists them so)
         found += [{"resource_name": str(b), "resource_type": BROKER} for b in sorted(ctx.metadata_cache.brokers)]

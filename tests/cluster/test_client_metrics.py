@@ -5,12 +5,14 @@ endpoint agreeing with its own statistics, gone once it closes; no subscription,
 PushTelemetry's errors over the wire."""
 
 import json
+import subprocess
+import sys
 import time
 import uuid
 
 import pytest
 import trio
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from metrics_helpers import scrape, value
 
 from client.connection import Connection
@@ -55,9 +57,26 @@ def test_a_producer_pushes_its_metrics_to_prometheus_and_they_go_when_it_closes(
     broker = start_broker(1, metrics_port=0)
     subscription = {"metrics": "org.apache.kafka.producer.", "interval.ms": "1000"}
     assert trio.run(subscribe, broker, "producers", subscription) == ErrorCode.NONE
+    consumers = {"metrics": "org.apache.kafka.consumer.", "interval.ms": "1000", "match": "client_id=audit"}
+    assert trio.run(subscribe, broker, "consumers", consumers) == ErrorCode.NONE
     stats: list[str] = []
     p = produce_for(broker, 5, stats)
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "audit",
+            "client.id": "audit",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    c.subscribe(["pushed"])
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        c.poll(0.2)
     samples = scrape(broker)
+    read = {name for name, _ in pushed(samples, "org_apache_kafka_consumer_")}
+    assert "org_apache_kafka_consumer_fetch_manager_fetch_latency_avg" in read, sorted(read)
+    c.close()
     mine = pushed(samples, "org_apache_kafka_producer_")
     names = {name for name, _ in mine}
     assert {"org_apache_kafka_producer_request_latency_avg", "org_apache_kafka_producer_record_queue_time_avg"} <= names
@@ -65,12 +84,16 @@ def test_a_producer_pushes_its_metrics_to_prometheus_and_they_go_when_it_closes(
     assert labels["client_id"] == "orders-app" and labels["principal"] == "User:ANONYMOUS"
     assert labels["client_software_name"] == "confluent-kafka-python"
     assert labels["client_software_version"].startswith("2.16")
-    assert not pushed(samples, "org_apache_kafka_consumer_")  # not subscribed
+    assert not [
+        k
+        for k in pushed(samples, "org_apache_kafka_")
+        if dict(k[1])["client_id"] == "orders-app" and "consumer" in k[0]
+    ]
     # the pushed connection count is the producer's own (its statistics: connects per broker)
     connects = sum(b["connects"] for b in json.loads(stats[-1])["brokers"].values())
     created = [v for (name, _), v in mine.items() if name == "org_apache_kafka_producer_connection_creation_total"]
     assert created == [connects]
-    assert value(samples, "kafka_server_client_metrics_instance_count") == 1
+    assert value(samples, "kafka_server_client_metrics_instance_count") == 2  # the producer and the consumer
     del p  # destroyed: its last push says it is terminating
     deadline = time.monotonic() + 10
     while pushed(samples := scrape(broker), "org_apache_kafka_producer_"):
@@ -119,3 +142,31 @@ async def test_push_telemetry_errors_over_the_wire(start_broker):
         assert again.error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
         listed = await conn.request(ApiKey.LIST_CONFIG_RESOURCES, {"resource_types": [16]}, version=1)
         assert [(r.resource_name, r.resource_type) for r in listed.config_resources] == [("all", 16)]
+
+
+def cli(broker, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "minikafka_cli.main", "client-metrics", "--bootstrap-server", broker.bootstrap]
+    return subprocess.run(command + list(args), capture_output=True, text=True, timeout=60)
+
+
+def test_the_client_metrics_cli_manages_subscriptions_as_kafka_client_metrics_sh(start_broker):
+    broker = start_broker(1)
+    made = cli(
+        broker, "--alter", "--name", "slow-consumers", "--metrics", "org.apache.kafka.consumer.", "--interval", "2000"
+    )
+    assert made.returncode == 0, made.stderr
+    assert cli(broker, "--alter", "--name", "all", "--metrics", "*", "--match", "client_id=orders-.*").returncode == 0
+    assert cli(broker, "--list").stdout.split() == ["NAME", "all", "slow-consumers"]
+    described = [line.split() for line in cli(broker, "--describe").stdout.splitlines()]
+    assert described == [
+        ["NAME", "METRICS", "INTERVAL-MS", "MATCH"],
+        ["all", "*", "300000", "client_id=orders-.*"],
+        ["slow-consumers", "org.apache.kafka.consumer.", "2000", "-"],
+    ]
+    bad = cli(broker, "--alter", "--name", "x", "--interval", "5")
+    assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stderr
+    wrong = cli(broker, "--alter", "--name", "x", "--match", "colour=red")
+    assert wrong.returncode == 1 and "INVALID_CONFIG" in wrong.stderr
+    assert cli(broker, "--alter", "--name", "x").returncode == 2  # nothing to change
+    assert cli(broker, "--delete", "--name", "all").returncode == 0
+    assert cli(broker, "--list").stdout.split() == ["NAME", "slow-consumers"]
