@@ -435,6 +435,8 @@ class Broker:
                 group_coordinator,
                 txn_coordinator,
                 share_manager,
+                self.server,
+                self.client_metrics,
             ),
             lambda topic, partition, offset, limit: read_records(self.replica_manager, topic, partition, offset, limit),
             peers,

@@ -158,6 +158,7 @@ class KafkaServer:
         self.max_connections_per_ip_overrides = dict(config.max_connections_per_ip_overrides)
         self._per_ip: dict[str, int] = {}
         self._connections_opened = 0  # numbers each connection's id
+        self.sessions: dict[str, _Session] = {}  # the open client connections, by id (the console's Clients page)
         #: called with a connection's id once it closed (Kafka's `ConnectionDisconnectListener`:
         #: share sessions end with the connection that opened them); never raise
         self.disconnect_listeners: list[Callable[[str], None]] = []
@@ -256,6 +257,7 @@ class KafkaServer:
                 stream, principal = opened
                 self._connections_opened += 1
                 session = _Session(listener, peer, principal, f"{listener}-{peer}-{self._connections_opened}")
+                self.sessions[session.connection_id] = session
                 try:
                     async with trio.open_nursery() as nursery:
                         queue = ResponseQueue(stream, backlog, nursery.cancel_scope, peer, self.idle_timeout_s)
@@ -265,6 +267,7 @@ class KafkaServer:
                         finally:
                             queue.input_done()
                 finally:
+                    del self.sessions[session.connection_id]
                     self._disconnected(session.connection_id)
         except Exception:  # a bug serving one connection closes that connection, never the broker
             log.exception("closing %s: unexpected error serving it", peer)
@@ -591,8 +594,10 @@ class KafkaServer:
         request.peer = peer
         request.principal = session.principal
         request.connection_id = session.connection_id
-        if request.api_key == ApiKey.API_VERSIONS and request.api_version >= 3:
-            session.software = (request.body.client_software_name, request.body.client_software_version)
+        if request.api_key == ApiKey.API_VERSIONS:
+            session.client_id = request.client_id
+            if request.api_version >= 3:
+                session.software = (request.body.client_software_name, request.body.client_software_version)
         request.client_software = session.software
         request.size = len(frame)
         return request
@@ -686,12 +691,13 @@ class _Session:
     """What a connection's requests share: its listener, peer, authenticated principal and id
     (unique in this broker's life; "" for a request served without a connection)."""
 
-    __slots__ = ("listener", "peer", "principal", "connection_id", "software", "muted_until")
+    __slots__ = ("listener", "peer", "principal", "connection_id", "software", "client_id", "muted_until")
 
     def __init__(self, listener: str, peer: str, principal: str, connection_id: str):
         self.listener, self.peer, self.principal = listener, peer, principal
         self.connection_id = connection_id
         self.software = ("", "")  # the client's software name and version, from its ApiVersions v3+
+        self.client_id = ""  # the client id its ApiVersions carried
         self.muted_until = 0.0  # trio time: a throttled client's next request waits until then
 
 

@@ -35,7 +35,13 @@ def page(title: str, body: str, view: ClusterView | None = None) -> str:
     serving = f" - broker {view.serving}" if view else ""
     nav = " ".join(
         link(p, t)
-        for p, t in (("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Groups"), ("/transactions", "Transactions"))
+        for p, t in (
+            ("/", "Cluster"),
+            ("/topics", "Topics"),
+            ("/groups", "Groups"),
+            ("/transactions", "Transactions"),
+            ("/clients", "Clients"),
+        )
     )
     warn = ""
     if view and view.unreachable:

@@ -2,6 +2,7 @@
 gathers the other brokers' snapshots from their consoles (`/api/local.json`) for each page.
 
 Routes: `/` cluster, `/topics`, `/topics/<topic>`, `/groups`, `/groups/<id>`, `/transactions`,
+`/clients` (connected clients and their pushed metrics, KIP-714),
 `/records/<topic>/<partition>?offset=N&limit=M` (committed records, read from a broker holding a
 replica: this one, or the leader's console), `/api/local.json` (this broker's snapshot),
 `/api/records.json?topic=&partition=&offset=&limit=` (a local replica's records).
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import trio
 
-from console import pages
+from console import clients, pages
 from console.auth import ConsoleAuth
 from console.view import ClusterView
 
@@ -95,6 +96,8 @@ class Console:
             return _html(pages.group(view, path[1]))
         if path == ["transactions"]:
             return _html(pages.transactions(view))
+        if path == ["clients"]:
+            return _html(clients.page(view))
         if len(path) == 3 and path[0] == "records" and path[2].isdigit():
             topic, partition = path[1], int(path[2])
             if not self.auth.may_read(principal, host, topic):

@@ -11,7 +11,8 @@ Shape (units: offsets; times in ms since the epoch, wall clock, for display only
      "transactions": [{"transactional_id", "producer_id", "producer_epoch", "state", "timeout_ms",
                        "started_ms", "partitions": [[topic, partition]]}],
      "share_partitions": [{"group_id", "topic", "partition", "start_offset", "end_offset",
-                           "records": {state: count}, "delivery_counts": [lowest, highest], "lag"}]}
+                           "records": {state: count}, "delivery_counts": [lowest, highest], "lag"}],
+     "clients": console.clients.clients_snapshot's shape}
 
 Groups and transactions are the ones this broker coordinates; share-partitions (KIP-932) the ones
 it leads. Every object is read by attribute
@@ -23,14 +24,24 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from console.clients import clients_snapshot
 from protocol import consumer_protocol
 
 
 def local_snapshot(
-    broker_id: int, metadata_cache, replica_manager, controller, groups=None, transactions=None, shares=None
+    broker_id: int,
+    metadata_cache,
+    replica_manager,
+    controller,
+    groups=None,
+    transactions=None,
+    shares=None,
+    server=None,
+    client_metrics=None,
 ) -> dict:
     now = int(time.time() * 1000)
     return {
+        "clients": clients_snapshot(server, client_metrics),
         "broker_id": broker_id,
         "controller_id": metadata_cache.controller_id,
         "controller_epoch": max(replica_manager.controller_epoch, controller.ctx.epoch if controller.active else 0),

@@ -5,13 +5,16 @@ endpoint agreeing with its own statistics, gone once it closes; no subscription,
 PushTelemetry's errors over the wire."""
 
 import json
+import re
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 import trio
+from chromium import chromium, rendered_dom, screenshot
 from confluent_kafka import Consumer, Producer
 from metrics_helpers import scrape, value
 
@@ -76,7 +79,6 @@ def test_a_producer_pushes_its_metrics_to_prometheus_and_they_go_when_it_closes(
     samples = scrape(broker)
     read = {name for name, _ in pushed(samples, "org_apache_kafka_consumer_")}
     assert "org_apache_kafka_consumer_fetch_manager_fetch_latency_avg" in read, sorted(read)
-    c.close()
     mine = pushed(samples, "org_apache_kafka_producer_")
     names = {name for name, _ in mine}
     assert {"org_apache_kafka_producer_request_latency_avg", "org_apache_kafka_producer_record_queue_time_avg"} <= names
@@ -94,6 +96,15 @@ def test_a_producer_pushes_its_metrics_to_prometheus_and_they_go_when_it_closes(
     created = [v for (name, _), v in mine.items() if name == "org_apache_kafka_producer_connection_creation_total"]
     assert created == [connects]
     assert value(samples, "kafka_server_client_metrics_instance_count") == 2  # the producer and the consumer
+    if chromium() is not None:  # make setup installs Debian's chromium
+        url = broker.metrics_url.removesuffix("metrics") + "clients"
+        screenshot(url, Path(__file__).resolve().parents[2] / "build" / "screenshots" / "console" / "clients.png")
+        dom = rendered_dom(url)
+        assert "orders-app" in dom and "confluent-kafka-python 2.16" in dom and "User:ANONYMOUS" in dom
+        assert "Pushed metrics (KIP-714)" in dom and "produce latency avg (ms)" in dom
+        cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td>(.*?)</td>", dom)]
+        assert "audit" in cells and cells.count("orders-app") >= 2  # connected, and pushing
+    c.close()
     del p  # destroyed: its last push says it is terminating
     deadline = time.monotonic() + 10
     while pushed(samples := scrape(broker), "org_apache_kafka_producer_"):
