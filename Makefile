@@ -77,6 +77,7 @@ bench: setup
 	$(PY) -m bench.group_bench
 	$(PY) -m bench.consumer_group_bench
 	$(PY) -m bench.share_group_bench
+	$(PY) -m bench.telemetry_bench
 	$(PY) -m bench.cleaner_bench
 	$(PY) -m bench.admin_bench
 	$(PY) -m bench.txn_bench

@@ -269,6 +269,16 @@ def test_quick_share_group_bench_prints_measured_against_targets():
         assert row in r.stdout
 
 
+def test_quick_telemetry_bench_prints_measured_against_targets():
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.telemetry_bench", "--quick"], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| measurement (issue 47) | measured | target | met |" in r.stdout
+    for row in ("10 clients pushing every second", "0 refused", "distinct client instance ids"):
+        assert row in r.stdout
+
+
 def test_quick_goals_bench_prints_every_goal_of_issue_37():
     r = subprocess.run(
         [sys.executable, "-m", "bench.goals_bench", "--quick"], capture_output=True, text=True, timeout=900
