@@ -69,6 +69,17 @@ def payload() -> bytes:
     return bytes(cramjam.zstd.compress(data.SerializeToString()))
 
 
+def _push(subscribed, body: bytes) -> dict:
+    """A PushTelemetry body for the instance a GetTelemetrySubscriptions answer named."""
+    return {
+        "client_instance_id": subscribed.client_instance_id,
+        "subscription_id": subscribed.subscription_id,
+        "terminating": False,
+        "compression_type": ZSTD,
+        "metrics": body,
+    }
+
+
 async def _subscribe(bootstrap: str) -> None:
     async with Cluster.open(bootstrap) as cluster:
         await cm.alter_subscription(cluster, "all", {"metrics": "*", "interval.ms": "1000"})
@@ -77,13 +88,7 @@ async def _subscribe(bootstrap: str) -> None:
 async def _client(host: str, port: int, body: bytes, seconds: float, pushes: list[int]) -> None:
     async with Connection.open(host, port, client_id="bench-producer") as conn:
         got = await conn.request(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, {"client_instance_id": ZERO})
-        push = {
-            "client_instance_id": got.client_instance_id,
-            "subscription_id": got.subscription_id,
-            "terminating": False,
-            "compression_type": ZSTD,
-            "metrics": body,
-        }
+        push = _push(got, body)
         end = trio.current_time() + seconds
         while trio.current_time() < end:
             r = await conn.request(ApiKey.PUSH_TELEMETRY, push)
@@ -108,14 +113,7 @@ async def many_instances(host: str, port: int, count: int) -> None:
         for _ in range(count):
             got = await conn.request(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, {"client_instance_id": ZERO})
             if got.error_code == 0:
-                push = {
-                    "client_instance_id": got.client_instance_id,
-                    "subscription_id": got.subscription_id,
-                    "terminating": False,
-                    "compression_type": ZSTD,
-                    "metrics": body,
-                }
-                await conn.request(ApiKey.PUSH_TELEMETRY, push)
+                await conn.request(ApiKey.PUSH_TELEMETRY, _push(got, body))
 
 
 def rss_mb(pid: int) -> float:
