@@ -2,7 +2,8 @@
 
 It accepts connections on 127.0.0.1, records every request frame, and answers just enough for a
 producer to deliver one batch: ApiVersions (with the v0 UNSUPPORTED_VERSION fallback), Metadata
-(itself as the only broker, leader of every partition asked for), InitProducerId and Produce.
+(itself as the only broker, leader of every partition asked for), InitProducerId, Produce, and
+GetTelemetrySubscriptions (KIP-714: no metrics wanted).
 Every answer is encoded by `protocol.api`, so real clients also judge our response encoders.
 """
 
@@ -20,6 +21,7 @@ from protocol.errors import UnsupportedVersion
 from protocol.framing import FrameDecoder
 
 API_VERSIONS, METADATA, PRODUCE, INIT_PRODUCER_ID = 18, 3, 0, 22
+GET_TELEMETRY_SUBSCRIPTIONS = 71  # librdkafka asks (KIP-714); told no metrics are wanted
 TOPIC_ID = uuid.UUID(int=7)
 
 
@@ -77,6 +79,8 @@ class Capture:
             }
         elif key == INIT_PRODUCER_ID:
             body = {"producer_id": 1000, "producer_epoch": 0}
+        elif key == GET_TELEMETRY_SUBSCRIPTIONS:
+            body = {"client_instance_id": uuid.uuid4(), "push_interval_ms": 300000, "requested_metrics": []}
         elif key == PRODUCE:
             body = {
                 "responses": [
