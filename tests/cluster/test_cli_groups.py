@@ -142,7 +142,7 @@ def test_consume_with_the_consumer_group_protocol_and_describe_epochs(start_brok
             time.sleep(0.2)
         for c in consumers:
             c.send_signal(signal.SIGINT)
-        errors = [c.communicate(timeout=60)[1] for c in consumers]
+        errors = [c.communicate(timeout=120)[1] for c in consumers]  # leaving the group, under load
     finally:
         for c in consumers:
             c.kill()
