@@ -287,6 +287,8 @@ class SharePartitionManager:
         return ErrorCode.NONE
 
     def _release(self, session: ShareSession) -> None:
+        """Everything the session's member holds on its partitions goes back (its session ended);
+        fetches waiting on a partition that got records back are woken."""
         for topic_id, partition in session.partitions:
             name = self.metadata_cache.topic_name(topic_id)
             sp = self.partitions.get((session.group_id, (name, partition))) if name else None
@@ -294,6 +296,7 @@ class SharePartitionManager:
                 released = sp.release_member(session.member_id)
                 if released:
                     log.debug("member %s of %s released %d records", session.member_id, session.group_id, released)
+                    self.replica_manager.watchers.notify((name, partition))
 
     def on_disconnect(self, connection_id: str) -> None:
         """A client connection closed (the server's disconnect listener): the share sessions it
@@ -301,10 +304,6 @@ class SharePartitionManager:
         for session in self.sessions.disconnected(connection_id):
             log.info("member %s of share group %s disconnected", session.member_id, session.group_id)
             self._release(session)
-            for topic_id, partition in session.partitions:
-                name = self.metadata_cache.topic_name(topic_id)
-                if name is not None:
-                    self.replica_manager.watchers.notify((name, partition))  # released records wake fetches
 
     # ---- ShareFetch ----------------------------------------------------------------------------------
     async def share_fetch(
