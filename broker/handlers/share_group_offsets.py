@@ -72,15 +72,26 @@ async def describe_share_group_offsets(ctx: BrokerContext, request: Request):
             topics = [(name, None) for name in sorted(wanted)]
         else:
             topics = [(t.topic_name, list(t.partitions)) for t in asked.topics]
-        answered = [await _share_offsets(ctx, request, persister, group_id, name, parts) for name, parts in topics]
-        await _add_lag(ctx, group_id, answered, wanted=request.api_version >= 1)
+        done: dict[tuple[str, int], int] = {}  # records done past the SPSO, per partition read
+        answered = [
+            await _share_offsets(ctx, request, persister, group_id, name, parts, done) for name, parts in topics
+        ]
+        if request.api_version >= 1:
+            await _add_lag(ctx, group_id, answered, done)
         groups.append({"group_id": group_id, "topics": answered, "error_code": ErrorCode.NONE, "error_message": None})
     return {"throttle_time_ms": 0, "groups": groups}
 
 
 async def _share_offsets(
-    ctx: BrokerContext, request: Request, persister: SharePersister, group_id: str, name: str, parts: list[int] | None
+    ctx: BrokerContext,
+    request: Request,
+    persister: SharePersister,
+    group_id: str,
+    name: str,
+    parts: list[int] | None,
+    done: dict[tuple[str, int], int],
 ):
+    """One topic's answer; `done` gets each read partition's DeliveryCompleteCount (the lag's)."""
     topic_id = ctx.metadata_cache.topic_ids.get(name)
     count = len(ctx.metadata_cache.partitions.get(name, {}))
     partitions = []
@@ -103,32 +114,34 @@ async def _share_offsets(
                 leader_epoch=summary.leader_epoch,
                 error_code=summary.error_code,
                 error_message=summary.error_message,
-                done_past_start=summary.delivery_complete_count,  # for the lag; not a wire field
             )
+            done[(name, index)] = summary.delivery_complete_count
         partitions.append(entry)
     return {"topic_name": name, "topic_id": topic_id or ZERO_ID, "partitions": partitions}
 
 
-async def _add_lag(ctx: BrokerContext, group_id: str, topics: list[dict], *, wanted: bool) -> None:
-    """Each partition's `lag` (KIP-1226, -1 when unknown; v1+, when `wanted`), the latest
-    offsets asked of the partitions' leaders at once."""
+async def _add_lag(ctx: BrokerContext, group_id: str, topics: list[dict], done: dict[tuple[str, int], int]) -> None:
+    """Each partition's `lag` (KIP-1226, v1+; -1 when unknown), the latest offsets asked of the
+    partitions' leaders at once; `done`: DeliveryCompleteCount per partition read."""
     known = [
         (t["topic_name"], p["partition_index"])
         for t in topics
         for p in t["partitions"]
-        if p["error_code"] == ErrorCode.NONE and p["start_offset"] >= 0 and p.get("done_past_start", -1) >= 0
+        if p["error_code"] == ErrorCode.NONE
+        and p["start_offset"] >= 0
+        and done.get((t["topic_name"], p["partition_index"]), -1) >= 0
     ]
     latest: dict = {}
-    if wanted and known and ctx.partition_metadata is not None:
+    if known and ctx.partition_metadata is not None:
         read_committed = ctx.share_manager is not None and (
             ctx.share_manager.group_configs.get(group_id, "share.isolation.level") == "read_committed"
         )
         latest = await ctx.partition_metadata.latest_offsets(known, read_committed)
     for t in topics:
         for p in t["partitions"]:
-            end = latest.get((t["topic_name"], p["partition_index"]))
-            done = p.pop("done_past_start", -1)
-            p["lag"] = -1 if end is None else max(0, end - p["start_offset"] - done)
+            key = (t["topic_name"], p["partition_index"])
+            end = latest.get(key)
+            p["lag"] = -1 if end is None else max(0, end - p["start_offset"] - done[key])
 
 
 def _group_refusal(ctx: BrokerContext, request: Request, op: Op) -> tuple[ErrorCode, str | None] | None:
