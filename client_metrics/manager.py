@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import crc32c
 
@@ -141,7 +141,7 @@ class ClientMetricsManager:
                 self.dropped_instances += 1
                 return None
             instance = self.instances[instance_id] = ClientInstance(
-                instance_id, ClientInfo(str(instance_id), *_rest(client)), principal, listener
+                instance_id, replace(client, client_instance_id=str(instance_id)), principal, listener
             )
         return instance
 
@@ -221,16 +221,6 @@ class ClientMetricsManager:
     def views(self) -> Iterator[ClientInstance]:
         """The instances, oldest first."""
         return iter(list(self.instances.values()))
-
-
-def _rest(client: ClientInfo) -> tuple[str, str, str, str, str]:
-    return (
-        client.client_id,
-        client.client_software_name,
-        client.client_software_version,
-        client.client_source_address,
-        client.client_source_port,
-    )
 
 
 def _subscription_id(metrics: tuple[str, ...], interval_ms: int, instance_id: uuid.UUID) -> int:

@@ -34,8 +34,7 @@ class ClientMetricsCollector:
         self.manager = manager
 
     def collect(self):
-        m = self.manager
-        m.expire()
+        m = self.manager  # silent instances are forgotten by the broker's timer, not by a scrape
         by_name: dict[str, list] = {}
         for instance in m.views():
             client = instance.client

@@ -82,14 +82,10 @@ async def _check_topic(ctx: BrokerContext, name: str) -> None:
         raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
 
 
-def _check_group(name: str) -> None:
+def _require_name(name: str, kind: str) -> None:
+    """A GROUP or CLIENT_METRICS resource must be named (INVALID_REQUEST)."""
     if not name:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
-
-
-def _check_subscription(name: str) -> None:
-    if not name:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty")
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"{kind} name must not be empty")
 
 
 def _broker_entity(ctx: BrokerContext, name: str) -> str:
@@ -130,7 +126,7 @@ async def _describe_one(ctx: BrokerContext, resource) -> list[dict]:
         entity = _broker_entity(ctx, resource.resource_name)
         return describe_broker(_served(ctx)[1], per_broker=entity != DEFAULT_ENTITY, keys=keys)
     if resource.resource_type == GROUP:
-        _check_group(resource.resource_name)
+        _require_name(resource.resource_name, "Group")
         stored = await admin.fetch_entity_config(_served(ctx)[0], "groups", resource.resource_name)
         try:
             overrides = group_config.validate(stored, ctx.config)
@@ -138,7 +134,7 @@ async def _describe_one(ctx: BrokerContext, resource) -> list[dict]:
             overrides = {}  # written by an older broker with other rules: the defaults stand
         return describe_group(group_config.describe(overrides, ctx.config, keys))
     if resource.resource_type == CLIENT_METRICS:
-        _check_subscription(resource.resource_name)
+        _require_name(resource.resource_name, "Client metrics subscription")
         stored = await admin.fetch_entity_config(_served(ctx)[0], "client-metrics", resource.resource_name)
         return describe_client_metrics(client_metrics_config.describe(stored, keys))
     raise ResourceError(
@@ -195,10 +191,10 @@ async def _alter_one(ctx: BrokerContext, resource, validate_only: bool, incremen
     elif rtype == BROKER:
         entity_type, entity = "brokers", _broker_entity(ctx, name)
     elif rtype == GROUP:
-        _check_group(name)
+        _require_name(name, "Group")
         entity_type, entity = "groups", name
     elif rtype == CLIENT_METRICS:
-        _check_subscription(name)
+        _require_name(name, "Client metrics subscription")
         entity_type, entity = "client-metrics", name
     else:
         raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype} for altering configs")
