@@ -500,6 +500,7 @@ class Broker:
                         code, remaining = response.error_code, response.remaining_partitions
                     if code == 0 and not remaining:
                         log.info("controlled shutdown succeeded")
+                        await self._drain_controller_requests()
                         return
                     log.info(
                         "controlled shutdown attempt %d: error %s, %d partitions still led here",
@@ -511,6 +512,14 @@ class Broker:
                     log.info("controlled shutdown attempt %d failed: %s", attempt + 1, e)
                 await trio.sleep(backoff)
         log.warning("controlled shutdown did not complete; shutting down anyway")
+
+    async def _drain_controller_requests(self) -> None:
+        """As the active controller: wait (at most 10 s) until the other brokers have answered the
+        LeaderAndIsr and UpdateMetadata requests the controlled shutdown sent, so they name the new
+        leaders before this controller goes (the next one is elected only after it has)."""
+        channels = self.controller.channels if self.controller.active else None
+        if channels is not None and not await channels.drain(10, except_broker=self.config.broker_id):
+            log.warning("controlled shutdown: some brokers did not answer the controller's last requests in 10 s")
 
     async def _shutdown(self) -> None:
         with trio.CancelScope(shield=True):

@@ -11,7 +11,8 @@ History events (dicts; `t` seconds on one monotonic clock, the scenario's):
   durable, as the acknowledgement commit callback reports it; `code` the error's, negative for
   the client's own, such as a broken connection);
 - {"type": "fault", "t", "what"}: the nemesis struck (a leader, a share coordinator or a member
-  killed): locks may be lost then, and records come back Available with their counts kept.
+  killed), or a partition of the topic got a new leader: locks may be lost then, and records
+  come back Available with their counts kept.
 
 What holds (`ShareReport.violations()`):
 - **resolved**: every record the producer saw acknowledged ends accepted (an ok accept) by
@@ -143,7 +144,8 @@ def _holders(report: ShareReport, value: str, events: list[dict], faults: list[f
     until it sent an acknowledgement the broker answered ok (`sent`), or until the lock ran out
     (at the latest `lock_s` after the delivery, at the earliest `PREFETCH_SLACK_S` sooner: the
     lock started when the broker handed the record out, before the poll returned it); an
-    overlap is excused when a fault came between the two deliveries."""
+    overlap is excused when a fault came between the two (from when the first member's record
+    may have been acquired, `PREFETCH_SLACK_S` before its poll returned it)."""
     holds = []  # (member, since, until)
     for i, e in enumerate(events):
         if e["type"] != "delivered":
@@ -159,5 +161,24 @@ def _holders(report: ShareReport, value: str, events: list[dict], faults: list[f
     for i, (member, since, until) in enumerate(holds):
         for other, other_since, _ in holds[i + 1 :]:
             if other != member and since <= other_since < until:
-                if not any(since <= f <= other_since for f in faults):
+                if not any(since - PREFETCH_SLACK_S <= f <= other_since for f in faults):
                     report.two_holders.append((value, member, other))
+
+
+def explain(history: list[dict], values: list[str], limit: int = 3) -> str:
+    """The events of the first `limit` of `values` and every fault, one per line, in time order,
+    times in seconds from the history's first event: what a failing run prints so its cause can
+    be read without the run's files."""
+    events = sorted((e for e in history if "t" in e), key=lambda e: e["t"])
+    if not events:
+        return "(no events)"
+    start = events[0]["t"]
+    wanted = set(values[:limit])
+    lines = []
+    for e in events:
+        if e["type"] == "fault" or e.get("value") in wanted:
+            fields = {k: v for k, v in e.items() if k not in ("t", "type", "sent")}
+            if "sent" in e:
+                fields["sent"] = f"{e['sent'] - start:.3f}"
+            lines.append(f"{e['t'] - start:9.3f} {e['type']:<9} {fields}")
+    return "\n".join(lines)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -196,9 +197,34 @@ async def _nemesis(env: Env, members: _Members, member_s: float) -> str:
     return "; ".join(done)
 
 
+_BECAME_LEADER = re.compile(
+    r"^(\S+ \S+),(\d{3}) INFO \[broker (\d+)\] \S+: became leader of \('([^']+)', (\d+)\) at epoch (\d+)"
+)
+
+
+def leader_changes(directory: Path, topic: str, wall_minus_monotonic: float) -> list[dict]:
+    """Every leader election of `topic`'s partitions after their first leader, from the brokers'
+    logs (`b*/broker.log`, local wall-clock times to the ms), as fault events on the history's
+    monotonic clock. A partition's records acquired at its old leader are Available again at the
+    new one (acquisition locks live only in the leader's memory, as in Kafka): an election the
+    nemesis caused only indirectly (a broker's ZooKeeper session expiring under load, a bounced
+    broker) is as much a fault as a kill."""
+    found = []
+    for log_file in sorted(directory.glob("b*/broker.log")):
+        for line in log_file.read_text(errors="replace").splitlines():
+            m = _BECAME_LEADER.match(line)
+            if m is None or m.group(4) != topic or int(m.group(6)) == 0:
+                continue
+            wall = time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + int(m.group(2)) / 1000
+            what = f"broker {m.group(3)} became leader of {topic}-{m.group(5)} at epoch {m.group(6)}"
+            found.append({"type": "fault", "t": wall - wall_minus_monotonic, "what": what})
+    return found
+
+
 async def run_share_scenario(seed: int, root: Path, workload_s: float = 12.0) -> tuple[ShareChaosReport, str]:
     directory = root / NAME
     directory.mkdir(parents=True)
+    wall_minus_monotonic = time.time() - time.monotonic()
     zk = ZooKeeperProcess.start(directory / "zk")
     env = await start_env(directory, zk, random.Random(f"{seed}-{NAME}"), EXTRA)
     try:
@@ -218,7 +244,7 @@ async def run_share_scenario(seed: int, root: Path, workload_s: float = 12.0) ->
         await members.wait(member_s + 30)
         members.start("final", 90, "--idle", str(LOCK_MS / 1000 * 2 + 4))
         await members.wait(120)
-        history = env.history + members.history()
+        history = env.history + members.history() + leader_changes(directory, TOPIC, wall_minus_monotonic)
         (directory / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history))
         report = ShareChaosReport(check(history, LIMIT, LOCK_MS / 1000), liveness)
         report.faults = [e["what"] for e in history if e.get("type") == "fault"]

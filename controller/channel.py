@@ -38,18 +38,21 @@ class BrokerChannels:
         self._security = security
         self._queues: dict[int, trio.MemorySendChannel] = {}
         self._scopes: dict[int, trio.CancelScope] = {}
+        self._unanswered: dict[int, list[int]] = {}  # broker id -> [requests queued or in flight]
 
     def add_broker(self, broker_id: int, host: str, port: int) -> None:
         if broker_id in self._queues:
             return
         send, receive = trio.open_memory_channel(math.inf)
         self._queues[broker_id] = send
+        self._unanswered[broker_id] = unanswered = [0]
         scope = trio.CancelScope()
         self._scopes[broker_id] = scope
-        self._nursery.start_soon(self._sender, broker_id, host, port, receive, scope)
+        self._nursery.start_soon(self._sender, broker_id, host, port, receive, scope, unanswered)
 
     def remove_broker(self, broker_id: int) -> None:
         self._queues.pop(broker_id, None)
+        self._unanswered.pop(broker_id, None)
         scope = self._scopes.pop(broker_id, None)
         if scope is not None:
             scope.cancel()
@@ -62,15 +65,33 @@ class BrokerChannels:
         if queue is not None:
             try:
                 queue.send_nowait((api_key, body, on_response))
+                self._unanswered[broker_id][0] += 1
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._queues.pop(broker_id, None)
+
+    async def drain(self, timeout_s: float, except_broker: int | None = None) -> bool:
+        """Wait until every request sent so far (to each broker but `except_broker`) is answered,
+        at most `timeout_s` seconds: whether they all were. A controller shutting down drains
+        first, so the other brokers learn the leaders its controlled shutdown chose before a new
+        controller is elected."""
+        with trio.move_on_after(timeout_s):
+            while any(n[0] for b, n in self._unanswered.items() if b != except_broker):
+                await trio.sleep(0.02)
+            return True
+        return False
 
     def close(self) -> None:
         for broker_id in list(self._queues):
             self.remove_broker(broker_id)
 
     async def _sender(
-        self, broker_id: int, host: str, port: int, queue: trio.MemoryReceiveChannel, scope: trio.CancelScope
+        self,
+        broker_id: int,
+        host: str,
+        port: int,
+        queue: trio.MemoryReceiveChannel,
+        scope: trio.CancelScope,
+        unanswered: list[int],
     ) -> None:
         with scope:
             backoff = 0.1
@@ -85,6 +106,7 @@ class BrokerChannels:
                             api_key, body, on_response = pending
                             response = await conn.request(api_key, body, version=VERSIONS[api_key], timeout_s=30)
                             pending = None
+                            unanswered[0] -= 1
                             if on_response is not None:
                                 on_response(broker_id, response)
                 except (ConnectionClosed, trio.TooSlowError) as e:

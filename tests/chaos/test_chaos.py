@@ -95,10 +95,18 @@ def test_share_group_scenario(tmp_path):
     """Share groups (chaos/share_groups.py) under a leader kill, a share coordinator kill and a
     member kill: every record accepted once or archived, none delivered after its acknowledgement,
     never two holders without a fault or an expired lock, delivery counts never decreasing."""
+    import json
+
+    from chaos.share_checker import explain
     from chaos.share_groups import NAME, run_share_scenario, summary
 
     print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
     report, what = trio.run(run_share_scenario, SEED, tmp_path, WORKLOAD_S)
     print(f"{NAME}: {what}; {summary(report)}")
+    if not report.ok:  # the failing values' events and every fault, read without the run's files
+        s = report.share
+        values = [v for v, *_ in s.two_holders + s.unresolved + s.accepted_twice + s.delivered_after_done]
+        history = [json.loads(line) for line in (tmp_path / NAME / "history.jsonl").read_text().splitlines()]
+        print(explain(history, values))
     assert report.share.produced > 500 and report.share.accepted > 500, "too little to judge"
     assert report.ok, (report.violations(), report.share.unresolved[:5], report.share.two_holders[:5])

@@ -115,20 +115,23 @@ def test_sigterm_of_the_controller_moves_leadership_first(cluster, topic):
     others = ",".join(f"127.0.0.1:{p}" for i, p in enumerate(cluster.ports, 1) if i != controller)
     stopping = subprocess.Popen(["docker", "stop", "-t", "60", cluster.container(service)], stdout=subprocess.DEVNULL)
     leaderless = []
-    while stopping.poll() is None:
-        for p, (leader, _) in partitions(others, topic).items():
-            if leader < 0:
-                leaderless.append(p)
-        time.sleep(0.1)
-    assert stopping.returncode == 0
-    state = cluster.inspect(service)["State"]
-    assert state["ExitCode"] == 0, f"{service} did not exit cleanly on SIGTERM: {state}"  # 137: SIGKILLed
-    after = partitions(others, topic)
-    assert all(leader not in (-1, controller) for leader, _ in after.values()), after
-    assert not leaderless, f"partitions without a leader during the controlled shutdown: {sorted(set(leaderless))}"
-    cluster.docker("start", service)
-    cluster.wait_healthy([service])
-    wait_isr_full(cluster, topic)
+    try:
+        while stopping.poll() is None:
+            for p, (leader, _) in partitions(others, topic).items():
+                if leader < 0:
+                    leaderless.append(p)
+            time.sleep(0.1)
+        assert stopping.returncode == 0
+        state = cluster.inspect(service)["State"]
+        assert state["ExitCode"] == 0, f"{service} did not exit cleanly on SIGTERM: {state}"  # 137: SIGKILLed
+        after = partitions(others, topic)
+        assert all(leader not in (-1, controller) and controller not in isr for leader, isr in after.values()), after
+        assert not leaderless, f"partitions without a leader during the controlled shutdown: {sorted(set(leaderless))}"
+    finally:  # the module's later tests need all three brokers
+        stopping.wait()
+        cluster.docker("start", service)
+        cluster.wait_healthy([service])
+        wait_isr_full(cluster, topic)
 
 
 def test_a_partitioned_leader_is_replaced_and_rejoins_truncated(cluster, topic):

@@ -202,6 +202,28 @@ async def test_controlled_shutdown_leaves_no_partition_leaderless(three, zk):
     assert "controlled shutdown succeeded" in three[victim].log_tail(100000)
 
 
+async def test_a_controller_stopped_by_sigterm_leaves_the_others_naming_its_successors(three, zk):
+    """The controller's own controlled shutdown: by the time its process has exited, the other
+    brokers already name other leaders and ISRs without it (it waited for their answers to its
+    last LeaderAndIsr/UpdateMetadata; the next controller is elected only after it is gone)."""
+    await wait_until(lambda: controller_of(zk) is not None)
+    controller_id = controller_of(zk)
+    assert (await create_topic(three[controller_id], "t", partitions=6)).error_code == 0
+    with trio.fail_after(10):
+        while not await all_agree(list(three.values()), "t"):
+            await trio.sleep(0.05)
+    assert any(
+        leader == controller_id for leader, _, _ in leaders(await metadata(three[controller_id], ["t"]), "t").values()
+    )
+    assert await trio.to_thread.run_sync(three[controller_id].stop) == 0
+    for observer in (b for i, b in three.items() if i != controller_id):
+        view = leaders(await metadata(observer, ["t"]), "t")
+        assert all(
+            leader not in (-1, controller_id) and controller_id not in isr for leader, _, isr in view.values()
+        ), view
+    assert "controlled shutdown succeeded" in three[controller_id].log_tail(100000)
+
+
 async def test_zombie_controller_cannot_act(three, zk):
     await wait_until(lambda: controller_of(zk) is not None and zk.exists("/controller_epoch"))
     old = controller_of(zk)

@@ -165,14 +165,19 @@ def wait_brokers_agree(cluster: ComposeCluster, topic: str, timeout_s: float = 9
     controller's LeaderAndIsr reaches it; a read that must see everything acknowledged waits for
     this first."""
 
+    views: list[dict] = []
+
     def agree() -> bool:
-        views = [
+        views[:] = [
             {p: (leader, sorted(isr)) for p, (leader, isr) in partitions(f"{cluster.host}:{port}", topic).items()}
             for port in cluster.ports
         ]
         return all(view == views[0] for view in views) and _led_with_full_isr(views[0])
 
-    wait_until(agree, timeout_s, f"every broker to name the same leader and a full ISR for each partition of {topic}")
+    try:
+        wait_until(agree, timeout_s, f"every broker to name the same leader and a full ISR for each partition of {topic}")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last views, broker by broker: {views}") from None
 
 
 def replica_log_digest(cluster: ComposeCluster, service: str, topic: str, partition: int) -> str:

@@ -123,3 +123,41 @@ def test_an_acknowledgement_whose_answer_was_lost_resolves_a_record_never_delive
     report = check(history, LIMIT, LOCK)
     assert report.unconfirmed == 3
     assert sorted(report.unresolved) == [("redelivered", [1, 2]), ("refused", [1]), ("released", [1])]
+
+
+def test_a_fault_while_the_first_holder_may_have_prefetched_the_record_excuses_the_overlap():
+    # m1's poll returned x at 2.0, but the broker may have acquired it for m1 up to
+    # PREFETCH_SLACK_S (1 s) before: a leader change at 1.5 lost that lock
+    history = produced("x") + [fault(1.5), d("m1", "x", 1, 2.0), d("m2", "x", 2, 2.5), a("m2", "x", "accept", 2.6)]
+    assert check(history, LIMIT, LOCK).two_holders == []
+    earlier = produced("y") + [fault(0.5), d("m1", "y", 1, 2.0), d("m2", "y", 2, 2.5), a("m2", "y", "accept", 2.6)]
+    assert check(earlier, LIMIT, LOCK).two_holders == [("y", "m1", "m2")]
+
+
+def test_explain_lists_the_values_events_and_every_fault_in_time_order():
+    from chaos.share_checker import explain
+
+    history = produced("x", "y") + [d("m1", "x", 1, 10.0), fault(10.5), d("m2", "x", 2, 11.0), d("m1", "y", 1, 10.2)]
+    lines = explain(history, ["x"]).splitlines()
+    assert [line.split()[1] for line in lines] == ["delivered", "fault", "delivered"]
+    assert lines[0].split()[0] == "0.000" and lines[2].split()[0] == "1.000"
+    assert "'y'" not in "".join(lines)
+
+
+def test_leader_changes_are_read_from_the_brokers_logs_as_faults(tmp_path):
+    import time
+
+    from chaos.share_groups import leader_changes
+
+    (tmp_path / "b2").mkdir()
+    (tmp_path / "b2" / "broker.log").write_text(
+        "2026-11-29 01:29:03,207 INFO [broker 2] broker.replica_manager: became leader of ('chaos', 2) at epoch 0 "
+        "(ISR [1, 2, 3], LEO 0, HW 0)\n"
+        "2026-11-29 01:29:17,360 INFO [broker 2] broker.replica_manager: became leader of ('chaos', 1) at epoch 1 "
+        "(ISR [1, 2], LEO 622, HW 622)\n"
+        "2026-11-29 01:29:17,359 INFO [broker 2] broker.replica_manager: became leader of ('other', 2) at epoch 1 "
+        "(ISR [1, 2], LEO 197, HW 196)\n"
+    )
+    wall = time.mktime(time.strptime("2026-11-29 01:29:17", "%Y-%m-%d %H:%M:%S")) + 0.360
+    found = leader_changes(tmp_path, "chaos", wall_minus_monotonic=wall - 100.0)
+    assert [(round(e["t"], 3), e["what"]) for e in found] == [(100.0, "broker 2 became leader of chaos-1 at epoch 1")]
