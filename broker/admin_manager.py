@@ -59,6 +59,7 @@ async def create_topics(ctx: BrokerContext, topics: list, validate_only: bool, t
         return [_result(t.name, ErrorCode.NOT_CONTROLLER, "not the controller") for t in topics]
     with trio.move_on_at(deadline):
         await controller.wait_settled()  # a failover in progress: its live brokers are not known yet
+        await controller.wait_live(ctx.config.broker_id)  # this broker just registered
     if not controller.active:
         return [_result(t.name, ErrorCode.NOT_CONTROLLER, "not the controller") for t in topics]
     if not controller.ready:

@@ -39,6 +39,7 @@ class BrokerChannels:
         self._queues: dict[int, trio.MemorySendChannel] = {}
         self._scopes: dict[int, trio.CancelScope] = {}
         self._unanswered: dict[int, list[int]] = {}  # broker id -> [requests queued or in flight]
+        self._answered = trio.Event()  # set (and renewed) whenever a request is answered
 
     def add_broker(self, broker_id: int, host: str, port: int) -> None:
         if broker_id in self._queues:
@@ -53,6 +54,8 @@ class BrokerChannels:
     def remove_broker(self, broker_id: int) -> None:
         self._queues.pop(broker_id, None)
         self._unanswered.pop(broker_id, None)
+        self._answered.set()  # a drain no longer waits for it
+        self._answered = trio.Event()
         scope = self._scopes.pop(broker_id, None)
         if scope is not None:
             scope.cancel()
@@ -76,7 +79,7 @@ class BrokerChannels:
         controller is elected."""
         with trio.move_on_after(timeout_s):
             while any(n[0] for b, n in self._unanswered.items() if b != except_broker):
-                await trio.sleep(0.02)
+                await self._answered.wait()
             return True
         return False
 
@@ -107,6 +110,8 @@ class BrokerChannels:
                             response = await conn.request(api_key, body, version=VERSIONS[api_key], timeout_s=30)
                             pending = None
                             unanswered[0] -= 1
+                            self._answered.set()
+                            self._answered = trio.Event()
                             if on_response is not None:
                                 on_response(broker_id, response)
                 except (ConnectionClosed, trio.TooSlowError) as e:

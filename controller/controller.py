@@ -81,7 +81,8 @@ class KafkaController:
         #: the active controller's context is loaded and announced (live brokers, assignments):
         #: what the admin requests it serves outside its event loop may rely on
         self.ready = False
-        self._settled = trio.Event()  # set (and renewed) when `ready` turns true or the controller resigns
+        #: set (and renewed) when `ready` turns true, the controller resigns or the live brokers change
+        self._settled = trio.Event()
         self.stats = ControllerStats()  # leader elections while active, for metrics/
         self._send, self._receive = trio.open_memory_channel(1 << 16)
         self._active_scope: trio.CancelScope | None = None
@@ -259,6 +260,13 @@ class KafkaController:
         """Return once no failover is in progress: not active, or active and ready (bound it
         with a cancel scope)."""
         while self.active and not self.ready:
+            await self._settled.wait()
+
+    async def wait_live(self, broker_id: int) -> None:
+        """Return once `broker_id` is among the active controller's live brokers, or this broker
+        is not the active controller (bound it with a cancel scope): a broker serves requests as
+        soon as it has registered, a moment before the controller has processed that."""
+        while self.active and broker_id not in self.ctx.live_ids:
             await self._settled.wait()
 
     def _resign(self, why: str) -> None:
@@ -492,6 +500,7 @@ class KafkaController:
         await self._elect_leaders(leaderless)
         await self._remove_dead_replicas_from_isrs()
         self._update_metadata_everywhere(self.ctx.all_partitions(), all_brokers=True)
+        self._settle()
 
     async def _remove_dead_replicas_from_isrs(self) -> None:
         """Replicas on brokers that are not live leave every ISR they are in, for partitions whose
@@ -528,6 +537,7 @@ class KafkaController:
         self.batch.update_metadata_brokers.update(live)
         self._send_batch()
         await self._elect_leaders([tp for tp, s in self.ctx.partition_states.items() if s in (NEW, OFFLINE)])
+        self._settle()
 
     # ---- topics ------------------------------------------------------------------------------------
     async def _on_topic_change(self, children: list[str]) -> None:

@@ -125,11 +125,15 @@ class PartitionStateMachine:
         return stored
 
     def _adopt(self, tp: TopicPartition, stored: LeaderIsr, is_new: bool) -> None:
-        """A written state becomes the controller's, and LeaderAndIsr + UpdateMetadata are queued."""
+        """A written state becomes the controller's, and LeaderAndIsr + UpdateMetadata are queued.
+        LeaderAndIsr goes to the live replicas but those of brokers shutting down (Kafka's
+        `isReplicaOnline`): such a broker keeps its old epoch, so its fetches as a follower are
+        fenced and its leader cannot take it back into the ISR the controlled shutdown took it out of."""
         self.ctx.leadership[tp] = stored
         live = self.ctx.live_ids
         replicas = self.ctx.replicas(tp)
-        self.batch.add_leader_and_isr([r for r in replicas if r in live], tp, stored, replicas, is_new=is_new)
+        online = [r for r in replicas if r in live and r not in self.ctx.shutting_down]
+        self.batch.add_leader_and_isr(online, tp, stored, replicas, is_new=is_new)
         self.batch.add_update_metadata(live, tp, stored, replicas, live)
 
     async def change_leadership(self, tp: TopicPartition, choose: Chooser) -> bool:

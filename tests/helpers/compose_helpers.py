@@ -175,7 +175,9 @@ def wait_brokers_agree(cluster: ComposeCluster, topic: str, timeout_s: float = 9
         return all(view == views[0] for view in views) and _led_with_full_isr(views[0])
 
     try:
-        wait_until(agree, timeout_s, f"every broker to name the same leader and a full ISR for each partition of {topic}")
+        wait_until(
+            agree, timeout_s, f"every broker to name the same leader and a full ISR for each partition of {topic}"
+        )
     except AssertionError as e:
         raise AssertionError(f"{e}; last views, broker by broker: {views}") from None
 
