@@ -15,9 +15,9 @@ import select
 import signal
 import sys
 
-from broker import main as broker_main
 from minikafka_cli import (
     acls,
+    broker_command,
     client_metrics,
     cluster,
     compose,
@@ -40,7 +40,7 @@ from minikafka_cli import (
 
 COMMANDS = {
     "run": (run_job, "the main job: the flights table through a local cluster, read by PySpark"),
-    "broker": (broker_main, "run one broker process (Kafka's server.properties keys)"),
+    "broker": (broker_command, "run one broker process (Kafka's server.properties keys)"),
     "cluster": (cluster, "a local cluster: up, status, down, kill, stop, start"),
     "compose": (compose, "the docker-compose cluster: build its images here, up (healthy), down, status"),
     "topics": (topics, "create, list, describe, alter (add partitions) or delete topics"),
