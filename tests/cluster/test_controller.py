@@ -171,13 +171,19 @@ async def test_leader_failover_and_restart_as_follower(three, zk):
     assert (three[victim].directory / "logs" / "t-0").exists()
 
 
-async def test_controlled_shutdown_leaves_no_partition_leaderless(three, zk):
+async def topic_t_everywhere(three, zk) -> int:
+    """Topic "t" (6 partitions, RF 3) created and named alike by every broker; returns the controller's id."""
     await wait_until(lambda: controller_of(zk) is not None)
     controller_id = controller_of(zk)
     assert (await create_topic(three[controller_id], "t", partitions=6)).error_code == 0
     with trio.fail_after(10):
         while not await all_agree(list(three.values()), "t"):
             await trio.sleep(0.05)
+    return controller_id
+
+
+async def test_controlled_shutdown_leaves_no_partition_leaderless(three, zk):
+    controller_id = await topic_t_everywhere(three, zk)
     victim = next(i for i in three if i != controller_id)
     observer = three[controller_id]
     leaderless = []
@@ -206,12 +212,7 @@ async def test_a_controller_stopped_by_sigterm_leaves_the_others_naming_its_succ
     """The controller's own controlled shutdown: by the time its process has exited, the other
     brokers already name other leaders and ISRs without it (it waited for their answers to its
     last LeaderAndIsr/UpdateMetadata; the next controller is elected only after it is gone)."""
-    await wait_until(lambda: controller_of(zk) is not None)
-    controller_id = controller_of(zk)
-    assert (await create_topic(three[controller_id], "t", partitions=6)).error_code == 0
-    with trio.fail_after(10):
-        while not await all_agree(list(three.values()), "t"):
-            await trio.sleep(0.05)
+    controller_id = await topic_t_everywhere(three, zk)
     assert any(
         leader == controller_id for leader, _, _ in leaders(await metadata(three[controller_id], ["t"]), "t").values()
     )
