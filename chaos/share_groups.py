@@ -37,6 +37,7 @@ from chaos.share_checker import ShareReport, check
 from client import Cluster, share_groups
 from client.connection import Connection, ConnectionClosed
 from coordinator.share.records import SharePartitionKey, partition_for
+from local_cluster.brokers import LOG
 from local_cluster.zookeeper import ZooKeeperProcess
 from protocol.api_keys import ApiKey
 from protocol.topic_names import SHARE_GROUP_STATE_TOPIC
@@ -202,15 +203,15 @@ _BECAME_LEADER = re.compile(
 )
 
 
-def leader_changes(directory: Path, topic: str, wall_minus_monotonic: float) -> list[dict]:
+def leader_changes(log_files: list[Path], topic: str, wall_minus_monotonic: float) -> list[dict]:
     """Every leader election of `topic`'s partitions after their first leader, from the brokers'
-    logs (`b*/broker.log`, local wall-clock times to the ms), as fault events on the history's
+    `log_files` (local wall-clock times to the ms), as fault events on the history's
     monotonic clock. A partition's records acquired at its old leader are Available again at the
     new one (acquisition locks live only in the leader's memory, as in Kafka): an election the
     nemesis caused only indirectly (a broker's ZooKeeper session expiring under load, a bounced
     broker) is as much a fault as a kill."""
     found = []
-    for log_file in sorted(directory.glob("b*/broker.log")):
+    for log_file in log_files:
         for line in log_file.read_text(errors="replace").splitlines():
             m = _BECAME_LEADER.match(line)
             if m is None or m.group(4) != topic or int(m.group(6)) == 0:
@@ -244,7 +245,11 @@ async def run_share_scenario(seed: int, root: Path, workload_s: float = 12.0) ->
         await members.wait(member_s + 30)
         members.start("final", 90, "--idle", str(LOCK_MS / 1000 * 2 + 4))
         await members.wait(120)
-        history = env.history + members.history() + leader_changes(directory, TOPIC, wall_minus_monotonic)
+        history = (
+            env.history
+            + members.history()
+            + leader_changes([b.directory / LOG for b in env.brokers.values()], TOPIC, wall_minus_monotonic)
+        )
         (directory / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history))
         report = ShareChaosReport(check(history, LIMIT, LOCK_MS / 1000), liveness)
         report.faults = [e["what"] for e in history if e.get("type") == "fault"]

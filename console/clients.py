@@ -69,17 +69,21 @@ def clients_snapshot(server, client_metrics) -> dict:
     return {"connections": connections, "pushing": pushing}
 
 
+def _software(entry: dict) -> str:
+    """A client's software name and version (ApiVersions v3+), "-" when it sent none."""
+    return f"{entry['software_name']} {entry['software_version']}".strip() or "-"
+
+
 def page(view) -> str:
     esc = pages.esc
     connected, pushed = [], []
     for broker_id, snapshot in sorted(view.snapshots.items()):
         part = snapshot.get("clients") or {"connections": [], "pushing": []}
         for c in part["connections"]:
-            software = f"{c['software_name']} {c['software_version']}".strip() or "-"
             connected.append(
                 [
                     esc(c["client_id"] or "-"),
-                    esc(software),
+                    esc(_software(c)),
                     esc(c["principal"]),
                     esc(c["address"]),
                     esc(c["listener"]),
@@ -87,13 +91,12 @@ def page(view) -> str:
                 ]  # fmt: skip
             )
         for p in part["pushing"]:
-            software = f"{p['software_name']} {p['software_version']}".strip() or "-"
             values = [esc(_number(p["metrics"].get(name))) for name in SHOWN]
             last = pages.when(p["last_push_ms"]) if p["last_push_ms"] is not None else "never"
             pushed.append(
                 [
                     esc(p["client_id"] or "-"),
-                    esc(software),
+                    esc(_software(p)),
                     esc(p["instance_id"]),
                     esc(p["principal"]),
                     esc(p["address"]),

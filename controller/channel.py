@@ -54,8 +54,7 @@ class BrokerChannels:
     def remove_broker(self, broker_id: int) -> None:
         self._queues.pop(broker_id, None)
         self._unanswered.pop(broker_id, None)
-        self._answered.set()  # a drain no longer waits for it
-        self._answered = trio.Event()
+        self._wake_drains()  # they no longer wait for it
         scope = self._scopes.pop(broker_id, None)
         if scope is not None:
             scope.cancel()
@@ -82,6 +81,10 @@ class BrokerChannels:
                 await self._answered.wait()
             return True
         return False
+
+    def _wake_drains(self) -> None:
+        self._answered.set()
+        self._answered = trio.Event()
 
     def close(self) -> None:
         for broker_id in list(self._queues):
@@ -110,8 +113,7 @@ class BrokerChannels:
                             response = await conn.request(api_key, body, version=VERSIONS[api_key], timeout_s=30)
                             pending = None
                             unanswered[0] -= 1
-                            self._answered.set()
-                            self._answered = trio.Event()
+                            self._wake_drains()
                             if on_response is not None:
                                 on_response(broker_id, response)
                 except (ConnectionClosed, trio.TooSlowError) as e:

@@ -86,10 +86,6 @@ class _Compiled(dict):
 _COMPILED: dict[int, tuple] = {}
 
 
-def _compile_all(mapping: dict) -> _Compiled:
-    return _Compiled(dict(sorted(mapping.items())))
-
-
 #: api_key -> ApiSchema for every served API (built once at import, never mutated; each
 #: version's compiled schema is made when first asked for).
 SCHEMAS: dict[int, ApiSchema] = {
@@ -99,13 +95,13 @@ SCHEMAS: dict[int, ApiSchema] = {
         mod.VERSIONS[0],
         mod.VERSIONS[1],
         mod.FLEXIBLE_FROM,
-        _compile_all(mod.REQUEST),
-        _compile_all(mod.RESPONSE),
+        _Compiled(mod.REQUEST),
+        _Compiled(mod.RESPONSE),
     )
     for key, mod in APIS.items()
 }
-_REQUEST_HEADERS = _compile_all(headers.REQUEST_HEADER)
-_RESPONSE_HEADERS = _compile_all(headers.RESPONSE_HEADER)
+_REQUEST_HEADERS = _Compiled(headers.REQUEST_HEADER)
+_RESPONSE_HEADERS = _Compiled(headers.RESPONSE_HEADER)
 
 
 def _no_op() -> None:

@@ -149,8 +149,8 @@ def test_leader_changes_are_read_from_the_brokers_logs_as_faults(tmp_path):
 
     from chaos.share_groups import leader_changes
 
-    (tmp_path / "b2").mkdir()
-    (tmp_path / "b2" / "broker.log").write_text(
+    log_file = tmp_path / "broker.log"
+    log_file.write_text(
         "2026-11-29 01:29:03,207 INFO [broker 2] broker.replica_manager: became leader of ('chaos', 2) at epoch 0 "
         "(ISR [1, 2, 3], LEO 0, HW 0)\n"
         "2026-11-29 01:29:17,360 INFO [broker 2] broker.replica_manager: became leader of ('chaos', 1) at epoch 1 "
@@ -159,5 +159,5 @@ def test_leader_changes_are_read_from_the_brokers_logs_as_faults(tmp_path):
         "(ISR [1, 2], LEO 197, HW 196)\n"
     )
     wall = time.mktime(time.strptime("2026-11-29 01:29:17", "%Y-%m-%d %H:%M:%S")) + 0.360
-    found = leader_changes(tmp_path, "chaos", wall_minus_monotonic=wall - 100.0)
+    found = leader_changes([log_file], "chaos", wall_minus_monotonic=wall - 100.0)
     assert [(round(e["t"], 3), e["what"]) for e in found] == [(100.0, "broker 2 became leader of chaos-1 at epoch 1")]
