@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 APT_PACKAGES := zookeeper kcat default-jre-headless iptables debootstrap chromium
 
-.PHONY: setup apt venv test test-fast lint run bench chaos fuzz regen clean images compose-up compose-down chaos-docker
+.PHONY: setup apt venv test test-fast lint run wheel bench chaos fuzz regen clean images compose-up compose-down chaos-docker
 
 setup: apt venv
 
@@ -59,6 +59,11 @@ lint: setup
 
 run: setup
 	$(VENV)/bin/minikafka run
+
+# The wheels an application installs to use minikafka and its pytest plugin (docs/testing.md):
+# dist/minikafka-*.whl and the optional compiled record walk, dist/minikafka_native-*.whl.
+wheel: setup
+	PATH="$$HOME/.cargo/bin:$$PATH" $(PY) -m pip wheel -q --no-deps -w dist . ./native
 
 # Chaos scenarios against a local 3-broker cluster (part of `make test` too); prints a table.
 chaos: setup

@@ -41,7 +41,7 @@ from client.cluster import KafkaError
 from client.groups import coordinator_connection
 from local_cluster.brokers import BrokerProcess
 from local_cluster.zookeeper import ZooKeeperProcess
-from perf.stats import Result
+from minikafka_cli.perf_tools.stats import Result
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -7,7 +7,7 @@ Measured here, on ZooKeeper and 3 broker processes (`LocalCluster`, this machine
    leaders are spread over the 3 brokers (`minikafka perf end-to-end`, confluent-kafka);
 2. transactions/s of 10 records (confluent-kafka, 8 producer processes, `bench.txn_bench`): on a
    1-partition topic, and spread over all 6 partitions of a topic;
-3. the leader's CPU per one-record RF 3 acks=all Produce: `perf.connections` offers 3,000
+3. the leader's CPU per one-record RF 3 acks=all Produce: `minikafka_cli.perf_tools.connections` offers 3,000
    one-record requests/s for 10 s; the leader process's CPU seconds (psutil) over the requests
    answered (the leader also serves the followers' fetches of those records: part of the cost);
 4. 100 connections x 100 one-record Produce requests/s, 5 runs of 15 s, p99 of each;

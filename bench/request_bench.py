@@ -1,5 +1,5 @@
 """`make bench`, per-request cost part (issue 22's goals), on ZooKeeper and 3 real broker
-processes driven by `minikafka perf` children (confluent-kafka) and `perf.connections`:
+processes driven by `minikafka perf` children (confluent-kafka) and `minikafka_cli.perf_tools.connections`:
 
 1. End-to-end, RF 3 acks=all, `linger.ms=0`, 10k records/s offered (about one record a request).
 2. Produce p99 at 10k records/s, RF 3 acks=all, the client's default linger, 5 runs.
@@ -32,7 +32,7 @@ import psutil
 from bench import targets
 from bench.ceiling import CeilingServer, disk_write_mb_s, measure
 from bench.cluster_bench import LocalCluster, perf, perf_children, perf_command
-from perf.stats import MB, Result
+from minikafka_cli.perf_tools.stats import MB, Result
 
 PRODUCERS = 3  # producer processes, each on its own topic of 6 / PRODUCERS partitions
 #: before issue 22: this bench on the code before its changes (2026-11-25), bench/results/cluster.md of
@@ -74,12 +74,20 @@ def _parallel_perf(cluster: LocalCluster, topics: list[str], *args: str) -> tupl
 def _connections(
     cluster: LocalCluster, topic: str, connections: int, rate: float, seconds: float
 ) -> tuple[Result, float]:
-    command = [sys.executable, "-m", "perf.connections", "--bootstrap-server", cluster.bootstrap, "--topic", topic]
+    command = [
+        sys.executable,
+        "-m",
+        "minikafka_cli.perf_tools.connections",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--topic",
+        topic,
+    ]
     command += ["--connections", str(connections), "--rate", str(rate), "--seconds", str(seconds)]
     cpu0, start = cluster.cpu_s(), time.monotonic()
     r = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
-        raise RuntimeError(f"perf.connections: exit {r.returncode}: {r.stderr.strip()[-800:]}")
+        raise RuntimeError(f"minikafka_cli.perf_tools.connections: exit {r.returncode}: {r.stderr.strip()[-800:]}")
     return Result.from_json(r.stdout.strip().splitlines()[-1]), (cluster.cpu_s() - cpu0) / (time.monotonic() - start)
 
 

@@ -5,7 +5,7 @@ cluster, every point with what limits it.
 - Record size, 10 B to 64 KiB: one confluent-kafka producer (`minikafka perf produce`), RF 3
   acks=all (min ISR 2), 6 partitions, about the same bytes per point.
 - Partitions, 1 to 1000: the same producer, 100 B records, RF 3 acks=all.
-- Producer connections, 1 to 100: `perf.connections` closed loop (each connection keeps
+- Producer connections, 1 to 100: `minikafka_cli.perf_tools.connections` closed loop (each connection keeps
   `IN_FLIGHT` one-record Produce requests outstanding, as a producer's
   max.in.flight.requests.per.connection does), RF 3 acks=all, 100 B.
 - Consumers per topic, 1 to 10: that many `minikafka perf consume` processes at once, each reading
@@ -47,7 +47,7 @@ import psutil
 from bench import targets
 from bench.ceiling import CeilingServer, measure
 from bench.cluster_bench import LocalCluster, perf_children, perf_command
-from perf.stats import MB, Result
+from minikafka_cli.perf_tools.stats import MB, Result
 
 RESULTS = Path(__file__).parent / "results"
 IN_FLIGHT = 5
@@ -179,7 +179,13 @@ def run(quick: bool, root: Path) -> tuple[float, list[Point]]:
             points.append(_point("record size (bytes)", size, ceiling, results, usage))
         cluster.create_topic("connections", 1, 3, acks_all)
         for connections in xs("producer connections"):
-            command = [sys.executable, "-m", "perf.connections", "--bootstrap-server", cluster.bootstrap]
+            command = [
+                sys.executable,
+                "-m",
+                "minikafka_cli.perf_tools.connections",
+                "--bootstrap-server",
+                cluster.bootstrap,
+            ]
             command += ["--topic", "connections", "--connections", str(connections), "--rate", "0"]
             command += ["--in-flight", str(IN_FLIGHT), "--seconds", "2" if quick else "10"]
             results, usage = _measure(cluster, functools.partial(perf_children, [command]))

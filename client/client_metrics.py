@@ -32,7 +32,7 @@ async def alter_subscription(cluster: Cluster, name: str, configs: dict[str, str
     """SET each key with a value, DELETE each with None."""
     ops: list[tuple[str, int, str | None]] = [(k, SET if v is not None else DELETE, v) for k, v in configs.items()]
     error, message = await admin.incremental_alter_configs(cluster, CLIENT_METRICS, name, ops)
-    _raise(error, message or f"IncrementalAlterConfigs(CLIENT_METRICS {name})")
+    _raise(error, message or f"altering client metrics resource {name}")
 
 
 async def delete_subscription(cluster: Cluster, name: str) -> None:

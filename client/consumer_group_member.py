@@ -88,7 +88,7 @@ class ConsumerGroupMember:
             self.member_epoch, self.assignment, self._pending = 0, {}, None
             self.rejoin_needed = True
             return
-        _raise(r.error_code, f"ConsumerGroupHeartbeat({self.group_id}): {r.error_message or ''}")
+        _raise(r.error_code, f"heartbeat to group {self.group_id}: {r.error_message or ''}")
         self.member_id = r.member_id or self.member_id
         self.member_epoch = r.member_epoch
         self.heartbeat_interval_s = max(r.heartbeat_interval_ms, 100) / 1000
@@ -154,7 +154,7 @@ class ConsumerGroupMember:
             self.rejoin_needed = True
             return False
         for code in codes:
-            _raise(code, f"OffsetCommit({self.group_id})")
+            _raise(code, f"committing offsets of group {self.group_id}")
         return True
 
     async def leave(self) -> None:

@@ -37,7 +37,7 @@ async def coordinator_connection(
     conn = await cluster.any_connection()
     r = await conn.request(ApiKey.FIND_COORDINATOR, {"key": group_id, "key_type": key_type}, version=3)
     if r.error_code != ErrorCode.NONE:
-        raise KafkaError(r.error_code, f"FindCoordinator({group_id})")
+        raise KafkaError(r.error_code, f"finding the coordinator of group {group_id}")
     return await cluster.connect(r.host, r.port)
 
 
@@ -84,7 +84,7 @@ async def describe_group(cluster: Cluster, group_id: str) -> dict:
         group_id,
         ApiKey.DESCRIBE_GROUPS,
         {"groups": [group_id]},
-        lambda r: _raise(r.groups[0].error_code, f"DescribeGroups({group_id})"),
+        lambda r: _raise(r.groups[0].error_code, f"describing group {group_id}"),
     )
     g = r.groups[0]
     members = []
@@ -123,7 +123,7 @@ async def _describe_consumer_group(cluster: Cluster, group_id: str) -> dict | No
     def check(r):
         code = r.groups[0].error_code
         if code != ErrorCode.GROUP_ID_NOT_FOUND:
-            _raise(code, f"ConsumerGroupDescribe({group_id})")
+            _raise(code, f"describing group {group_id}")
 
     r = await _on_coordinator(
         cluster,
@@ -170,7 +170,7 @@ async def delete_group(cluster: Cluster, group_id: str) -> None:
         group_id,
         ApiKey.DELETE_GROUPS,
         {"groups_names": [group_id]},
-        lambda r: _raise(r.results[0].error_code, f"DeleteGroups({group_id})"),
+        lambda r: _raise(r.results[0].error_code, f"deleting group {group_id}"),
     )
 
 
@@ -180,10 +180,10 @@ async def committed_offsets(cluster: Cluster, group_id: str, require_stable: boo
     UNSTABLE_OFFSET_COMMIT, which is retried until the transaction completes."""
 
     def check(r):
-        _raise(r.error_code, f"OffsetFetch({group_id})")
+        _raise(r.error_code, f"fetching the offsets of group {group_id}")
         for t in r.topics:
             for p in t.partitions:
-                _raise(p.error_code, f"OffsetFetch({group_id}) {t.name}-{p.partition_index}")
+                _raise(p.error_code, f"fetching the offset of group {group_id} for {t.name}-{p.partition_index}")
 
     r = await _on_coordinator(
         cluster,
@@ -238,10 +238,10 @@ async def delete_offsets(cluster: Cluster, group_id: str, partitions: list[Topic
         topics.setdefault(topic, []).append({"partition_index": partition})
 
     def check(r):
-        _raise(r.error_code, f"OffsetDelete({group_id})")
+        _raise(r.error_code, f"deleting offsets of group {group_id}")
         for t in r.topics:
             for p in t.partitions:
-                _raise(p.error_code, f"OffsetDelete({group_id}) {t.name}-{p.partition_index}")
+                _raise(p.error_code, f"deleting the offset of group {group_id} for {t.name}-{p.partition_index}")
 
     body = {"group_id": group_id, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
     await _on_coordinator(cluster, group_id, ApiKey.OFFSET_DELETE, body, check)
@@ -326,7 +326,7 @@ class GroupMember:
                 if r.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
                     self._lost()
                     continue
-                _raise(r.error_code, f"JoinGroup({self.group_id})")
+                _raise(r.error_code, f"joining group {self.group_id}")
                 break
             self.generation, self.protocol = r.generation_id, r.protocol_name
             assignments = []
@@ -357,7 +357,7 @@ class GroupMember:
                 if s.error_code != ErrorCode.REBALANCE_IN_PROGRESS:
                     self._lost()
                 return None
-            _raise(s.error_code, f"SyncGroup({self.group_id})")
+            _raise(s.error_code, f"syncing group {self.group_id}")
             new = cp.decode_assignment(bytes(s.assignment))
             owned = {(t, p) for t, ps in self.assignment.items() for p in ps}
             kept = {(t, p) for t, ps in new.items() for p in ps}
@@ -384,7 +384,7 @@ class GroupMember:
             if r.error_code != ErrorCode.REBALANCE_IN_PROGRESS:
                 self._lost()
             return False
-        _raise(r.error_code, f"Heartbeat({self.group_id})")
+        _raise(r.error_code, f"heartbeat to group {self.group_id}")
         return True
 
     def _lost(self) -> None:
@@ -412,7 +412,7 @@ class GroupMember:
                 self._lost()
             return False
         for code in codes:
-            _raise(code, f"OffsetCommit({self.group_id})")
+            _raise(code, f"committing offsets of group {self.group_id}")
         return True
 
     async def leave(self) -> None:

@@ -233,8 +233,19 @@ class Producer:
         partition: int | None = None,
         timestamp_ms: int | None = None,
     ) -> Delivery:
-        """Queue one record; returns its `Delivery`. Raises KafkaError for an unknown topic."""
-        if partition is None:
+        """Queue one record; returns its `Delivery`. Raises KafkaError for an unknown topic, and
+        UNKNOWN_TOPIC_OR_PARTITION at once for a `partition` the topic does not have (after one
+        metadata refresh: it may have been added since), as Kafka's producer refuses it."""
+        if partition is not None:
+            parts = await self.cluster.partitions(topic, auto_create=True)
+            if partition not in parts:
+                parts = (await self.cluster.refresh_metadata([topic], auto_create=True)).topics.get(topic, {})
+                if partition not in parts:
+                    raise KafkaError(
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        f"partition {partition} is not in the range [0...{len(parts)}) of topic {topic}",
+                    )
+        else:
             count = len(await self.cluster.partitions(topic, auto_create=True))  # as Kafka's producer asks
             if key is not None:
                 partition = partition_for_key(key, count)

@@ -109,7 +109,7 @@ class ShareMember:
             if r.error_code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                 self._coordinator = None
             if r.error_code not in FENCED or leaving:
-                _raise(r.error_code, f"ShareGroupHeartbeat({self.group_id}): {r.error_message or ''}")
+                _raise(r.error_code, f"heartbeat to share group {self.group_id}: {r.error_message or ''}")
             return r
 
         r = await self.cluster.retry(attempt, "ShareGroupHeartbeat")

@@ -21,7 +21,7 @@ async def describe_share_group(cluster: Cluster, group_id: str) -> dict:
         group_id,
         ApiKey.SHARE_GROUP_DESCRIBE,
         {"group_ids": [group_id], "include_authorized_operations": False},
-        lambda r: _raise(r.groups[0].error_code, f"ShareGroupDescribe({group_id})"),
+        lambda r: _raise(r.groups[0].error_code, f"describing share group {group_id}"),
     )
     g = r.groups[0]
     return {
@@ -53,10 +53,13 @@ async def share_group_offsets(
     when the broker does not know it or serves only v0."""
 
     def check(r) -> None:
-        _raise(r.groups[0].error_code, f"DescribeShareGroupOffsets({group_id})")
+        _raise(r.groups[0].error_code, f"describing the offsets of share group {group_id}")
         for t in r.groups[0].topics:
             for p in t.partitions:
-                _raise(p.error_code, f"DescribeShareGroupOffsets({group_id}, {t.topic_name}-{p.partition_index})")
+                _raise(
+                    p.error_code,
+                    f"describing the offset of share group {group_id} for {t.topic_name}-{p.partition_index}",
+                )
 
     asked = None if topics is None else [{"topic_name": t, "partitions": ps} for t, ps in topics.items()]
     r = await _on_coordinator(
@@ -78,10 +81,13 @@ async def alter_share_group_offsets(cluster: Cluster, group_id: str, offsets: di
     NON_EMPTY_GROUP). Raises KafkaError for the first error, top-level or per partition."""
 
     def check(r) -> None:
-        _raise(r.error_code, f"AlterShareGroupOffsets({group_id})")
+        _raise(r.error_code, f"altering the offsets of share group {group_id}")
         for t in r.responses:
             for p in t.partitions:
-                _raise(p.error_code, f"AlterShareGroupOffsets({group_id}, {t.topic_name}-{p.partition_index})")
+                _raise(
+                    p.error_code,
+                    f"altering the offset of share group {group_id} for {t.topic_name}-{p.partition_index}",
+                )
 
     topics: dict[str, list[dict]] = {}
     for (topic, partition), offset in sorted(offsets.items()):
@@ -96,9 +102,9 @@ async def delete_share_group_offsets(cluster: Cluster, group_id: str, topics: li
     UNKNOWN_TOPIC_OR_PARTITION, ...)."""
 
     def check(r) -> None:
-        _raise(r.error_code, f"DeleteShareGroupOffsets({group_id})")
+        _raise(r.error_code, f"deleting the offsets of share group {group_id}")
         for t in r.responses:
-            _raise(t.error_code, f"DeleteShareGroupOffsets({group_id}, {t.topic_name})")
+            _raise(t.error_code, f"deleting the offsets of share group {group_id} for topic {t.topic_name}")
 
     body = {"group_id": group_id, "topics": [{"topic_name": t} for t in topics]}
     await _on_coordinator(cluster, group_id, ApiKey.DELETE_SHARE_GROUP_OFFSETS, body, check)
@@ -113,4 +119,4 @@ async def alter_group_configs(cluster: Cluster, group_id: str, configs: dict[str
     GROUP resource; raises KafkaError (INVALID_CONFIG for a key or value out of bounds)."""
     ops: list[tuple[str, int, str | None]] = [(k, SET, v) for k, v in configs.items()]
     error, message = await admin.incremental_alter_configs(cluster, GROUP_RESOURCE, group_id, ops)
-    _raise(error, message or f"IncrementalAlterConfigs(GROUP {group_id})")
+    _raise(error, message or f"altering the configs of group {group_id}")

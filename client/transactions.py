@@ -46,12 +46,12 @@ async def describe_transaction(cluster: Cluster, transactional_id: str) -> dict:
         conn = await cluster.any_connection()
         found = await conn.request(ApiKey.FIND_COORDINATOR, {"key": transactional_id, "key_type": 1}, version=3)
         if found.error_code != ErrorCode.NONE:
-            raise KafkaError(found.error_code, f"FindCoordinator({transactional_id})")
+            raise KafkaError(found.error_code, f"finding the coordinator of transactional id {transactional_id}")
         coordinator = await cluster.connect(found.host, found.port)
         r = await coordinator.request(ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]})
         state = r.transaction_states[0]
         if state.error_code != ErrorCode.NONE:
-            raise KafkaError(state.error_code, f"DescribeTransactions({transactional_id})")
+            raise KafkaError(state.error_code, f"describing transactional id {transactional_id}")
         return {
             "coordinator": found.node_id,
             "transactional_id": transactional_id,
@@ -76,7 +76,7 @@ async def describe_producers(cluster: Cluster, topic: str, partition: int) -> li
         )
         p = r.topics[0].partitions[0]
         if p.error_code != ErrorCode.NONE:
-            raise KafkaError(p.error_code, f"DescribeProducers({topic}-{partition})")
+            raise KafkaError(p.error_code, f"describing the producers of {topic}-{partition}")
         return [dict(producer) for producer in p.active_producers]
 
     return await cluster.retry(attempt, "DescribeProducers")
@@ -170,6 +170,6 @@ async def abort_transaction(
         )
         code = r.markers[0].topics[0].partitions[0].error_code
         if code != ErrorCode.NONE:
-            raise KafkaError(code, f"WriteTxnMarkers({topic}-{partition})")
+            raise KafkaError(code, f"writing transaction markers to {topic}-{partition}")
 
     await cluster.retry(attempt, "WriteTxnMarkers")

@@ -10,6 +10,8 @@ replica: this one, or the leader's console), `/api/local.json` (this broker's sn
 Peers are the brokers registered in ZooKeeper with a console URL (`BrokerRegistration.console_url`);
 each is asked with a 2 s deadline, concurrently, and a broker that does not answer is named on
 the page. Answers: (status, content type, body bytes); a handler never raises on a request.
+A topic, group or topic partition that does not exist is 404 Not Found (the page says so); a
+query parameter that should be a number and is not (`?offset=abc`) is 400 Bad Request.
 """
 
 from __future__ import annotations
@@ -75,6 +77,14 @@ class Console:
         url = urllib.parse.urlsplit(target)
         path = [urllib.parse.unquote(p) for p in url.path.split("/") if p]
         query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
+        try:
+            return await self._route(path, query, principal, host)
+        except BadQuery as e:
+            return _text("400 Bad Request", f"{e}\n")
+
+    async def _route(self, path: list[str], query: dict[str, str], principal, host: str) -> Answer:
+        """The answer for a path: 404 for a page, topic, group or partition that does not exist.
+        Raises BadQuery (400) for a query parameter that is not a number where one is needed."""
         if path == ["api", "local.json"]:
             return "200 OK", JSON, json.dumps(self.snapshot()).encode()
         if path == ["api", "records.json"]:
@@ -89,11 +99,13 @@ class Console:
         if path == ["topics"]:
             return _html(pages.topics(view))
         if len(path) == 2 and path[0] == "topics":
-            return _html(pages.topic(view, path[1]))
+            found = path[1] in view.topics()
+            return _html(pages.topic(view, path[1]), "200 OK" if found else "404 Not Found")
         if path == ["groups"]:
             return _html(pages.groups(view))
         if len(path) == 2 and path[0] == "groups":
-            return _html(pages.group(view, path[1]))
+            found = view.group(path[1]) is not None
+            return _html(pages.group(view, path[1]), "200 OK" if found else "404 Not Found")
         if path == ["transactions"]:
             return _html(pages.transactions(view))
         if path == ["clients"]:
@@ -103,6 +115,11 @@ class Console:
             if not self.auth.may_read(principal, host, topic):
                 return _text("403 Forbidden", f"{principal} may not READ topic {topic}\n")
             offset, limit = _window(query)
+            if view.partition(topic, partition) is None:
+                return _html(
+                    pages.page(f"Records of {topic}-{partition}", "<p>No such topic partition.</p>", view),
+                    "404 Not Found",
+                )
             answer = await self._records(view, peers, topic, partition, offset, limit)
             return _html(pages.records(view, topic, partition, answer, offset, limit))
         return "404 Not Found", HTML, pages.page("Not found", "<p>No such page.</p>", view).encode()
@@ -182,9 +199,18 @@ class Console:
         return body
 
 
+class BadQuery(ValueError):
+    """A query parameter the console cannot use: answered 400 Bad Request."""
+
+
 def _number(query: dict, key: str, default: int) -> int:
-    value = query.get(key, "")
-    return int(value) if value.isdigit() else default
+    """A query parameter as a number >= 0, `default` when absent; raises BadQuery otherwise."""
+    value = query.get(key)
+    if value is None:
+        return default
+    if not value.isdigit():
+        raise BadQuery(f"{key}={value}: expected a number >= 0")
+    return int(value)
 
 
 def _window(query: dict) -> tuple[int, int]:
@@ -192,8 +218,8 @@ def _window(query: dict) -> tuple[int, int]:
     return _number(query, "offset", 0), min(max(_number(query, "limit", 50), 1), 500)
 
 
-def _html(body: str) -> Answer:
-    return "200 OK", HTML, body.encode()
+def _html(body: str, status: str = "200 OK") -> Answer:
+    return status, HTML, body.encode()
 
 
 def _text(status: str, message: str) -> Answer:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from examples.flights import CLI, cli, cluster_up, flight_rows
+from minikafka_cli.flights import CLI, cli, cluster_up, flight_rows
 
 SOURCE, SINK, GROUP, TRANSACTIONAL_ID = "flights", "carrier-counts", "carrier-counts", "carrier-counts-job"
 TIMEOUT = 60

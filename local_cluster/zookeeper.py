@@ -1,4 +1,10 @@
-"""A standalone ZooKeeper process from Debian's `zookeeper` package (installed by `make setup`).
+"""A standalone ZooKeeper process: Apache ZooKeeper's jars run by `java`.
+
+The jars are looked for where each way of installing ZooKeeper puts them (`classpath()`):
+`$ZOOKEEPER_HOME` (an unpacked Apache ZooKeeper binary tarball: `lib/*.jar`), Debian's
+`zookeeper` package (`/usr/share/java`, what `make setup` installs) and Homebrew's
+(`$(brew --prefix)/opt/zookeeper/libexec/lib`). When none is found, or no `java` is on the PATH,
+`ZooKeeperError` says exactly what to install.
 
 `ZooKeeperProcess.start(directory)` writes `zoo.cfg` and `log4j.properties` into `directory`,
 starts `QuorumPeerMain` on 127.0.0.1 (an ephemeral port unless one is given), and returns once the
@@ -8,6 +14,7 @@ so sessions down to 1 s are allowed, the admin server off, four-letter words on.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -18,7 +25,56 @@ from pathlib import Path
 from local_cluster.brokers import die_with_parent as _die_with_parent  # the parameter below shadows the name
 from local_cluster.ports import free_port
 
-CLASSPATH = ["/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"]
+#: Debian's zookeeper package (with its log4j 1.2 binding)
+DEBIAN_CLASSPATH = [
+    "/usr/share/java/zookeeper.jar",
+    "/usr/share/java/slf4j-log4j12.jar",
+    "/usr/share/java/log4j-1.2.jar",
+]
+HOMEBREW_LIBS = ["/opt/homebrew/opt/zookeeper/libexec/lib", "/usr/local/opt/zookeeper/libexec/lib"]
+INSTALL_HINT = (
+    "install one of: Debian/Ubuntu `apt install zookeeper default-jre-headless`; macOS `brew install "
+    "zookeeper`; or unpack Apache ZooKeeper's binary tarball (apache-zookeeper-3.8.x-bin.tar.gz) and set "
+    "ZOOKEEPER_HOME to its directory. Or use a ZooKeeper you run: pytest --kafka-zookeeper HOST:PORT "
+    "(or MINIKAFKA_ZOOKEEPER=HOST:PORT)"
+)
+
+
+def _jars_in(directory: Path) -> list[str]:
+    return sorted(str(p) for p in directory.glob("*.jar"))
+
+
+def classpath(environ: dict[str, str] | None = None) -> list[str]:
+    """ZooKeeper's jars: `$ZOOKEEPER_HOME/lib` (and the jars beside it) when set, else Debian's,
+    else Homebrew's. Raises ZooKeeperError naming what to install when none is there."""
+    environ = os.environ if environ is None else environ
+    home = environ.get("ZOOKEEPER_HOME")
+    if home:
+        jars = _jars_in(Path(home) / "lib") + _jars_in(Path(home))
+        if not any(Path(j).name.startswith("zookeeper") for j in jars):
+            raise ZooKeeperError(f"ZOOKEEPER_HOME={home} holds no zookeeper jar (in lib/ or beside it): {INSTALL_HINT}")
+        return jars
+    if all(Path(p).exists() for p in DEBIAN_CLASSPATH):
+        return list(DEBIAN_CLASSPATH)
+    for lib in HOMEBREW_LIBS:
+        jars = _jars_in(Path(lib))
+        if any(Path(j).name.startswith("zookeeper") for j in jars):
+            return jars
+    raise ZooKeeperError(f"ZooKeeper's jars were not found: {INSTALL_HINT}")
+
+
+def java_command() -> str:
+    """The `java` to run ZooKeeper with (`$JAVA_HOME/bin/java`, else the PATH's). Raises ZooKeeperError."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    java = shutil.which("java")
+    if java is None:
+        raise ZooKeeperError(
+            "ZooKeeper needs a Java runtime and no `java` was found: install one "
+            "(Debian/Ubuntu `apt install default-jre-headless`, macOS `brew install openjdk`) or set JAVA_HOME"
+        )
+    return java
 
 
 #: zoo.cfg lines that make every client log in with SASL (ZooKeeper 3.7+'s enforce.auth)
@@ -79,10 +135,8 @@ class ZooKeeperProcess:
         password}) every client must log in with SASL DIGEST-MD5 as one of them: a client that
         has not cannot read or write anything (enforce.auth.enabled, ZooKeeper 3.7+).
         `die_with_parent`: SIGKILL when this process dies (`brokers.die_with_parent`)."""
-        java = shutil.which("java")
-        missing = [p for p in CLASSPATH if not Path(p).exists()]
-        if java is None or missing:
-            raise ZooKeeperError(f"ZooKeeper needs java and {', '.join(missing) or 'its jars'}: run `make setup`")
+        jars = classpath()
+        java = java_command()
         directory.mkdir(parents=True, exist_ok=True)
         port = port or free_port()
         (directory / "data").mkdir(exist_ok=True)
@@ -109,7 +163,7 @@ class ZooKeeperProcess:
                 f"-Dlog4j.configuration=file:{directory / 'log4j.properties'}",
                 *([f"-Djava.security.auth.login.config={jaas}"] if sasl_users else []),
                 "-cp",
-                ":".join(CLASSPATH),
+                ":".join(jars),
                 "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                 str(directory / "zoo.cfg"),
             ],

@@ -18,10 +18,14 @@ from client.cluster import Cluster
 from security.config import PLAINTEXT_CLIENT, ClientSecurity, SecurityConfigError, client_security
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+def add_connection_arguments(parser: argparse.ArgumentParser, config_alias: str | None = None) -> None:
+    """`--bootstrap-server` and `--command-config` (also spelled `config_alias`, as Kafka's console
+    tools name it: `--producer.config`, `--consumer.config`)."""
     parser.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
     parser.add_argument(
         "--command-config",
+        *([config_alias] if config_alias else []),
+        dest="command_config",
         type=Path,
         metavar="FILE",
         help="client properties (security.protocol, sasl.mechanism, sasl.jaas.config or "
@@ -50,6 +54,18 @@ def command_security(args: argparse.Namespace) -> ClientSecurity:
 def open_cluster(args: argparse.Namespace, **options):
     """`Cluster.open` on `--bootstrap-server` with `--command-config`'s security."""
     return Cluster.open(args.bootstrap_server, security=command_security(args), **options)
+
+
+def key_values(items: list[str], option: str) -> dict[str, str]:
+    """Repeated `KEY=VALUE` options (Kafka's `--property`, `--producer-property`, ...) as a dict,
+    the last one winning; raises ValueError (exit 2) naming `option` for an item without `=`."""
+    found = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{option} {item} is not KEY=VALUE")
+        found[key.strip()] = value
+    return found
 
 
 def run_trio(prog: str, fn: Callable[..., Awaitable[Any]], *args) -> tuple[int, Any]:

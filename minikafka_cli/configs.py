@@ -1,6 +1,7 @@
 """`minikafka configs`, with kafka-configs.sh's options: `--describe [--all]` or `--alter
 [--add-config k=v,k2=[a,b]] [--delete-config k,k2]` of `--entity-type topics|brokers|users|clients`
-named by `--entity-name N` or `--entity-default` (brokers: the cluster-wide dynamic default; users,
+named by `--entity-name N` or `--entity-default`, or Kafka's shortcuts `--topic T`, `--broker B`,
+`--broker-defaults`, `--user U`, `--client C` (brokers: the cluster-wide dynamic default; users,
 clients: the default quota). A user and a client id combine (`--entity-type users --entity-name u
 --entity-type clients --entity-name c`); their configs are client quotas (producer_byte_rate,
 consumer_byte_rate, request_percentage, controller_mutation_rate) through Describe/AlterClientQuotas.
@@ -42,7 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     action.add_argument("--alter", action="store_true", help="change the entity's configs")
     parser.add_argument(
         "--entity-type",
-        required=True,
         action="append",
         choices=["topics", "brokers", "users", "clients"],
         help="repeat for a user and client-id quota entity: --entity-type users --entity-name u "
@@ -62,6 +62,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="entity_names",
         help="the default: cluster-wide for brokers, every user or client id for quotas",
     )
+    for option, entity_type, metavar, text in (
+        ("--topic", "topics", "NAME", "the topic (--entity-type topics --entity-name NAME)"),
+        ("--broker", "brokers", "ID", "the broker (--entity-type brokers --entity-name ID)"),
+        ("--user", "users", "NAME", "the user, for quotas (--entity-type users --entity-name NAME)"),
+        ("--client", "clients", "ID", "the client id, for quotas (--entity-type clients --entity-name ID)"),
+    ):
+        parser.add_argument(option, action=_Shortcut, entity_type=entity_type, metavar=metavar, help=text)
+    parser.add_argument(
+        "--broker-defaults",
+        action=_Shortcut,
+        entity_type="brokers",
+        nargs=0,
+        help="the cluster-wide broker default (--entity-type brokers --entity-default)",
+    )
     parser.add_argument("--all", action="store_true", help="describe: every config, not only the dynamic ones")
     parser.add_argument("--add-config", default="", metavar="K=V,K2=[A,B]", help="alter: keys to set")
     parser.add_argument("--delete-config", default="", metavar="K,K2", help="alter: keys to remove")
@@ -75,6 +89,22 @@ class _Named(argparse.Action):
         names = list(getattr(namespace, self.dest, None) or [])
         names.append(None if option_string == "--entity-default" else values)
         setattr(namespace, self.dest, names)
+
+
+class _Shortcut(argparse.Action):
+    """kafka-configs.sh's `--topic T`, `--broker B`, `--broker-defaults`, `--user U` and
+    `--client C`: an --entity-type and its --entity-name (or default) in one option."""
+
+    def __init__(self, *args, entity_type: str, **kwargs):
+        self.entity_type = entity_type
+        kwargs["dest"] = "entity_names"
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.entity_type = [*(namespace.entity_type or []), self.entity_type]
+        names = list(getattr(namespace, "entity_names", None) or [])
+        names.append(None if option_string == "--broker-defaults" else values)
+        namespace.entity_names = names
 
 
 def parse_add_config(text: str) -> list[tuple[str, str]]:
@@ -91,14 +121,14 @@ def parse_add_config(text: str) -> list[tuple[str, str]]:
         else:
             current += ch
     if depth != 0:
-        raise ValueError(f"unbalanced brackets in --add-config {text!r}")
+        raise ValueError(f"unbalanced brackets in --add-config {text}")
     if current:
         items.append(current)
     out = []
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--add-config entry {item!r} is not KEY=VALUE")
+            raise ValueError(f"--add-config entry {item} is not KEY=VALUE")
         value = value.strip()
         if value.startswith("[") and value.endswith("]"):
             value = value[1:-1]
@@ -109,6 +139,8 @@ def parse_add_config(text: str) -> list[tuple[str, str]]:
 def _pairs(args) -> list[tuple[str, str | None]]:
     """[(entity type, name or None for the default)], checked as kafka-configs.sh checks them."""
     names = getattr(args, "entity_names", None) or []
+    if not args.entity_type:
+        raise ValueError("name the entity: --entity-type with --entity-name, or --topic, --broker, --user, --client")
     if len(names) != len(args.entity_type):
         raise ValueError("give one --entity-name or --entity-default for each --entity-type")
     pairs = list(zip(args.entity_type, names, strict=True))
@@ -128,7 +160,7 @@ def _entity(args) -> tuple[int, str, str]:
     if name is None:
         return BROKER, "", "default config for brokers in the cluster"
     if not name.isdigit():
-        raise ValueError(f"--entity-name {name!r} is not a broker id")
+        raise ValueError(f"--entity-name {name} is not a broker id")
     return BROKER, name, f"broker {name}"
 
 
@@ -151,7 +183,7 @@ async def _run_quotas(args, pairs: list[tuple[str, str | None]]) -> int:
             try:
                 ops.append((key, float(value)))
             except ValueError:
-                raise ValueError(f"quota {key} must be a number, got {value!r}") from None
+                raise ValueError(f"quota {key} must be a number, got {value}") from None
         ops += [(k.strip(), None) for k in args.delete_config.split(",") if k.strip()]
         if not ops:
             raise ValueError("--alter needs --add-config or --delete-config")

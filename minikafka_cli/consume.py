@@ -1,22 +1,32 @@
-"""`minikafka consume`: print a topic's records (committed data only: consumers read up to the HW).
+"""`minikafka consume` (Kafka's kafka-console-consumer.sh): print a topic's records (committed
+data only: consumers read up to the HW).
 
 With `--group G` it is a member of consumer group G: it reads the partitions the group assigns it,
 from the group's committed offsets, and commits as it goes (`--group-protocol consumer`: KIP-848, the
 broker assigns). With `--share-group G` it is a member of share group G (KIP-932, as Kafka's
 `kafka-console-share-consumer.sh`): it prints the records the broker hands it and acknowledges each
 as it prints it, ACCEPT unless its value is `--reject-on` (REJECT: never delivered again) or
-`--release-on` (RELEASE: delivered again, perhaps to another member). Otherwise it starts at the latest offset unless `--from-beginning` or `--offset` (with `--partition`); stops after
+`--release-on` (RELEASE: delivered again, perhaps to another member). Otherwise it starts where
+`--offset` says (a number with `--partition`, `earliest`, or `latest`, the default), or at
+`--from-beginning`, or at the first record at or after `--from-timestamp`; stops after
 `--max-messages` records, or after `--timeout-ms` without a new record (otherwise it runs until
-interrupted). Leader changes are followed (metadata refresh and retry). One line per record: the
-value, optionally prefixed by offset, timestamp, key and headers, or `--json` lines.
+interrupted: Ctrl-C exits 130). Leader changes are followed (metadata refresh and retry).
+
+Output is Kafka's DefaultMessageFormatter's (`message_formatter`): the value, optionally after
+`CreateTime:MS`, `Partition:N`, `Offset:N`, headers and key, set by `--property print.key=true` and
+its kin or by `--print-*`; or `--json` lines. Kafka's `--consumer-property` keys group.id,
+isolation.level, auto.offset.reset and group.protocol are taken, and `--consumer.config` is
+`--command-config`.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import datetime
 import json
 import sys
+from dataclasses import dataclass
 
 import trio
 
@@ -25,13 +35,18 @@ from client.consumer_group_member import ConsumerGroupMember
 from client.groups import GroupMember
 from client.reads import EARLIEST, ISOLATION_LEVELS, LATEST, READ_COMMITTED, fetch, list_offset, reader_batches
 from client.share_consumer import ACCEPT, REJECT, RELEASE, ShareMember
-from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
+from minikafka_cli.common import add_connection_arguments, key_values, open_cluster, run_trio
+from minikafka_cli.message_formatter import PROPERTIES as FORMATTER_PROPERTIES
+from minikafka_cli.message_formatter import MessageFormatter
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
+#: `--consumer-property` keys (Kafka's consumer configs) this command takes
+CONSUMER_PROPERTIES = ("group.id", "isolation.level", "auto.offset.reset", "group.protocol")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_connection_arguments(parser)
+    add_connection_arguments(parser, config_alias="--consumer.config")
     parser.add_argument("--topic", required=True)
     parser.add_argument(
         "--group",
@@ -66,7 +81,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="start at the earliest offset (with --group: when nothing is committed)",
     )
     parser.add_argument("--partition", type=int, help="read only this partition")
-    parser.add_argument("--offset", type=int, help="start at this offset (needs --partition)")
+    parser.add_argument(
+        "--offset",
+        help="where to start: an offset (needs --partition), earliest or latest (default latest, as Kafka's)",
+    )
+    parser.add_argument(
+        "--from-timestamp",
+        metavar="TIME",
+        help="start at each partition's first record at or after TIME (ms since the epoch, or an ISO 8601 "
+        "date-time such as 2026-11-29T10:00:00Z; a partition with none starts at its end)",
+    )
     parser.add_argument("--max-messages", type=int, help="exit after this many records")
     parser.add_argument(
         "--isolation-level",
@@ -74,12 +98,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="read_uncommitted",
         help="read_committed: only committed transactions, up to the last stable offset",
     )
-    parser.add_argument("--timeout-ms", type=int, help="exit after this long without a record")
-    parser.add_argument("--print-key", action="store_true")
-    parser.add_argument("--print-offset", action="store_true")
-    parser.add_argument("--print-timestamp", action="store_true")
-    parser.add_argument("--print-headers", action="store_true")
-    parser.add_argument("--key-separator", default="\t", help="between printed fields (default TAB)")
+    parser.add_argument("--timeout-ms", type=int, help="exit after this long (ms) without a record")
+    parser.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="how records are printed, as Kafka's console consumer: " + ", ".join(FORMATTER_PROPERTIES),
+    )
+    parser.add_argument(
+        "--consumer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a consumer config: " + ", ".join(CONSUMER_PROPERTIES) + " (repeatable)",
+    )
+    parser.add_argument("--print-key", action="store_true", help="print each key (print.key=true)")
+    parser.add_argument("--print-partition", action="store_true", help="print Partition:N (print.partition=true)")
+    parser.add_argument("--print-offset", action="store_true", help="print Offset:N (print.offset=true)")
+    parser.add_argument(
+        "--print-timestamp", action="store_true", help="print CreateTime:MS or LogAppendTime:MS (print.timestamp=true)"
+    )
+    parser.add_argument(
+        "--print-headers", action="store_true", help="print k:v,k2:v2 or NO_HEADERS (print.headers=true)"
+    )
+    parser.add_argument("--key-separator", default="\t", help="between printed fields (default TAB; key.separator)")
     parser.add_argument("--json", action="store_true", help="one JSON object per record")
 
 
@@ -87,7 +130,9 @@ def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def _format(args, partition: int, record: rb.Record) -> str:
+def _format(args, partition: int, record: rb.Record, log_append_time: bool = False, delivery_count=None) -> str:
+    """One record's output, its line end included: a JSON object with --json, else as Kafka's
+    DefaultMessageFormatter (`args.formatter`)."""
     if args.json:
 
         def enc(b):
@@ -98,27 +143,29 @@ def _format(args, partition: int, record: rb.Record) -> str:
             except UnicodeDecodeError:
                 return {"base64": base64.b64encode(b).decode()}
 
-        return json.dumps(
-            {
-                "partition": partition,
-                "offset": record.offset,
-                "timestamp": record.timestamp,
-                "key": enc(record.key),
-                "value": enc(record.value),
-                "headers": {h.key: enc(h.value) for h in record.headers},
-            }
+        return (
+            json.dumps(
+                {
+                    "partition": partition,
+                    "offset": record.offset,
+                    "timestamp": record.timestamp,
+                    "key": enc(record.key),
+                    "value": enc(record.value),
+                    "headers": {h.key: enc(h.value) for h in record.headers},
+                }
+            )
+            + "\n"
         )
-    fields = []
-    if args.print_offset:
-        fields.append(f"{partition}:{record.offset}")
-    if args.print_timestamp:
-        fields.append(str(record.timestamp))
-    if args.print_key:
-        fields.append(_text(record.key) or "null")
-    if args.print_headers:
-        fields.append(",".join(f"{h.key}={_text(h.value)}" for h in record.headers) or "NO_HEADERS")
-    fields.append(_text(record.value) or "null")
-    return args.key_separator.join(fields)
+    return args.formatter.format(
+        partition,
+        record.offset,
+        record.timestamp,
+        record.key,
+        record.value,
+        record.headers,
+        log_append_time=log_append_time,
+        delivery_count=delivery_count,
+    )
 
 
 async def _poll(cluster, args, partitions, positions: dict[int, int], out, limit: int | None) -> int:
@@ -135,7 +182,7 @@ async def _poll(cluster, args, partitions, positions: dict[int, int], out, limit
             for record in rb.decode_records(data, pos, header) if visible else ():
                 if record.offset < positions[p]:
                     continue
-                out.write(_format(args, p, record) + "\n")
+                out.write(_format(args, p, record, header.is_log_append_time))
                 positions[p] = record.offset + 1
                 printed += 1
                 if limit is not None and printed >= limit:
@@ -177,19 +224,7 @@ async def _consume(args, out) -> int:
             if args.partition not in partitions:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{args.topic}-{args.partition}")
             partitions = [args.partition]
-        positions = {}
-        for p in partitions:
-            positions[p] = (
-                args.offset
-                if args.offset is not None
-                else await list_offset(
-                    cluster,
-                    args.topic,
-                    p,
-                    EARLIEST if args.from_beginning else LATEST,
-                    ISOLATION_LEVELS[args.isolation_level],
-                )
-            )
+        positions = {p: await _start(cluster, args, p) for p in partitions}
         printed, idle = 0, _Idle(args.timeout_ms)
         while True:
             n = await _poll(cluster, args, partitions, positions, out, _left(args, printed))
@@ -198,6 +233,18 @@ async def _consume(args, out) -> int:
                 idle.progress()
             if _left(args, printed) == 0 or idle.expired():
                 return printed
+
+
+async def _start(cluster, args, partition: int) -> int:
+    """Where reading `partition` starts: --offset N, or ListOffsets for earliest / latest /
+    --from-timestamp (a timestamp after the last record starts at the end)."""
+    level = ISOLATION_LEVELS[args.isolation_level]
+    if isinstance(args.start, FromTimestamp):
+        found = await list_offset(cluster, args.topic, partition, args.start.ms, level)
+        return found if found >= 0 else await list_offset(cluster, args.topic, partition, LATEST, level)
+    if args.start >= 0:
+        return args.start
+    return await list_offset(cluster, args.topic, partition, args.start, level)
 
 
 async def _consume_in_group(cluster, args, out) -> int:
@@ -219,7 +266,7 @@ async def _consume_in_group(cluster, args, out) -> int:
             await member.join()
             if member.rejoin_needed:  # cooperative: revoked partitions go to their new owner next
                 continue
-            positions = await member.starting_positions(args.topic, EARLIEST if args.from_beginning else LATEST)
+            positions = await member.starting_positions(args.topic, EARLIEST if args.start == EARLIEST else LATEST)
             interval_s = getattr(member, "heartbeat_interval_s", 1.0)
             next_heartbeat = trio.current_time() + interval_s
             while True:
@@ -257,10 +304,7 @@ async def _consume_in_share_group(cluster, args, out) -> int:
             for delivered in await member.poll(max_records=500):  # as max.poll.records: the rest is released
                 if _left(args, printed) == 0:
                     break  # not printed: released by close()
-                line = _format(args, delivered.partition, delivered.record)
-                if args.print_delivery_count:
-                    line = f"{delivered.delivery_count}{args.key_separator}{line}"
-                out.write(line + "\n")
+                out.write(_format(args, delivered.partition, delivered.record, delivery_count=delivered.delivery_count))
                 value = _text(delivered.record.value)
                 kind = REJECT if value == args.reject_on else RELEASE if value == args.release_on else ACCEPT
                 member.acknowledge(delivered, kind)
@@ -274,20 +318,89 @@ async def _consume_in_share_group(cluster, args, out) -> int:
             await member.close()
 
 
+@dataclass(frozen=True)
+class FromTimestamp:
+    """Start at the first record at or after `ms` (ListOffsets by timestamp)."""
+
+    ms: int
+
+
+def _timestamp_ms(text: str) -> int:
+    """--from-timestamp: ms since the epoch, or an ISO 8601 date-time (UTC unless it names a zone)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--from-timestamp {text}: not ms since the epoch nor an ISO 8601 date-time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def resolve(args: argparse.Namespace) -> None:
+    """Fold Kafka's spellings into `args`: `--property` into `args.formatter`, `--consumer-property`
+    into the options, and the start (--offset, --from-beginning, --from-timestamp) into
+    `args.start`: an offset >= 0, EARLIEST, LATEST, or a `FromTimestamp`. Raises ValueError naming
+    the option for anything a user could mistype (exit 2)."""
+    for key, value in key_values(args.consumer_property, "--consumer-property").items():
+        if key == "group.id":
+            args.group = value
+        elif key == "isolation.level":
+            if value not in ISOLATION_LEVELS:
+                raise ValueError(f"--consumer-property isolation.level={value}: expected {', '.join(ISOLATION_LEVELS)}")
+            args.isolation_level = value
+        elif key == "auto.offset.reset":
+            if value not in ("earliest", "latest"):
+                raise ValueError(f"--consumer-property auto.offset.reset={value}: expected earliest or latest")
+            args.from_beginning = value == "earliest"
+        elif key == "group.protocol":
+            if value not in ("classic", "consumer"):
+                raise ValueError(f"--consumer-property group.protocol={value}: expected classic or consumer")
+            args.group_protocol = value
+        else:
+            raise ValueError(f"unknown --consumer-property {key} (known: {', '.join(CONSUMER_PROPERTIES)})")
+    args.formatter = MessageFormatter.from_properties(
+        key_values(args.property, "--property"),
+        print_key=args.print_key,
+        print_partition=args.print_partition,
+        print_offset=args.print_offset,
+        print_timestamp=args.print_timestamp,
+        print_headers=args.print_headers,
+        print_delivery=args.print_delivery_count,
+        key_separator=args.key_separator,
+    )
+    starts = [o for o, given in (("--offset", args.offset), ("--from-timestamp", args.from_timestamp)) if given]
+    if args.from_beginning and args.offset is None and args.from_timestamp is None:
+        args.start = EARLIEST
+    elif len(starts) > 1 or (starts and args.from_beginning and args.offset != "earliest"):
+        raise ValueError("--from-beginning, --offset and --from-timestamp each say where to start: one of them")
+    elif args.from_timestamp is not None:
+        args.start = FromTimestamp(_timestamp_ms(args.from_timestamp))
+    elif args.offset is None or args.offset in ("latest", "earliest"):
+        args.start = EARLIEST if args.offset == "earliest" else LATEST
+    elif args.offset.isdigit():
+        if args.partition is None:
+            raise ValueError("--offset N needs --partition (earliest and latest do not)")
+        args.start = int(args.offset)
+    else:
+        raise ValueError(f"--offset {args.offset}: expected a number >= 0, earliest or latest")
+
+
 def _usage_error(args: argparse.Namespace) -> str | None:
-    if args.offset is not None and args.partition is None:
-        return "--offset needs --partition"
     if args.assignor is not None and args.group_protocol == "consumer":
         return "--assignor is for the classic protocol (the broker assigns)"
-    if args.group is not None and (args.partition is not None or args.offset is not None):
-        return "--group reads the partitions the group assigns: no --partition/--offset"
+    if args.group is not None and (args.partition is not None or isinstance(args.start, int) and args.start >= 0):
+        return "--group reads the partitions the group assigns: no --partition/--offset N"
+    if args.group is not None and args.from_timestamp is not None:
+        return "--group starts at the group's committed offsets: no --from-timestamp"
     if args.share_group is not None:
         if args.group is not None:
             return "--group and --share-group are different kinds of groups: one of them"
-        if args.partition is not None or args.offset is not None or args.from_beginning:
+        if args.partition is not None or args.offset is not None or args.from_beginning or args.from_timestamp:
             return (
                 "--share-group reads what the broker hands out (where share.auto.offset.reset says): "
-                "no --partition/--offset/--from-beginning"
+                "no --partition/--offset/--from-beginning/--from-timestamp"
             )
         if args.isolation_level != "read_uncommitted":
             return "--share-group: the group's share.isolation.level config decides the isolation level"
@@ -297,6 +410,11 @@ def _usage_error(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        resolve(args)
+    except ValueError as e:
+        print(f"minikafka consume: {e}", file=sys.stderr)
+        return 2
     problem = _usage_error(args)
     if problem is not None:
         print(f"minikafka consume: {problem}", file=sys.stderr)

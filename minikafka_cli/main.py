@@ -2,9 +2,9 @@
 `broker` (one broker process), `cluster` (a local ZooKeeper + brokers in the background), `compose` (the docker-compose cluster), `topics`
 (create/list/describe/alter/delete), `configs`, `delete-records`, `reassign-partitions`, `log-dirs`,
 `produce`, `consume`, `groups`, `share-groups`, `transactions`, `acls`, `users`, `leader-election`, `health`, `perf` (Kafka-style perf tools), and `run`, the main job
-(examples/flights.py). Bad arguments exit 2 with argparse's one-line message. When the reader of the
+(minikafka_cli/flights.py). Bad arguments exit 2 with argparse's one-line message. When the reader of the
 output goes away (`minikafka consume ... | head`) the command stops quietly with status 141, as a
-Unix tool killed by SIGPIPE does. `minikafka --version` prints the version and exits 0.
+Unix tool killed by SIGPIPE does; Ctrl-C ends any command with status 130 and no traceback. `minikafka --version` prints the version and exits 0.
 """
 
 from __future__ import annotations
@@ -74,15 +74,36 @@ def version() -> str:
     return f"minikafka {ours} (the wire protocol of Kafka 3.8, and KIP-848's consumer groups of Kafka 4)"
 
 
+def kafka_action_first(argv: list[str]) -> list[str]:
+    """Kafka's tools name their action with a flag anywhere in the line (`kafka-topics.sh --list
+    --bootstrap-server B`); ours take it as the word after the command. A command module's
+    `KAFKA_ACTIONS` ({flag: action}) lets the flag spelling through: its first action flag
+    becomes the action word, unless the action word is already there."""
+    if not argv or argv[0] not in COMMANDS:
+        return argv
+    actions = getattr(COMMANDS[argv[0]][0], "KAFKA_ACTIONS", None)
+    if not actions or (len(argv) > 1 and argv[1] in actions.values()):
+        return argv
+    for i, item in enumerate(argv[1:], start=1):
+        if item in actions:
+            return [argv[0], actions[item], *argv[1:i], *argv[i + 1 :]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = kafka_action_first(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="minikafka", description="A Kafka-compatible broker in Python.")
     parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, text) in COMMANDS.items():
         module.add_arguments(sub.add_parser(name, help=text))
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse would name them with the top-level usage; the subcommand's is the useful one
+        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return COMMANDS[args.command][0].run(args)
+    except KeyboardInterrupt:  # Ctrl-C where a command does not handle it itself: quietly, as a shell tool
+        return 128 + signal.SIGINT
     except BrokenPipeError:
         if not _stdout_reader_gone():
             raise
@@ -92,6 +113,16 @@ def main(argv: list[str] | None = None) -> int:
         if broken is None or rest is not None or not _stdout_reader_gone():
             raise
         return _reader_gone()
+
+
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command and action `args` names: `minikafka groups describe`'s."""
+    while True:
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, subparsers[0].dest, None) if subparsers else None
+        if chosen not in (subparsers[0].choices if subparsers else {}):
+            return parser
+        parser = subparsers[0].choices[chosen]
 
 
 def _stdout_reader_gone() -> bool:

@@ -14,8 +14,8 @@ import functools
 import sys
 
 from minikafka_cli.common import run_trio
-from perf import ours
-from perf.stats import Result
+from minikafka_cli.perf_tools import ours
+from minikafka_cli.perf_tools.stats import Result
 from protocol import record_batch as rb
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
@@ -75,7 +75,7 @@ def _check(args) -> str | None:
 
 
 def _confluent(args) -> Result:
-    from perf import confluent
+    from minikafka_cli.perf_tools import confluent
 
     if args.perf_command == "produce":
         return confluent.produce(
@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"minikafka {prog}: {problem}", file=sys.stderr)
         return 2
     if args.client == "confluent":
-        from perf.confluent import PerfClientError
+        from minikafka_cli.perf_tools.confluent import PerfClientError
 
         try:
             result = _confluent(args)

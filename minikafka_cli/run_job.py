@@ -1,4 +1,4 @@
-"""`minikafka run`: the main job (examples/flights.py)."""
+"""`minikafka run`: the main job (minikafka_cli/flights.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from examples import flights
+    from minikafka_cli import flights
 
     return flights.main(
         (["--rows", str(args.rows)] if args.rows else [])

@@ -29,6 +29,7 @@ HEAVY_MODULES = {
     "test_compose_security",
     "test_main_job",
     "test_testing_plugin_spark",
+    "test_wheel_install",  # pip-installs a wheel and its clients into a fresh virtualenv
 }
 
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from zk.client import ZkClient
 
 
-_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", GROUP: "GROUP", CLIENT_METRICS: "CLIENT_METRICS"}
+_TYPE_NAMES = {TOPIC: "topic", BROKER: "broker", GROUP: "group", CLIENT_METRICS: "client metrics resource"}
 
 
 class ResourceError(KafkaError):
@@ -64,7 +64,8 @@ def _authorize(ctx: BrokerContext, request: Request, resource, operation: Op) ->
 
 
 def _resource(resource_type: int, name: str) -> str:
-    return f"ConfigResource(type={_TYPE_NAMES.get(resource_type, resource_type)}, name='{name}')"
+    """A resource in words for error messages: "topic 'demo'", "broker '1'"."""
+    return f"{_TYPE_NAMES.get(resource_type, f'resource of type {resource_type}')} '{name}'"
 
 
 def _served(ctx: BrokerContext) -> tuple[ZkClient, DynamicBrokerConfig, DynamicConfigManager]:

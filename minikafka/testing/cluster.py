@@ -23,6 +23,7 @@ import signal
 import ssl
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ from local_cluster.brokers import BrokerProcess, BrokerStartError, quickstart_se
 from local_cluster.zookeeper import ZooKeeperError, ZooKeeperProcess
 
 SECURITY_MODES = secure.PROTOCOLS
+#: a ZooKeeper the user runs (HOST:PORT), used instead of starting one (pytest --kafka-zookeeper)
+ZOOKEEPER_ENV = "MINIKAFKA_ZOOKEEPER"
 CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "minikafka")
 
 
@@ -59,7 +62,10 @@ def _defaults(brokers: int) -> dict[str, str]:
 class KafkaCluster:
     """ZooKeeper and `brokers` broker processes (ids 1..N). `broker_config`: Kafka broker keys
     applied to every broker, over the test defaults. `directory`: where logs and data go (a new
-    temporary directory, removed at close, when None)."""
+    temporary directory, removed at close, when None). `zookeeper`: HOST:PORT of a ZooKeeper
+    already running (default: $MINIKAFKA_ZOOKEEPER): the cluster keeps its znodes under a chroot
+    of its own there instead of starting ZooKeeper (not with the SASL modes, whose ZooKeeper
+    requires logins). Raises ValueError for bad arguments."""
 
     def __init__(
         self,
@@ -69,6 +75,7 @@ class KafkaCluster:
         broker_config: dict[str, str] | None = None,
         directory: str | os.PathLike | None = None,
         start_timeout_s: float = 60.0,
+        zookeeper: str | None = None,
     ):
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -81,6 +88,13 @@ class KafkaCluster:
         self._own_directory = directory is None
         self.directory = Path(directory) if directory is not None else None
         self.zookeeper: ZooKeeperProcess | None = None
+        # a ZooKeeper the user runs (host:port): this cluster lives under a chroot of its own there
+        external = zookeeper or os.environ.get(ZOOKEEPER_ENV) or None
+        self.external_zookeeper = f"{external.rstrip('/')}/minikafka-{uuid.uuid4().hex[:12]}" if external else None
+        if self.external_zookeeper and security in ("sasl_plaintext", "sasl_ssl"):
+            raise ValueError(
+                f"security={security} needs a ZooKeeper of its own (with SASL): do not set {ZOOKEEPER_ENV}"
+            )
         self.brokers: dict[int, BrokerProcess] = {}
         self.setup: secure.SecureSetup | None = None
         self.started_in_s: float | None = None
@@ -106,15 +120,18 @@ class KafkaCluster:
                 self.setup = secure.prepare(self.directory, self.security)
                 overrides.update(self.setup.broker_overrides)
                 overrides["listeners"] = f"{self.setup.protocol}://127.0.0.1:0"
-            self.zookeeper = ZooKeeperProcess.start(
-                self.directory / "zookeeper",
-                sasl_users=self.setup.zookeeper_users if self.setup else None,
-                die_with_parent=True,
-            )
-            if self.setup is not None:
-                secure.write_admin_credentials(self.zookeeper.connect, self.setup)
+            connect = self.external_zookeeper
+            if connect is None:
+                self.zookeeper = ZooKeeperProcess.start(
+                    self.directory / "zookeeper",
+                    sasl_users=self.setup.zookeeper_users if self.setup else None,
+                    die_with_parent=True,
+                )
+                connect = self.zookeeper.connect
+                if self.setup is not None:
+                    secure.write_admin_credentials(connect, self.setup)
             for broker_id in range(1, self.size + 1):
-                broker = BrokerProcess.create(broker_id, self.directory / f"broker-{broker_id}", self.zookeeper.connect)
+                broker = BrokerProcess.create(broker_id, self.directory / f"broker-{broker_id}", connect)
                 broker.properties.update(overrides)
                 broker.die_with_parent = True
                 self.brokers[broker_id] = broker

@@ -4,7 +4,9 @@ Fixtures:
 - `kafka_cluster`: a `KafkaCluster` shared by the whole session (one per distinct size and
   security mode, started on first use, stopped at the session's end). Its size and security come
   from the test's `@pytest.mark.kafka_cluster(brokers=3, security="sasl_ssl")` marker, else from
-  `--kafka-brokers` / `--kafka-security` (defaults 1 and plaintext). After each test the cluster
+  `--kafka-brokers` / `--kafka-security` (defaults 1 and plaintext). ZooKeeper is started from
+  its jars (see `local_cluster.zookeeper.classpath`), or a running one is used with
+  `--kafka-zookeeper HOST:PORT` or `MINIKAFKA_ZOOKEEPER`. After each test the cluster
   is healed: paused brokers resume and stopped ones start again, so a failure test does not leak.
 - `kafka_topic`: a factory, `kafka_topic(partitions=1, replication_factor=-1, config=None,
   name=None) -> name`; a unique name by default; the topics it made are deleted after the test.
@@ -22,7 +24,7 @@ from collections.abc import Iterator
 import pytest
 
 from minikafka.testing.admin import Admin
-from minikafka.testing.cluster import SECURITY_MODES, KafkaCluster
+from minikafka.testing.cluster import SECURITY_MODES, ZOOKEEPER_ENV, KafkaCluster
 
 
 def pytest_addoption(parser):
@@ -34,6 +36,12 @@ def pytest_addoption(parser):
         default="plaintext",
         help="the listeners' security protocol in kafka_cluster (default plaintext)",
     )
+    group.addoption(
+        "--kafka-zookeeper",
+        metavar="HOST:PORT",
+        default=None,
+        help=f"use this running ZooKeeper instead of starting one (default ${ZOOKEEPER_ENV})",
+    )
 
 
 def pytest_configure(config):
@@ -44,15 +52,18 @@ def pytest_configure(config):
 
 
 class _Clusters:
-    """The session's clusters, one per (brokers, security, broker config)."""
+    """The session's clusters, one per (brokers, security, broker config); on `zookeeper`
+    (HOST:PORT, None: each starts its own) when given."""
 
-    def __init__(self):
+    def __init__(self, zookeeper: str | None = None):
         self.started: dict[tuple, KafkaCluster] = {}
+        self.zookeeper = zookeeper
 
     def get(self, brokers: int, security: str, broker_config: dict[str, str]) -> KafkaCluster:
         key = (brokers, security, tuple(sorted(broker_config.items())))
         if key not in self.started:
-            self.started[key] = KafkaCluster(brokers, security=security, broker_config=broker_config).start()
+            cluster = KafkaCluster(brokers, security=security, broker_config=broker_config, zookeeper=self.zookeeper)
+            self.started[key] = cluster.start()
         return self.started[key]
 
     def close(self) -> None:
@@ -62,8 +73,8 @@ class _Clusters:
 
 
 @pytest.fixture(scope="session")
-def _minikafka_clusters():
-    clusters = _Clusters()
+def _minikafka_clusters(request):
+    clusters = _Clusters(request.config.getoption("--kafka-zookeeper"))
     try:
         yield clusters
     finally:

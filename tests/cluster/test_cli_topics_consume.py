@@ -87,12 +87,13 @@ async def test_topics_and_consume(start_broker, zk):
             "1",
             "--timeout-ms",
             "500",
+            "--print-partition",
             "--print-offset",
             "--print-key",
         )
     )
     first = r.stdout.splitlines()[0].split("\t")
-    assert first[0] == "0:1" and r.returncode == 0 and "Processed a total of" in r.stderr
+    assert first[:2] == ["Partition:0", "Offset:1"] and r.returncode == 0 and "Processed a total of" in r.stderr
     r = await trio.to_thread.run_sync(
         lambda: cli("consume", "--bootstrap-server", bootstrap, "--topic", "nope", "--timeout-ms", "100")
     )

@@ -248,3 +248,21 @@ def test_under_security_the_console_asks_for_the_listeners_credentials_and_acls(
         assert status == 200 and "Controller: broker" in body and "not answering" not in body.lower()
         with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):
             _get(url, context=_tls(setup))  # no certificate: the handshake is refused
+
+
+def test_missing_things_are_404_and_a_malformed_query_is_400(cluster):
+    """Issue 49: a topic, group or partition that does not exist answers 404 (its page says so),
+    and `?offset=abc` is refused with 400 instead of being read as offset 0."""
+    topic = cluster.admin().create_topic("console-statuses", 2, 1)
+    base = cluster.console_url(1).rstrip("/")
+    _wait(lambda: _get(f"{base}/topics/{topic}")[0] == 200, "the topic on the console")
+    assert _get(f"{base}/records/{topic}/1?offset=0&limit=5")[0] == 200
+    status, page = _get(f"{base}/topics/nosuch")
+    assert status == 404 and "No such topic" in page
+    status, page = _get(f"{base}/records/{topic}/99")
+    assert status == 404 and "No such topic partition" in page
+    assert _get(f"{base}/records/nosuch/0")[0] == 404
+    assert _get(f"{base}/groups/never-existed")[0] == 404
+    status, text = _get(f"{base}/records/{topic}/0?offset=abc")
+    assert status == 400 and "offset=abc: expected a number >= 0" in text
+    assert _get(f"{base}/records/{topic}/0?limit=-1")[0] == 400

@@ -1,4 +1,4 @@
-"""The main job (`minikafka run`, examples/flights.py) on the first flights: cluster up, topic,
+"""The main job (`minikafka run`, minikafka_cli/flights.py) on the first flights: cluster up, topic,
 produce with a leader killed mid-stream, PySpark exactly-once check, cluster down; unchanged on a
 SASL_SSL cluster with ACLs (`--security sasl_ssl`: TLS, SCRAM, the admin's client.properties for the
 CLI and the `kafka.*` security options for Spark)."""
@@ -25,7 +25,7 @@ def test_main_job_on_a_slice_of_the_flights(tmp_path, security, rows):
         [
             sys.executable,
             "-m",
-            "examples.flights",
+            "minikafka_cli.flights",
             "--rows",
             str(rows),
             "--security",

@@ -223,18 +223,18 @@ def test_consume_share_group_acknowledges_as_it_prints(start_broker):
         "5",
     )
     assert first.returncode == 0, first.stderr
-    assert first.stdout.splitlines() == [f"1\t{i}" for i in range(10)]
+    assert first.stdout.splitlines() == [f"Delivery:1\t{i}" for i in range(10)]
     # 3 was rejected: never again; 5 was released: delivered again (its count up), and accepted now
     second = consume(broker, "--topic", name, "--share-group", "cli", "--timeout-ms", "3000", "--print-delivery-count")
     assert second.returncode == 0, second.stderr
-    assert second.stdout.splitlines() == ["2\t5"]
+    assert second.stdout.splitlines() == ["Delivery:2\t5"]
     assert wait_for(lambda: start_offsets(broker, "cli") == {"0": "10"})
     # records handed out but not printed (--max-messages) are released for the next member
     produce(broker, name, 4, partitions=1)  # 0 1 2 3 at offsets 10-13
     part = consume(broker, "--topic", name, "--share-group", "cli", "--max-messages", "1")
     assert part.stdout.splitlines() == ["0"]
     rest = consume(broker, "--topic", name, "--share-group", "cli", "--timeout-ms", "3000", "--print-delivery-count")
-    assert sorted(rest.stdout.splitlines()) == ["2\t1", "2\t2", "2\t3"]
+    assert sorted(rest.stdout.splitlines()) == ["Delivery:2\t1", "Delivery:2\t2", "Delivery:2\t3"]
     bad = consume(broker, "--topic", name, "--share-group", "cli", "--from-beginning")
     assert bad.returncode == 2 and "--share-group" in bad.stderr
 

@@ -32,11 +32,9 @@ ALLOWED = {
         "metrics",
         "broker",
         "local_cluster",
-        "perf",
-        "examples",
     },
-    "perf": {"protocol", "client", "security"},
-    "examples": {"protocol", "client", "security", "broker"},  # broker.config reads client.properties
+    # examples/exactly_once.py runs on the main job's cluster helpers (minikafka_cli.flights)
+    "examples": {"protocol", "client", "security", "broker", "minikafka_cli"},
     # what applications import: a local cluster for their tests (minikafka.testing)
     "minikafka": {"protocol", "client", "security", "local_cluster"},
 }

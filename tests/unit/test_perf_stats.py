@@ -1,8 +1,8 @@
-"""perf/stats.py: percentiles, latency summaries, pacing and the JSON hand-over to `make bench`."""
+"""minikafka_cli/perf_tools/stats.py: percentiles, latency summaries, pacing and the JSON hand-over to `make bench`."""
 
 import pytest
 
-from perf.stats import Latency, Result, Throttler, percentile, sample_every
+from minikafka_cli.perf_tools.stats import Latency, Result, Throttler, percentile, sample_every
 
 
 def test_nearest_rank_percentiles():

@@ -8,7 +8,7 @@ import codec_helpers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perf.connections import produce_frame
+from minikafka_cli.perf_tools.connections import produce_frame
 from protocol import produce_codec
 from protocol.api import (
     decode_request,

@@ -25,8 +25,8 @@ import json
 import logging
 import time
 
-from perf.ours import age_ms, payload, stamped
-from perf.stats import Latency, Result, Throttler, process_cpu_s, sample_every
+from minikafka_cli.perf_tools.ours import age_ms, payload, stamped
+from minikafka_cli.perf_tools.stats import Latency, Result, Throttler, process_cpu_s, sample_every
 
 _TIMEOUT_S = 30
 # librdkafka's own log lines (connection refused, retries...) would bury the one-line result or

@@ -9,7 +9,7 @@ arrives, which measures what the broker sustains. The request bytes are
 encoded once and only the correlation id changes, so this driver costs little CPU per request and
 the broker, not the driver, is what is measured. Latency is send to response, per request.
 
-Run as `python -m perf.connections --bootstrap-server H:P --topic T --connections 100 --rate 100
+Run as `python -m minikafka_cli.perf_tools.connections --bootstrap-server H:P --topic T --connections 100 --rate 100
 --seconds 10`; prints one JSON `Result` (records = requests answered without error; `errors`
 counts error codes and unanswered requests).
 """
@@ -25,7 +25,7 @@ import time
 import trio
 
 from client import Cluster
-from perf.stats import Latency, Result, process_cpu_s
+from minikafka_cli.perf_tools.stats import Latency, Result, process_cpu_s
 from protocol import record_batch as rb
 from protocol.api import encode_request
 from protocol.api_keys import ApiKey

@@ -24,7 +24,7 @@ import trio
 from client import Cluster
 from client.producer import Producer
 from client.reads import EARLIEST, LATEST, fetch_records, list_offset
-from perf.stats import Latency, Result, Throttler, process_cpu_s, sample_every
+from minikafka_cli.perf_tools.stats import Latency, Result, Throttler, process_cpu_s, sample_every
 from protocol import record_batch as rb
 
 _NS = struct.Struct(">q")
