@@ -11,7 +11,8 @@ line, to a topic, sent as they are read.
 - Ctrl-C stops reading, waits for what was read to be acknowledged (a second Ctrl-C stops waiting),
   prints the count and exits 130, without a traceback.
 - Idempotent by default (`client/producer.py`: a producer id, sequences, acks=all);
-  `--no-idempotence` or `--producer-property enable.idempotence=false` turns it off.
+  `--no-idempotence` or `--producer-property enable.idempotence=false` turns it off, and so does
+  `--acks 0|1` unless idempotence is asked for explicitly (Kafka's producer rule).
 - Prints how many records were acknowledged; the exit status is 1 if any record failed and 2 for
   bad arguments. Errors are one line, never a traceback. Kafka's spellings are accepted
   (`--request-required-acks`, `--compression-codec`, `--timeout`, `--property`,
@@ -144,6 +145,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         compression=rb.CODECS[args.compression],
         max_in_flight=args.max_in_flight,
     )
+    explicit_idempotence = False
     for key, value in key_values(args.producer_property, "--producer-property").items():
         if key not in PRODUCER_PROPERTIES:
             raise ValueError(f"unknown --producer-property {key} (known: {', '.join(PRODUCER_PROPERTIES)})")
@@ -159,10 +161,15 @@ def settings_from(args: argparse.Namespace) -> Settings:
             if value.lower() not in ("true", "false"):
                 raise ValueError(f"--producer-property enable.idempotence={value}: expected true or false")
             settings.idempotent = value.lower() == "true"
+            explicit_idempotence = settings.idempotent
         else:
             setattr(settings, PRODUCER_PROPERTIES[key], _int(key, value))
     if settings.idempotent and settings.acks != -1:
-        raise ValueError("--acks 0 or 1 needs --no-idempotence (an idempotent producer uses acks=all)")
+        # Kafka's producer: idempotence is on by default only with acks=all; asked for explicitly
+        # with acks 0 or 1 it is a configuration error
+        if explicit_idempotence:
+            raise ValueError("enable.idempotence=true needs acks=all (an idempotent producer waits for all replicas)")
+        settings.idempotent = False
     if not 1 <= settings.max_in_flight <= 5:
         raise ValueError("max.in.flight.requests.per.connection must be 1..5")
     props = key_values(args.property, "--property")

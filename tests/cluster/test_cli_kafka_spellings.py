@@ -206,3 +206,45 @@ def test_error_messages_are_words_not_python_reprs(kafka_cluster, kafka_topic, a
         text = err(r)
         assert r.returncode in (1, 2) and text.strip(), (r.args, text)
         assert "Traceback" not in text and not PYTHON_REPR.search(text), (r.args[3:], text)
+
+
+def test_console_producer_properties_as_kafka_spells_them(kafka_cluster, kafka_topic, admin):
+    bs = kafka_cluster.bootstrap_servers
+    topic = kafka_topic(partitions=1)
+    r = cli(
+        "produce",
+        "--bootstrap-server",
+        bs,
+        "--topic",
+        topic,
+        "--producer-property",
+        "acks=1",
+        "--producer-property",
+        "enable.idempotence=false",
+        "--compression-codec",
+        "gzip",
+        "--property",
+        "parse.headers=true",
+        "--property",
+        "parse.key=true",
+        "--property",
+        "null.marker=NULL",
+        stdin=b"trace:abc\tk1\tv1\n\tNULL\tv2\n",
+    )
+    assert r.returncode == 0 and out(r).strip() == "2 records acknowledged", err(r)
+    records = admin.records(topic)
+    assert [(x.key, x.value) for x in records] == [(b"k1", b"v1"), (None, b"v2")]
+    assert [(h.key, h.value) for h in records[0].headers] == [("trace", b"abc")]
+    refused = cli(
+        "produce",
+        "--bootstrap-server",
+        bs,
+        "--topic",
+        topic,
+        "--request-required-acks",
+        "1",
+        "--producer-property",
+        "enable.idempotence=true",
+        stdin=b"x\n",
+    )
+    assert refused.returncode == 2 and "enable.idempotence=true needs acks=all" in err(refused)

@@ -78,7 +78,12 @@ def test_cli_produce_errors_are_one_line(tmp_path):
     cases = [
         (["--bootstrap-server", "127.0.0.1:1", "--topic", "t"], 1, "no broker reachable"),
         (["--bootstrap-server", "nohost", "--topic", "t"], 2, "not host:port"),
-        (["--bootstrap-server", "127.0.0.1:1", "--topic", "t", "--acks", "1"], 2, "needs --no-idempotence"),
+        (
+            ["--bootstrap-server", "127.0.0.1:1", "--topic", "t", "--acks", "1", "--producer-property"]
+            + ["enable.idempotence=true"],
+            2,
+            "needs acks=all",
+        ),
         (["--bootstrap-server", "127.0.0.1:1", "--topic", "t", "--header", "nope"], 2, "KEY=VALUE"),
         (["--topic", "t"], 2, "required"),
     ]
