@@ -61,7 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     e.add_argument("--throughput", type=float, default=1000, help="records/s (default 1000)")
     e.add_argument("--record-size", type=_positive, default=100)
     e.add_argument("--acks", choices=sorted(ACKS), default="all")
-    e.add_argument("--partition", type=int, default=0)
+    e.add_argument(
+        "--partition", type=int, help="produce to and read this partition only (default: every partition, spread)"
+    )
     e.add_argument("--linger-ms", type=int, help="producer batching delay (default: the client's own)")
     e.add_argument("--timeout", type=float, default=120)
 

@@ -292,30 +292,43 @@ def end_to_end(
     throughput: float,
     record_size: int = 100,
     acks: int = -1,
-    partition: int = 0,
+    partition: int | None = None,
     linger_ms: int | None = None,
     timeout_s: float = 60,
 ) -> Result:
+    """Produce at `throughput` records/s while a consumer in the same process reads them back;
+    latency = receive time - send time. `partition` None: every partition of the topic, records
+    placed by librdkafka's default partitioner; else that partition only."""
     if record_size < 8:
         raise ValueError("end-to-end records carry an 8-byte timestamp: --record-size must be >= 8")
     ck = _kafka()
     pad = payload(record_size - 8)
     consumer = _consumer(ck, bootstrap, **{"fetch.wait.max.ms": 100})
     try:
-        end = consumer.get_watermark_offsets(ck.TopicPartition(topic, partition), timeout=_TIMEOUT_S)[1]
-        consumer.assign([ck.TopicPartition(topic, partition, end)])
+        if partition is None:
+            partitions = sorted(consumer.list_topics(topic, timeout=_TIMEOUT_S).topics[topic].partitions)
+        else:
+            partitions = [partition]
+        assigned = []
+        for p in partitions:
+            end = consumer.get_watermark_offsets(ck.TopicPartition(topic, p), timeout=_TIMEOUT_S)[1]
+            assigned.append(ck.TopicPartition(topic, p, end))
+        consumer.assign(assigned)
         conf = {"bootstrap.servers": bootstrap, **_BASE, "acks": str(acks), "enable.idempotence": False}
         if linger_ms is not None:
             conf["linger.ms"] = linger_ms
         producer = ck.Producer(conf)
-        # Warm up: one record produced and consumed first, so the consumer's offset lookup and first
-        # fetch are not counted as latency of the measured records.
-        producer.produce(topic, stamped(pad), partition=partition)
+        # Warm up: one record produced and consumed per partition first, so the consumer's offset
+        # lookups and first fetches are not counted as latency of the measured records.
+        for p in partitions:
+            producer.produce(topic, stamped(pad), partition=p)
         producer.flush(_TIMEOUT_S)
-        warm_deadline = time.monotonic() + _TIMEOUT_S
-        while not [m for m in consumer.consume(num_messages=10, timeout=0.1) if m.error() is None]:
+        warm_deadline, warmed = time.monotonic() + _TIMEOUT_S, 0
+        while warmed < len(partitions):
+            warmed += len([m for m in consumer.consume(num_messages=10, timeout=0.1) if m.error() is None])
             if time.monotonic() > warm_deadline:
-                raise PerfClientError("the warm-up record did not come back")
+                raise PerfClientError("the warm-up records did not come back")
+        where = {} if partition is None else {"partition": partition}
         throttler, latencies, sent = Throttler(throughput), [], 0
         start = time.monotonic()
         deadline = start + timeout_s
@@ -325,7 +338,7 @@ def end_to_end(
                     f"only {len(latencies)} of {num_records} records came back within {timeout_s:.0f} s"
                 )
             while sent < num_records and throttler.delay_s(sent + 1, time.monotonic() - start) == 0:
-                producer.produce(topic, stamped(pad), partition=partition)
+                producer.produce(topic, stamped(pad), **where)
                 sent += 1
             producer.poll(0)
             for message in consumer.consume(num_messages=1000, timeout=0.001):
@@ -344,5 +357,5 @@ def end_to_end(
         len(latencies) * record_size,
         elapsed,
         Latency.of(latencies),
-        extra={"target_records_per_s": throughput},
+        extra={"target_records_per_s": throughput, "partitions": len(partitions)},
     )

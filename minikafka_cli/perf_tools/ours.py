@@ -161,24 +161,27 @@ async def end_to_end(
     throughput: float,
     record_size: int = 100,
     acks: int = -1,
-    partition: int = 0,
+    partition: int | None = None,
     linger_ms: int = 5,
     timeout_s: float = 60,
 ) -> Result:
-    """Produce at `throughput` records/s to `partition` while a fetch loop reads them back;
-    latency = consume time - produce time per record (wall clock, one process)."""
+    """Produce at `throughput` records/s while fetch loops read them back (one per partition);
+    latency = consume time - produce time per record (wall clock, one process). `partition`
+    None: every partition of the topic, records placed by our producer's partitioner; else that
+    partition only."""
     if record_size < 8:
         raise ValueError("end-to-end records carry an 8-byte timestamp: --record-size must be >= 8")
     pad = payload(record_size - 8)
     throttler = Throttler(throughput)
     latencies: list[float] = []
     async with Cluster.open(bootstrap, client_id="minikafka-perf") as cluster:
-        offset = await list_offset(cluster, topic, partition, LATEST)
+        partitions = sorted(await cluster.partitions(topic)) if partition is None else [partition]
+        starts = {p: await list_offset(cluster, topic, p, LATEST) for p in partitions}  # before any send
 
-        async def read() -> None:
-            nonlocal offset
+        async def read(p: int) -> None:
+            offset = starts[p]
             while len(latencies) < num_records:
-                data = await fetch_records(cluster, topic, partition, offset, max_wait_ms=100, max_bytes=1048576)
+                data = await fetch_records(cluster, topic, p, offset, max_wait_ms=100, max_bytes=1048576)
                 now = time.time_ns()
                 for pos, header in rb.iter_batches(data, allow_partial_tail=True):
                     for record in rb.decode_records(data, pos, header):
@@ -189,7 +192,8 @@ async def end_to_end(
         start = time.monotonic()
         with trio.fail_after(timeout_s):
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(read)
+                for p in partitions:
+                    nursery.start_soon(read, p)
                 async with Producer.open(cluster, acks=acks, idempotent=acks == -1, linger_ms=linger_ms) as producer:
                     for i in range(num_records):
                         await producer.send(topic, stamped(pad), partition=partition)
@@ -204,5 +208,5 @@ async def end_to_end(
         len(latencies) * record_size,
         elapsed,
         Latency.of(latencies),
-        extra={"target_records_per_s": throughput},
+        extra={"target_records_per_s": throughput, "partitions": len(partitions)},
     )

@@ -21,8 +21,8 @@ def perf(*args, timeout=120) -> dict:
     return json.loads(r.stdout)
 
 
-def records_in_log(broker, topic: str) -> int:
-    return sum(h.records_count for _, h in rb.iter_batches(log_bytes(broker, topic, 0)))
+def records_in_log(broker, topic: str, partition: int = 0) -> int:
+    return sum(h.records_count for _, h in rb.iter_batches(log_bytes(broker, topic, partition)))
 
 
 async def test_perf_produce_consume_and_end_to_end_with_both_clients(start_broker, zk):
@@ -44,6 +44,16 @@ async def test_perf_produce_consume_and_end_to_end_with_both_clients(start_broke
         e2e = perf("end-to-end", *b, "--num-records", "300", "--throughput", "300", "--client", client)
         assert e2e["records"] == 300 and e2e["latency"]["count"] == 300
         assert 0 < e2e["latency"]["p50"] < 1000
+    # issue 48: without --partition, end-to-end spreads its records over every partition
+    await create_topic({1: broker}, zk, "spread", partitions=3, rf=1)
+    await wait_for(lambda: all(partition_state(zk, "spread", p)["leader"] == 1 for p in range(3)))
+    for client in ("ours", "confluent"):
+        before = [records_in_log(broker, "spread", p) for p in range(3)]
+        spread = ["--bootstrap-server", broker.bootstrap, "--topic", "spread", "--client", client]
+        e2e = perf("end-to-end", *spread, "--num-records", "300", "--throughput", "600", "--linger-ms", "0")
+        assert e2e["records"] == 300 and e2e["extra"]["partitions"] == 3, e2e
+        grown = [records_in_log(broker, "spread", p) - before[p] for p in range(3)]
+        assert all(n > 0 for n in grown) and sum(grown) >= 300, grown
     # Pacing: 600 records at 300/s take about two seconds.
     paced = perf("produce", *b, "--num-records", "600", "--throughput", "300", "--client", "confluent")
     assert 1.9 < paced["seconds"] < 4 and paced["records"] == 600
