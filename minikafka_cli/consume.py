@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import datetime
 import json
 import sys
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from client.share_consumer import ACCEPT, REJECT, RELEASE, ShareMember
 from minikafka_cli.common import add_connection_arguments, key_values, open_cluster, run_trio
 from minikafka_cli.message_formatter import PROPERTIES as FORMATTER_PROPERTIES
 from minikafka_cli.message_formatter import MessageFormatter
+from minikafka_cli.offset_reset import timestamp_ms
 from protocol import record_batch as rb
 from protocol.errors import ErrorCode
 
@@ -325,19 +325,6 @@ class FromTimestamp:
     ms: int
 
 
-def _timestamp_ms(text: str) -> int:
-    """--from-timestamp: ms since the epoch, or an ISO 8601 date-time (UTC unless it names a zone)."""
-    if text.isdigit():
-        return int(text)
-    try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"--from-timestamp {text}: not ms since the epoch nor an ISO 8601 date-time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return int(moment.timestamp() * 1000)
-
-
 def resolve(args: argparse.Namespace) -> None:
     """Fold Kafka's spellings into `args`: `--property` into `args.formatter`, `--consumer-property`
     into the options, and the start (--offset, --from-beginning, --from-timestamp) into
@@ -376,7 +363,7 @@ def resolve(args: argparse.Namespace) -> None:
     elif len(starts) > 1 or (starts and args.from_beginning and args.offset != "earliest"):
         raise ValueError("--from-beginning, --offset and --from-timestamp each say where to start: one of them")
     elif args.from_timestamp is not None:
-        args.start = FromTimestamp(_timestamp_ms(args.from_timestamp))
+        args.start = FromTimestamp(timestamp_ms(args.from_timestamp, "--from-timestamp", epoch_ms=True))
     elif args.offset is None or args.offset in ("latest", "earliest"):
         args.start = EARLIEST if args.offset == "earliest" else LATEST
     elif args.offset.isdigit():

@@ -181,8 +181,12 @@ async def _describe(cluster: Cluster, group_id: str, args, out) -> int:
     rows = [
         ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
     ]
-    for topic, partition in sorted(set(committed) | set(owner)):
-        end = await list_offset(cluster, topic, partition, LATEST)
+    shown = sorted(set(committed) | set(owner))
+    # offsets of a deleted topic stay until they expire: they are shown without a log end
+    existing = (await cluster.refresh_metadata(sorted({t for t, _ in shown}))).topics if shown else {}
+    for topic, partition in shown:
+        exists = partition in existing.get(topic, {})
+        end: int | str = await list_offset(cluster, topic, partition, LATEST) if exists else "-"
         current = committed.get((topic, partition), -1)
         m = owner.get((topic, partition))
         rows.append(
@@ -192,7 +196,7 @@ async def _describe(cluster: Cluster, group_id: str, args, out) -> int:
                 partition,
                 current if current >= 0 else "-",
                 end,
-                end - current if current >= 0 else "-",
+                end - current if current >= 0 and isinstance(end, int) else "-",
                 m["member_id"] if m else "-",
                 m["client_host"] if m else "-",
                 m["client_id"] if m else "-",

@@ -71,12 +71,16 @@ def duration_ms(text: str) -> int:
     return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
 
 
-def timestamp_ms(text: str) -> int:
-    """ms since the epoch of an ISO-8601 time (UTC when it names no zone). Raises ValueError."""
+def timestamp_ms(text: str, option: str = "--to-datetime", *, epoch_ms: bool = False) -> int:
+    """ms since the epoch of an ISO-8601 time (UTC when it names no zone), or, with `epoch_ms`, of
+    a plain number of ms. Raises ValueError naming `option`."""
+    if epoch_ms and text.isdigit():
+        return int(text)
     try:
         when = datetime.datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"--to-datetime {text}: not YYYY-MM-DDTHH:mm:SS[.sss]") from None
+        expected = "ms since the epoch nor an ISO 8601 date-time" if epoch_ms else "YYYY-MM-DDTHH:mm:SS[.sss]"
+        raise ValueError(f"{option} {text}: not {expected}") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.UTC)
     return int(when.timestamp() * 1000)

@@ -136,6 +136,17 @@ def test_groups_as_kafka_consumer_groups_sh_is_typed(kafka_cluster, kafka_topic,
         "groups", "reset-offsets", "--bootstrap-server", bs, "--group", group, "--topic", f"{topic}:7", "--to-latest"
     )
     assert no_such.returncode == 1 and "not 7" in err(no_such), err(no_such)
+    # committed offsets of a deleted topic stay until they expire: shown without a log end
+    gone = kafka_topic(partitions=1)
+    admin.produce(gone, ["x"])
+    reset = cli("groups", "reset-offsets", "--bootstrap-server", bs, "--group", f"{group}-gone", "--topic", gone)
+    assert cli(*reset.args[3:], "--to-latest", "--execute").returncode == 0
+    admin.delete_topic(gone)
+    orphan = cli("groups", "describe", "--bootstrap-server", bs, "--group", f"{group}-gone")
+    assert orphan.returncode == 0, err(orphan)
+    assert [line.split()[1:6] for line in out(orphan).splitlines() if line.startswith(group)] == [
+        [gone, "0", "1", "-", "-"]
+    ], out(orphan)
     described = cli("groups", "describe", "--bootstrap-server", bs, "--all-groups", "--offsets")
     assert described.returncode == 0 and group in out(described), err(described)
     listed = cli("groups", "--list", "--bootstrap-server", bs, "--state", "empty")
