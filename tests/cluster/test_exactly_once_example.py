@@ -32,8 +32,10 @@ def test_exactly_once_survives_a_leader_kill_and_a_coordinator_kill(start_broker
         brokers[broker_id].start()
 
     fencers = []
+    started, progress = time.monotonic(), []  # (seconds since the start, rows processed)
 
     def chaos(processed: int) -> None:
+        progress.append((round(time.monotonic() - started, 1), processed))
         if processed > ROWS * 0.8 and len(killed) == 2 and not fencers:
             from confluent_kafka import Producer
 
@@ -51,8 +53,9 @@ def test_exactly_once_survives_a_leader_kill_and_a_coordinator_kill(start_broker
     restarts: list[str] = []
     counts = job.run_job(bootstrap, ROWS, batch=50, on_progress=chaos, restarts=restarts)
     print("job restarts after fatal producer errors:", restarts)
-    assert len(killed) == 2
-    assert fencers and any("fenced" in r for r in restarts), restarts
-    assert counts == per_carrier
+    timeline = f"killed {killed}, fencer made: {bool(fencers)}, progress (s, rows): {progress[-12:]}"
+    assert len(killed) == 2, timeline
+    assert fencers and any("fenced" in r for r in restarts), (restarts, timeline)
+    assert counts == per_carrier, timeline
     time.sleep(4)  # the last restart finished
     assert job.verify(bootstrap, per_carrier) == []
