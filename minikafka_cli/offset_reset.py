@@ -42,12 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser, *, shift: bool) -> None:
 
 def require_spec(args: argparse.Namespace) -> None:
     """Raises ValueError unless one reset specification was given."""
-    shift = getattr(args, "shift_by", None)
-    consumer = getattr(args, "to_current", False) or getattr(args, "by_duration", None)
-    if (
-        not (args.to_earliest or args.to_latest or args.to_datetime or args.to_offset is not None or shift is not None)
-        and not consumer
-    ):
+    given = (
+        args.to_earliest,
+        args.to_latest,
+        args.to_datetime,
+        args.to_offset is not None,
+        getattr(args, "shift_by", None) is not None,
+        getattr(args, "to_current", False),
+        getattr(args, "by_duration", None),
+    )
+    if not any(given):
         names = "--to-earliest, --to-latest, --to-offset, --to-datetime" + (
             ", --shift-by, --to-current, --by-duration" if hasattr(args, "shift_by") else ""
         )

@@ -247,6 +247,26 @@ async def _interrupts(sigint, reading: trio.CancelScope, everything: trio.Cancel
         reading.cancel()
 
 
+async def _send_lines(
+    producer, fd: int, args, settings: Settings, outcome: Outcome, deliveries: list, progress
+) -> None:
+    """Send each line of `fd` as it is read, its Delivery appended to `deliveries`, until the end
+    of the input or a line the reader refuses (`outcome.stopped_by`)."""
+    number = 0
+    async for line in read_lines(fd):
+        number += 1
+        try:
+            key, value, headers = settings.reader.parse(number, line)
+        except LineError as e:
+            outcome.stopped_by = str(e)
+            return
+        delivery = await producer.send(
+            args.topic, value, key=key, headers=headers + settings.headers, partition=args.partition
+        )
+        deliveries.append(delivery)
+        progress.update(1)
+
+
 async def produce(args: argparse.Namespace, settings: Settings, sigint=None) -> Outcome:
     """Read, send and count (see the module docstring). `sigint`: a signal receiver for SIGINT."""
     outcome = Outcome()
@@ -273,24 +293,7 @@ async def produce(args: argparse.Namespace, settings: Settings, sigint=None) -> 
                         delivery_timeout_ms=settings.delivery_timeout_ms,
                     ) as producer:
                         with reading:
-                            number = 0
-                            async for line in read_lines(stream.fileno()):
-                                number += 1
-                                try:
-                                    key, value, headers = settings.reader.parse(number, line)
-                                except LineError as e:
-                                    outcome.stopped_by = str(e)
-                                    break
-                                deliveries.append(
-                                    await producer.send(
-                                        args.topic,
-                                        value,
-                                        key=key,
-                                        headers=headers + settings.headers,
-                                        partition=args.partition,
-                                    )
-                                )
-                                progress.update(1)
+                            await _send_lines(producer, stream.fileno(), args, settings, outcome, deliveries, progress)
                         await producer.flush()
             watchers.cancel_scope.cancel()
     progress.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from client import KafkaError
 from client.admin import TOPIC, create_partitions, describe_configs, on_controller
-from minikafka_cli.common import add_connection_arguments, open_cluster, run_trio
+from minikafka_cli.common import add_connection_arguments, key_values, open_cluster, run_trio
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from storage.cleaner.manager import DirtyStateOnDisk, dirty_state_on_disk
@@ -104,12 +104,7 @@ def _selected(args, names) -> list[str]:
 async def _run(args) -> int:
     async with open_cluster(args) as cluster:
         if args.action == "create":
-            configs = []
-            for item in args.config:
-                key, sep, value = item.partition("=")
-                if not sep:
-                    raise ValueError(f"--config {item} is not KEY=VALUE")
-                configs.append({"name": key, "value": value})
+            configs = [{"name": k, "value": v} for k, v in key_values(args.config, "--config").items()]
             body = {
                 "topics": [
                     {

@@ -64,8 +64,8 @@ class KafkaCluster:
     applied to every broker, over the test defaults. `directory`: where logs and data go (a new
     temporary directory, removed at close, when None). `zookeeper`: HOST:PORT of a ZooKeeper
     already running (default: $MINIKAFKA_ZOOKEEPER): the cluster keeps its znodes under a chroot
-    of its own there instead of starting ZooKeeper (not with the SASL modes, whose ZooKeeper
-    requires logins). Raises ValueError for bad arguments."""
+    of its own there instead of starting ZooKeeper (plaintext only: a secured cluster's brokers
+    log in to a ZooKeeper that requires SASL, which it starts itself). Raises ValueError for bad arguments."""
 
     def __init__(
         self,
@@ -91,9 +91,9 @@ class KafkaCluster:
         # a ZooKeeper the user runs (host:port): this cluster lives under a chroot of its own there
         external = zookeeper or os.environ.get(ZOOKEEPER_ENV) or None
         self.external_zookeeper = f"{external.rstrip('/')}/minikafka-{uuid.uuid4().hex[:12]}" if external else None
-        if self.external_zookeeper and security in ("sasl_plaintext", "sasl_ssl"):
+        if self.external_zookeeper and security != "plaintext":  # secured clusters log in to ZooKeeper
             raise ValueError(
-                f"security={security} needs a ZooKeeper of its own (with SASL): do not set {ZOOKEEPER_ENV}"
+                f"security={security} needs a ZooKeeper of its own (with SASL logins): do not set {ZOOKEEPER_ENV}"
             )
         self.brokers: dict[int, BrokerProcess] = {}
         self.setup: secure.SecureSetup | None = None

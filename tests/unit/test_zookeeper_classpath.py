@@ -44,3 +44,12 @@ def test_no_java_says_what_to_install(monkeypatch):
     monkeypatch.setattr(z.shutil, "which", lambda name: None)
     with pytest.raises(z.ZooKeeperError, match="default-jre-headless"):
         z.java_command()
+
+
+@pytest.mark.parametrize("security", ["ssl", "sasl_plaintext", "sasl_ssl"])
+def test_a_secured_cluster_refuses_a_running_zookeeper_it_would_have_to_log_in_to(security):
+    from minikafka.testing import KafkaCluster
+
+    with pytest.raises(ValueError, match=f"security={security} needs a ZooKeeper of its own"):
+        KafkaCluster(security=security, zookeeper="127.0.0.1:2181")
+    assert KafkaCluster(zookeeper="127.0.0.1:2181").external_zookeeper.startswith("127.0.0.1:2181/minikafka-")
