@@ -1,10 +1,10 @@
 """The controller component every broker runs; exactly one is active (Kafka `KafkaController`,
 ZooKeeper mode).
 
-Election: create the ephemeral /controller znode; the winner increments /controller_epoch with a
-conditional update and becomes active (`_on_failover`); when /controller goes away every broker
-tries again; an active controller that sees another id there resigns (its watches are dropped and
-its request channels closed).
+Election: create the ephemeral /controller znode and increment /controller_epoch in one multi-op,
+conditional on the epoch's zkVersion; the winner becomes active (`_on_failover`). When /controller
+goes away every broker tries again; an active controller that sees another id there resigns (its
+watches are dropped and its request channels closed).
 
 Everything the controller does happens in one trio task consuming one event channel of typed
 events (`controller.events`): ZooKeeper watch notifications (delivered on the trio thread by
@@ -213,7 +213,7 @@ class KafkaController:
         that the election runs again (Kafka's `triggerControllerMove`)."""
         try:
             try:
-                await self.zk.create(znodes.CONTROLLER, znodes.encode_controller(self.broker_id), ephemeral=True)
+                epoch = await self._register()
             except NodeExistsError:
                 found = await self.zk.get_or_none(znodes.CONTROLLER)
                 if found is not None and znodes.controller_id_of(found[0]) != self.broker_id and self.active:
@@ -224,19 +224,25 @@ class KafkaController:
                     and found[1].ephemeral_owner == self.zk.session_id
                     and not self.active
                 ):
-                    await self._failover_or_move()  # our session's node, whose failover did not run
+                    # our session's node, whose failover did not run: the multi-op that created it
+                    # raised the epoch too, and nobody has raised it since
+                    data, stat = await self.zk.get(znodes.CONTROLLER_EPOCH)
+                    await self._failover_or_move((int(data), stat.version))
+                return
+            except BadVersionError:
+                log.info("lost the race to increment the controller epoch")
                 return
         except SESSION_ERRORS as e:
             log.warning("controller election interrupted by ZooKeeper (%s); retried with the next session", e)
             return
-        await self._failover_or_move()
+        await self._failover_or_move(epoch)
 
-    async def _failover_or_move(self) -> None:
+    async def _failover_or_move(self, epoch: tuple[int, int]) -> None:
         """Fail over; if that fails, or the epoch increment loses a race, give /controller up
         (ours, it would otherwise name a broker that is not the controller until our session
         ends, and every client would be told NOT_CONTROLLER meanwhile)."""
         try:
-            await self._on_failover()
+            await self._on_failover(epoch)
         except Exception as e:
             if self.ready:  # the context is loaded and announced: what failed after (deletions,
                 log.exception("resuming work after the failover failed")  # reassignments) is retried
@@ -286,27 +292,25 @@ class KafkaController:
     async def _on_expire(self, event: ev.Expire) -> None:
         self._resign("ZooKeeper session lost")
 
-    async def _increment_epoch(self) -> None:
+    async def _register(self) -> tuple[int, int]:
+        """Create /controller and raise /controller_epoch by one in one multi-op (Kafka's
+        `registerControllerAndIncrementControllerEpoch`; a missing /controller_epoch is made at
+        0 first, so the first controller's epoch is 1). Returns (epoch, its zkVersion); raises
+        NodeExistsError or BadVersionError when another broker is, or became, the controller."""
         found = await self.zk.get_or_none(znodes.CONTROLLER_EPOCH)
         if found is None:
             try:
-                await self.zk.create(znodes.CONTROLLER_EPOCH, b"1")
-                _, stat = await self.zk.get(znodes.CONTROLLER_EPOCH)
-                self.ctx.epoch, self.ctx.epoch_zk_version = 1, stat.version
-                return
+                await self.zk.create(znodes.CONTROLLER_EPOCH, b"0")
             except NodeExistsError:
-                found = await self.zk.get(znodes.CONTROLLER_EPOCH)
+                pass
+            found = await self.zk.get(znodes.CONTROLLER_EPOCH)
         epoch = int(found[0]) + 1
-        stat = await self.zk.set(znodes.CONTROLLER_EPOCH, str(epoch).encode(), version=found[1].version)
-        self.ctx.epoch, self.ctx.epoch_zk_version = epoch, stat.version
+        stat = await self.zk.register_controller(znodes.encode_controller(self.broker_id), epoch, found[1].version)
+        return epoch, stat.version
 
-    async def _on_failover(self) -> None:
+    async def _on_failover(self, epoch: tuple[int, int]) -> None:
         self._new_context()
-        try:
-            await self._increment_epoch()
-        except BadVersionError:
-            log.info("lost the race to increment the controller epoch")
-            return
+        self.ctx.epoch, self.ctx.epoch_zk_version = epoch
         self.active = True
         log.info("broker %d is the controller (epoch %d)", self.broker_id, self.ctx.epoch)
         scope = self._active_scope = trio.CancelScope()

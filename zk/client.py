@@ -29,6 +29,8 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import make_acl
 
+from zk.znodes import CONTROLLER, CONTROLLER_EPOCH
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -302,6 +304,27 @@ class ZkClient:
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
+
+    async def register_controller(self, data: bytes, epoch: int, epoch_version: int) -> Stat:
+        """Create the ephemeral /controller znode with `data` and set /controller_epoch to `epoch`
+        in one multi-op, conditionally on /controller_epoch still having zkVersion
+        `epoch_version` (Kafka's `KafkaZkClient.registerControllerAndIncrementControllerEpoch`):
+        nobody ever sees a /controller whose epoch was not yet raised. Returns /controller_epoch's
+        new Stat; raises NodeExistsError (another broker's /controller) or BadVersionError (the
+        epoch moved: another broker won meanwhile)."""
+
+        def commit():
+            tx = self._kazoo.transaction()
+            tx.create(CONTROLLER, data, acl=kafka_acls(CONTROLLER, self._acl_login), ephemeral=True)
+            tx.set_data(CONTROLLER_EPOCH, str(epoch).encode(), epoch_version)
+            return tx.commit()
+
+        results = await trio.to_thread.run_sync(commit)
+        errors = [r for r in results if isinstance(r, Exception)]
+        real = [e for e in errors if type(e).__name__ != "RolledBackError"]
+        if errors:
+            raise real[0] if real else BadVersionError()
+        return Stat.of(results[1])
 
     # ---- watches -------------------------------------------------------------------------------
     async def watch_children(self, path: str, on_change: Callable[[list[str]], None]) -> Watch:
