@@ -110,7 +110,8 @@ async def test_kill_9_and_restart_keeps_every_acknowledged_record(start_broker, 
         while not await trio.to_thread.run_sync(elected_again):
             await trio.sleep(0.1)
     epoch = int(zk.get("/controller_epoch")[0])
-    await assign([broker], {"t": [[1], [1]]}, leader_epoch=1, controller_epoch=epoch)
+    answered = (await assign([broker], {"t": [[1], [1]]}, leader_epoch=1, controller_epoch=epoch))[1]
+    assert answered.error_code == ErrorCode.NONE, answered  # not STALE_CONTROLLER_EPOCH
     async with Connection.open(broker.host, broker.port) as conn:
         for p in (0, 1):
             got, offset = [], 0
