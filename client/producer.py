@@ -5,12 +5,13 @@ then `await delivery.wait()` -> `RecordMetadata` (or `KafkaError`); `await produ
 for everything sent so far.
 
 Rules (Kafka's producer, KIP-98 idempotence):
-- keyed records go to murmur2(key) % partitions (Kafka's default partitioner); unkeyed ones
-  round-robin over partitions, batch by batch;
+- keyed records go to murmur2(key) % partitions (Kafka's default partitioner); unkeyed ones to
+  their topic's sticky partition, which moves on after `batch_size` bytes (KIP-480);
 - idempotent (the default): a producer id from InitProducerId; each partition numbers its records
   with a sequence (from 0, wrapping at 2**31-1); acks is forced to all;
 - up to `max_in_flight` (<= 5) batches of a partition are in flight on one connection, written in
-  sequence order; a retriable failure makes the sender wait for the rest of the window, then resend
+  sequence order; the batches of all partitions led by one broker that are ready at once share
+  Produce requests (`client.produce_requests`, as Kafka's sender drains per node); a retriable failure makes the sender wait for the rest of the window, then resend
   every unacknowledged batch in order with the same sequences (the broker answers duplicates with
   their original offsets), so retries neither duplicate nor reorder;
 - a batch that fails for good leaves a gap in its partition's sequence: the producer bumps its
@@ -36,11 +37,12 @@ import trio
 
 from client.cluster import Cluster, KafkaError
 from client.connection import ConnectionClosed, unwrap_single
+from client.produce_requests import ProduceRequests
 from client.transactional import FATAL, TransactionManager
 from protocol import record_batch as rb
 from protocol.api_keys import ApiKey
 from protocol.errors import RETRIABLE, ErrorCode
-from protocol.partitioner import partition_for_key
+from protocol.partitioner import StickyPartitioner, partition_for_key
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +145,17 @@ class Producer:
         self.request_timeout_ms, self.delivery_timeout_s = request_timeout_ms, delivery_timeout_ms / 1000
         self.producer_id = -1
         self.partitions: dict[tuple[str, int], _PartitionState] = {}
-        self._round_robin: dict[str, itertools.count] = {}
+        self._sticky = StickyPartitioner(batch_size)
         self.buffer_memory, self._buffered, self._sends = buffer_memory, 0, 0
         self._buffer_freed = trio.Event()
         self.txn = TransactionManager(cluster, transactional_id, transaction_timeout_ms) if transactional_id else None
+        self.requests = ProduceRequests(
+            nursery,
+            acks=acks,
+            timeout_ms=request_timeout_ms,
+            transactional_id=transactional_id,
+            max_in_flight=max_in_flight,
+        )
 
     @staticmethod
     def _validate(acks: int, idempotent: bool, max_in_flight: int, transactional_id: str | None = None) -> None:
@@ -245,15 +254,14 @@ class Producer:
                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         f"partition {partition} is not in the range [0...{len(parts)}) of topic {topic}",
                     )
-        else:
+        size = _record_size(key, value)
+        if partition is None:
             count = len(await self.cluster.partitions(topic, auto_create=True))  # as Kafka's producer asks
             if key is not None:
                 partition = partition_for_key(key, count)
             else:
-                partition = next(self._round_robin.setdefault(topic, itertools.count())) % count
-        return await self._enqueue(
-            (topic, partition), (key, value, list(headers), timestamp_ms), _record_size(key, value)
-        )
+                partition = self._sticky.partition(topic, count, size)
+        return await self._enqueue((topic, partition), (key, value, list(headers), timestamp_ms), size)
 
     async def send_encoded(
         self, topic: str, partition: int, payload: bytes, count: int, size: int, timestamp_ms: int | None = None
@@ -386,23 +394,14 @@ class Producer:
                 return
             try:
                 conn = await self.cluster.leader_connection(*tp, refresh=backoff > 0.1)
-                in_flight: deque = deque()
                 window = list(itertools.islice(state.unacked, self.max_in_flight))
-                for batch in window:
-                    body = {
-                        "transactional_id": self.txn.transactional_id if self.txn else None,
-                        "acks": self.acks,
-                        "timeout_ms": self.request_timeout_ms,
-                        "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1], "records": batch.data}]}],
-                    }
-                    in_flight.append((batch, await conn.send(ApiKey.PRODUCE, body, expect_response=self.acks != 0)))
+                in_flight = [(batch, self.requests.add(conn, tp, batch.data)) for batch in window]
                 retry = False
-                for batch, pending in in_flight:
-                    if pending is None:  # acks=0: nothing comes back
+                for batch, slot in in_flight:
+                    part = await slot.outcome()
+                    if part is None:  # acks=0: nothing comes back
                         self._complete(tp, state, batch, -1, None)
                         continue
-                    response = await conn.wait(pending, self.request_timeout_ms / 1000 + 5)
-                    part = response.responses[0].partition_responses[0]
                     code = ErrorCode(part.error_code)
                     if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER) and not retry:
                         self._complete(tp, state, batch, part.base_offset, None)

@@ -88,3 +88,27 @@ async def test_non_idempotent_mode(start_broker, zk):
     with pytest.raises(ValueError):
         async with Producer.open(cluster, idempotent=True, acks=1):
             pass
+
+
+async def test_batches_ready_at_once_share_one_produce_request_per_broker(start_broker, zk):
+    """Kafka's sender drains every ready batch of a broker into one Produce request: 6 partitions
+    x 40 batches go in far fewer requests than batches, and each partition's records still land
+    once, in order."""
+    broker = start_broker(1)
+    await create_topic({1: broker}, zk, "many", partitions=6, rf=1)
+    await wait_for(lambda: all(partition_state(zk, "many", p)["leader"] == 1 for p in range(6)))
+    async with Cluster.open(broker.bootstrap) as cluster:
+        async with Producer.open(cluster, max_in_flight=1, linger_ms=0, batch_size=200) as producer:
+            sent = {p: [] for p in range(6)}
+            for i in range(40 * 4):  # 4 records of ~50 bytes fill a 200-byte batch
+                for p in range(6):
+                    value = b"%d-%05d" % (p, i) + b"." * 40
+                    sent[p].append((value, await producer.send("many", value, partition=p)))
+            await producer.flush()
+            requests = producer.requests.requests_sent
+    batches = sum(len(list(rb.iter_batches(log_bytes(broker, "many", p)))) for p in range(6))
+    assert batches >= 6 * 40
+    assert requests <= batches / 3, (requests, batches)
+    for p in range(6):
+        assert [v for _, v in records_in(broker, "many", p)] == [v for v, _ in sent[p]]
+        assert [d.metadata.offset for _, d in sent[p]] == list(range(len(sent[p])))
