@@ -23,8 +23,7 @@ from client.cluster import KafkaError
 from client.connection import Connection, ConnectionClosed
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-
-TopicPartition = tuple[str, int]
+from protocol.topic_partition import TopicPartition
 
 
 class Slot:
