@@ -66,6 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     e.add_argument("--linger-ms", type=int, help="producer batching delay (default: the client's own)")
     e.add_argument("--timeout", type=float, default=120)
+    e.add_argument(
+        "--producer-process",
+        action="store_true",
+        help="produce from a child process of its own (--client confluent; default: one loop does both)",
+    )
 
 
 def _check(args) -> str | None:
@@ -73,6 +78,8 @@ def _check(args) -> str | None:
         return "--idempotence needs --acks all"
     if args.perf_command == "end-to-end" and args.record_size < 8:
         return "--record-size must be at least 8 (each record carries its send time)"
+    if args.perf_command == "end-to-end" and args.producer_process and args.client != "confluent":
+        return "--producer-process needs --client confluent"
     return None
 
 
@@ -110,6 +117,7 @@ def _confluent(args) -> Result:
         partition=args.partition,
         linger_ms=args.linger_ms,
         timeout_s=args.timeout,
+        producer_process=args.producer_process,
     )
 
 

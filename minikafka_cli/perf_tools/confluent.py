@@ -13,8 +13,9 @@ or one `len()` call:
   latency is librdkafka's own broker round-trip statistics (`rtt`, which covers Fetch) over the
   run's last statistics window.
 - `end_to_end` produces (librdkafka's linger.ms unless given) at a paced rate and consumes in the
-  same loop; latency is
-  consume time - the 8-byte `time.time_ns()` at the head of each value.
+  same loop, or (`producer_process`) produces from a child process of its own, so neither side's
+  Python loop delays the other's; latency is consume time - the 8-byte `time.time_ns()` at the
+  head of each value.
 
 Raises `PerfClientError` (one line) when confluent-kafka is missing or the cluster fails.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import time
 
 from minikafka_cli.perf_tools.ours import age_ms, payload, stamped
@@ -295,10 +297,12 @@ def end_to_end(
     partition: int | None = None,
     linger_ms: int | None = None,
     timeout_s: float = 60,
+    producer_process: bool = False,
 ) -> Result:
-    """Produce at `throughput` records/s while a consumer in the same process reads them back;
-    latency = receive time - send time. `partition` None: every partition of the topic, records
-    placed by librdkafka's default partitioner; else that partition only."""
+    """Produce at `throughput` records/s while a consumer reads them back; latency = receive
+    time - send time. `partition` None: every partition of the topic, records placed by
+    librdkafka's default partitioner; else that partition only. `producer_process`: the paced
+    producer runs in a child process (multiprocessing, spawned), the consumer here."""
     if record_size < 8:
         raise ValueError("end-to-end records carry an 8-byte timestamp: --record-size must be >= 8")
     ck = _kafka()
@@ -314,10 +318,7 @@ def end_to_end(
             end = consumer.get_watermark_offsets(ck.TopicPartition(topic, p), timeout=_TIMEOUT_S)[1]
             assigned.append(ck.TopicPartition(topic, p, end))
         consumer.assign(assigned)
-        conf = {"bootstrap.servers": bootstrap, **_BASE, "acks": str(acks), "enable.idempotence": False}
-        if linger_ms is not None:
-            conf["linger.ms"] = linger_ms
-        producer = ck.Producer(conf)
+        producer = ck.Producer(_e2e_producer_conf(bootstrap, acks, linger_ms))
         # Warm up: one record produced and consumed per partition first, so the consumer's offset
         # lookups and first fetches are not counted as latency of the measured records.
         for p in partitions:
@@ -330,22 +331,37 @@ def end_to_end(
                 raise PerfClientError("the warm-up records did not come back")
         where = {} if partition is None else {"partition": partition}
         throttler, latencies, sent = Throttler(throughput), [], 0
+        child = None
+        if producer_process:
+            producer.flush(_TIMEOUT_S)
+            producer, sent = None, num_records  # the child sends them all
+            args = (bootstrap, topic, num_records, throughput, pad, acks, partition, linger_ms)
+            child = multiprocessing.get_context("spawn").Process(target=_paced_producer, args=args, daemon=True)
+            child.start()
         start = time.monotonic()
         deadline = start + timeout_s
-        while len(latencies) < num_records:
-            if time.monotonic() > deadline:
-                raise PerfClientError(
-                    f"only {len(latencies)} of {num_records} records came back within {timeout_s:.0f} s"
-                )
-            while sent < num_records and throttler.delay_s(sent + 1, time.monotonic() - start) == 0:
-                producer.produce(topic, stamped(pad), **where)
-                sent += 1
-            producer.poll(0)
-            for message in consumer.consume(num_messages=1000, timeout=0.001):
-                if message.error() is None:
-                    latencies.append(age_ms(message.value(), time.time_ns()))
-        elapsed = time.monotonic() - start
-        producer.flush(_TIMEOUT_S)
+        try:
+            while len(latencies) < num_records:
+                if time.monotonic() > deadline or child is not None and child.exitcode not in (None, 0):
+                    raise PerfClientError(
+                        f"only {len(latencies)} of {num_records} records came back within {timeout_s:.0f} s"
+                        + ("" if child is None or child.exitcode in (None, 0) else f" (producer exit {child.exitcode})")
+                    )
+                while sent < num_records and throttler.delay_s(sent + 1, time.monotonic() - start) == 0:
+                    producer.produce(topic, stamped(pad), **where)
+                    sent += 1
+                if producer is not None:
+                    producer.poll(0)
+                for message in consumer.consume(num_messages=1000, timeout=0.001 if child is None else 0.05):
+                    if message.error() is None:
+                        latencies.append(age_ms(message.value(), time.time_ns()))
+            elapsed = time.monotonic() - start
+        finally:
+            if child is not None:
+                child.join(_TIMEOUT_S)
+                child.kill()
+        if producer is not None:
+            producer.flush(_TIMEOUT_S)
     except ck.KafkaException as e:
         raise PerfClientError(str(e)) from None
     finally:
@@ -357,5 +373,31 @@ def end_to_end(
         len(latencies) * record_size,
         elapsed,
         Latency.of(latencies),
-        extra={"target_records_per_s": throughput, "partitions": len(partitions)},
+        extra={
+            "target_records_per_s": throughput,
+            "partitions": len(partitions),
+            "producer_process": producer_process,
+        },
     )
+
+
+def _e2e_producer_conf(bootstrap: str, acks: int, linger_ms: int | None) -> dict:
+    conf = {"bootstrap.servers": bootstrap, **_BASE, "acks": str(acks), "enable.idempotence": False}
+    if linger_ms is not None:
+        conf["linger.ms"] = linger_ms
+    return conf
+
+
+def _paced_producer(bootstrap, topic, num_records, throughput, pad, acks, partition, linger_ms) -> None:
+    """The child process of `end_to_end(producer_process=True)`: produce `num_records` stamped
+    records at `throughput` records/s, then flush; exit 1 when some were not delivered."""
+    ck = _kafka()
+    producer = ck.Producer(_e2e_producer_conf(bootstrap, acks, linger_ms))
+    where = {} if partition is None else {"partition": partition}
+    throttler, start = Throttler(throughput), time.monotonic()
+    for sent in range(num_records):
+        while (delay := throttler.delay_s(sent + 1, time.monotonic() - start)) > 0:
+            producer.poll(delay)  # serves delivery reports while it waits, without spinning
+        producer.produce(topic, stamped(pad), **where)
+    if producer.flush(_TIMEOUT_S) != 0:
+        raise SystemExit(1)
