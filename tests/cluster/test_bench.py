@@ -186,7 +186,7 @@ def test_quick_connector_bench_prints_measured_against_targets():
         [sys.executable, "-m", "bench.connector_bench", "--quick"], capture_output=True, text=True, timeout=600
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "| measurement (issue 37) | measured | target | met |" in r.stdout
+    assert "| measurement (issue 48) | measured | target | met |" in r.stdout
     for row in (
         "Spark sink, batch write",
         "(transactional)",
