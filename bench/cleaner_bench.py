@@ -238,7 +238,7 @@ def run(quick: bool) -> list[tuple[str, str, str, bool]]:
                         rate >= 50,
                     )
                 )
-        big, seconds = (64 * MB, 5) if quick else (1 << 30, 20)
+        big, seconds = (16 * MB, 2) if quick else (1 << 30, 20)
         rows += p99_while_cleaning(root / "unthrottled", big, seconds)
         # the same with log.cleaner.io.max.bytes.per.second (Kafka's throttle, unlimited by default)
         rows += [

@@ -130,7 +130,7 @@ def test_quick_cleaner_bench_prints_measured_against_targets():
     assert r.returncode == 0, r.stderr[-3000:]
     assert "| measurement (issue 17) | measured | target | met |" in r.stdout
     assert r.stdout.count("cleaner throughput, ") == 4
-    assert "while a 64 MB log is cleaned" in r.stdout and "MB/s |" in r.stdout
+    assert "while a 16 MB log is cleaned" in r.stdout and "MB/s |" in r.stdout
 
 
 def test_quick_admin_bench_prints_measured_against_targets():
