@@ -39,7 +39,7 @@ from client import Cluster
 from client.admin import on_controller
 from client.cluster import KafkaError
 from client.groups import coordinator_connection
-from local_cluster.brokers import BrokerProcess
+from local_cluster.brokers import BrokerProcess, start_all
 from local_cluster.zookeeper import ZooKeeperProcess
 from minikafka_cli.perf_tools.stats import Result
 
@@ -85,7 +85,8 @@ class LocalCluster:
         self.brokers: dict[int, BrokerProcess] = {}
         try:
             for i in (1, 2, 3):
-                self.brokers[i] = BrokerProcess.create(i, root / f"b{i}", self.zk.connect, **overrides).start()
+                self.brokers[i] = BrokerProcess.create(i, root / f"b{i}", self.zk.connect, **overrides)
+            start_all(list(self.brokers.values()))
         except Exception:
             self.close()
             raise

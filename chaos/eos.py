@@ -18,7 +18,7 @@ from pathlib import Path
 import trio
 
 from chaos.runner import EOS_SCENARIO
-from local_cluster.brokers import BrokerProcess
+from local_cluster.brokers import BrokerProcess, start_all
 from local_cluster.zookeeper import ZooKeeperProcess
 from protocol.api_keys import ApiKey
 
@@ -76,7 +76,8 @@ def run_eos_scenario(seed: int, root: Path) -> tuple[EosReport, str]:
     directory = root / NAME
     directory.mkdir(parents=True)
     zk = ZooKeeperProcess.start(directory / "zk")
-    brokers = {i: BrokerProcess.create(i, directory / f"b{i}", zk.connect, **SETTINGS).start() for i in (1, 2, 3)}
+    brokers = {i: BrokerProcess.create(i, directory / f"b{i}", zk.connect, **SETTINGS) for i in (1, 2, 3)}
+    start_all(list(brokers.values()))
     saved_id = job.TRANSACTIONAL_ID
     try:
         bootstrap = ",".join(b.bootstrap for b in brokers.values())

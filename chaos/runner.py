@@ -32,7 +32,7 @@ from client import Cluster, ConnectionClosed, KafkaError
 from client.connection import Connection
 from client.producer import Producer
 from client.reads import LATEST, list_offset
-from local_cluster.brokers import BrokerProcess
+from local_cluster.brokers import BrokerProcess, start_all
 from local_cluster.zookeeper import ZooKeeperProcess
 from protocol import record_batch as rb
 from protocol.api_keys import ApiKey
@@ -576,7 +576,8 @@ async def start_env(
             offsets_topic_num_partitions=str(groups.OFFSETS_PARTITIONS),
             group_initial_rebalance_delay_ms="0",
             **extra,
-        ).start()
+        )
+    start_all(list(brokers.values()))
     env = Env(directory, zk, brokers, rng, [], security=security)
     with trio.fail_after(30):  # every registration processed by the controller
         while not ((md := await env.metadata()) and len(md.brokers) == 3 and md.controller_id >= 0):

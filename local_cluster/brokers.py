@@ -29,6 +29,22 @@ class BrokerStartError(RuntimeError):
     pass
 
 
+def start_all(brokers: list[BrokerProcess], timeout_s: float = 30.0) -> None:
+    """Start `brokers` at once and wait until every one is ready (a broker's start is mostly
+    its own imports and ZooKeeper registration, so three take about as long as one). Raises the
+    first BrokerStartError, after killing every broker of the list."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        for broker in brokers:
+            broker._launch(*broker._command())
+        for broker in brokers:
+            broker._wait_ready(deadline, timeout_s)
+    except BaseException:
+        for broker in brokers:
+            broker.kill()
+        raise
+
+
 def quickstart_settings(brokers: int) -> dict[str, str]:
     """Kafka's quickstart choices for a local cluster of `brokers`: groups, share groups and
     transactions work on fewer than 3 brokers (their internal topics replicated as far as the cluster allows) and a
@@ -120,20 +136,7 @@ class BrokerProcess:
     def start(self, timeout_s: float = 30.0, detached: bool = False) -> BrokerProcess:
         """Start and wait for readiness. `detached`: the broker outlives this process (its own
         session, stdout to `<directory>/stdout.log`), as `minikafka cluster up` needs."""
-        config = self.directory / "server.properties"
-        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
-        log_file = open(self.directory / STDERR_LOG, "ab")
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        command = [
-            sys.executable,
-            "-m",
-            "minikafka_cli.main",
-            "broker",
-            "--config",
-            str(config),
-            "--log-file",
-            str(self.directory / LOG),
-        ]
+        command, env, log_file = self._command()
         if detached:
             stdout_path = self.directory / "stdout.log"
             stdout_path.write_text("")
@@ -149,6 +152,27 @@ class BrokerProcess:
                 )
             log_file.close()
             return self._wait_ready_in_file(stdout_path, timeout_s)
+        self._launch(command, env, log_file)
+        return self._wait_ready(time.monotonic() + timeout_s, timeout_s)
+
+    def _command(self):
+        config = self.directory / "server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+        log_file = open(self.directory / STDERR_LOG, "ab")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        command = [
+            sys.executable,
+            "-m",
+            "minikafka_cli.main",
+            "broker",
+            "--config",
+            str(config),
+            "--log-file",
+            str(self.directory / LOG),
+        ]
+        return command, env, log_file
+
+    def _launch(self, command: list[str], env: dict, log_file) -> None:
         self.process = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,
@@ -160,7 +184,9 @@ class BrokerProcess:
             preexec_fn=die_with_parent if self.die_with_parent else None,
         )
         log_file.close()
-        deadline = time.monotonic() + timeout_s
+
+    def _wait_ready(self, deadline: float, timeout_s: float) -> BrokerProcess:
+        assert self.process is not None and self.process.stdout is not None
         with selectors.DefaultSelector() as sel:
             sel.register(self.process.stdout, selectors.EVENT_READ)
             while True:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from local_cluster import secure
-from local_cluster.brokers import BrokerProcess, BrokerStartError, quickstart_settings
+from local_cluster.brokers import BrokerProcess, BrokerStartError, quickstart_settings, start_all
 from local_cluster.zookeeper import ZooKeeperError, ZooKeeperProcess
 
 SECURITY_MODES = secure.PROTOCOLS
@@ -135,7 +135,7 @@ class KafkaCluster:
                 broker.properties.update(overrides)
                 broker.die_with_parent = True
                 self.brokers[broker_id] = broker
-                broker.start(self.start_timeout_s)
+            start_all(list(self.brokers.values()), self.start_timeout_s)
             self.admin().wait_for_brokers(self.size, self.start_timeout_s)
         except (ZooKeeperError, BrokerStartError, TimeoutError) as e:
             self.close()
