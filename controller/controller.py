@@ -477,6 +477,16 @@ class KafkaController:
 
     # ---- brokers -----------------------------------------------------------------------------------
     async def _on_broker_change(self, children: list[str]) -> None:
+        """BrokerChange: compare the registrations with the live brokers. /brokers/ids is read
+        now, as Kafka's `processBrokerChange` does; the watch's own list is only the fallback
+        when ZooKeeper cannot be read. A queued notification's list can be older than the context
+        (loaded later, from a fresher read) or than a registration whose own notification did not
+        come: applied as it was, brokers that started together were seen to fail, and one stayed
+        out of the live set (CreateTopics then refused replication factor 3)."""
+        try:
+            children = await self.zk.get_children(znodes.BROKER_IDS)
+        except SESSION_ERRORS as e:
+            log.warning("controller: reading %s failed (%s); using the notification's list", znodes.BROKER_IDS, e)
         now = {int(c) for c in children}
         known = self.ctx.live_ids
         dead, new = known - now, now - known

@@ -363,3 +363,31 @@ async def test_a_stale_partition_znode_version_falls_back_to_reread_and_still_el
     before, view, victim, led = await kill_a_leader(three, zk, "race", 6, before_kill=bump)
     state = json.loads(zk.get(f"/brokers/topics/race/partitions/{led[0]}/state")[0])
     assert state["leader"] not in (victim, -1) and state["leader_epoch"] == before[led[0]][1] + 1
+
+
+def test_brokers_started_together_are_all_live_at_the_controller(tmp_path):
+    """Three brokers launched at once register while the first controller is still loading:
+    BrokerChange notifications queued before its context load must not take registered brokers
+    out of the live set (it once kept one out, and CreateTopics refused replication factor 3
+    just after Metadata showed all three brokers). Several rounds, each on a fresh ZooKeeper."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from local_cluster.brokers import BrokerProcess, start_all
+    from local_cluster.zookeeper import ZooKeeperProcess
+
+    for round_ in range(4):
+        zk = ZooKeeperProcess.start(tmp_path / f"zk-{round_}")
+        brokers = [BrokerProcess.create(i, tmp_path / f"r{round_}-b{i}", zk.connect) for i in (1, 2, 3)]
+        try:
+            start_all(brokers)
+            admin = AdminClient({"bootstrap.servers": ",".join(b.bootstrap for b in brokers)})
+            deadline = time.monotonic() + 30
+            while len(admin.list_topics(timeout=10).brokers) < 3:
+                assert time.monotonic() < deadline, "Metadata never listed 3 brokers"
+                time.sleep(0.05)
+            future = admin.create_topics([NewTopic("all-three", 3, 3)], operation_timeout=10)["all-three"]
+            assert future.result(30) is None  # raises INVALID_REPLICATION_FACTOR if one is not live
+        finally:
+            for broker in brokers:
+                broker.kill()
+            zk.stop()
