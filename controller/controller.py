@@ -238,9 +238,10 @@ class KafkaController:
         await self._failover_or_move(epoch)
 
     async def _failover_or_move(self, epoch: tuple[int, int]) -> None:
-        """Fail over; if that fails, or the epoch increment loses a race, give /controller up
-        (ours, it would otherwise name a broker that is not the controller until our session
-        ends, and every client would be told NOT_CONTROLLER meanwhile)."""
+        """Fail over at `epoch` ((controller epoch, its zkVersion), raised with /controller by
+        `_register`); if that fails, give /controller up (ours, it would otherwise name a broker
+        that is not the controller until our session ends, and every client would be told
+        NOT_CONTROLLER meanwhile)."""
         try:
             await self._on_failover(epoch)
         except Exception as e:

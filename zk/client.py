@@ -319,12 +319,10 @@ class ZkClient:
             tx.set_data(CONTROLLER_EPOCH, str(epoch).encode(), epoch_version)
             return tx.commit()
 
-        results = await trio.to_thread.run_sync(commit)
-        errors = [r for r in results if isinstance(r, Exception)]
-        real = [e for e in errors if type(e).__name__ != "RolledBackError"]
-        if errors:
-            raise real[0] if real else BadVersionError()
-        return Stat.of(results[1])
+        outcome = _multi_results(await trio.to_thread.run_sync(commit), fenced=False)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome[1]
 
     # ---- watches -------------------------------------------------------------------------------
     async def watch_children(self, path: str, on_change: Callable[[list[str]], None]) -> Watch:
@@ -388,14 +386,14 @@ def _raise_first_failure(outcomes: list) -> list:
     return outcomes
 
 
-def _multi_results(results: list) -> list | Exception:
-    """A committed multi-op's per-op results (after the fence check) as Stats / paths, or the
-    exception for a failed one: kazoo returns exception objects instead of raising; the real
-    cause is the one that is not RolledBackError (a failed fence check is BadVersionError)."""
+def _multi_results(results: list, fenced: bool = True) -> list | Exception:
+    """A committed multi-op's per-op results (after the fence check, when `fenced`) as Stats /
+    paths, or the exception for a failed one: kazoo returns exception objects instead of raising;
+    the real cause is the one that is not RolledBackError (a failed fence check is BadVersionError)."""
     errors = [r for r in results if isinstance(r, Exception)]
     real = [e for e in errors if type(e).__name__ != "RolledBackError"]
     if real:
         return real[0]
     if errors:
         return BadVersionError()
-    return [Stat.of(r) if hasattr(r, "version") else r for r in results[1:]]
+    return [Stat.of(r) if hasattr(r, "version") else r for r in results[1 if fenced else 0 :]]
