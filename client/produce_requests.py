@@ -17,6 +17,8 @@ unanswered) share requests. Rules:
 
 from __future__ import annotations
 
+import weakref
+
 import trio
 
 from client.cluster import KafkaError
@@ -56,6 +58,11 @@ class _Request:
         self.batches: dict[TopicPartition, tuple[bytes, Slot]] = {}
         self.size = 0
 
+    def settle(self, error: BaseException | None = None) -> None:
+        """Every slot fails with `error`, or (None) completes with no response (acks=0)."""
+        for _, slot in self.batches.values():
+            slot._set(error=error)
+
 
 class ProduceRequests:
     """Assembles and sends Produce requests (Kafka API key 0) for one producer. `acks`,
@@ -77,7 +84,8 @@ class ProduceRequests:
         self.max_in_flight, self.max_request_bytes = max_in_flight, max_request_bytes
         self.wait_s = timeout_ms / 1000 + 5
         self._open: dict[Connection, list[_Request]] = {}  # requests not yet written, in order
-        self._in_flight: dict[Connection, trio.Semaphore] = {}
+        # per connection, held weakly: a broken connection's limit goes with it
+        self._in_flight: weakref.WeakKeyDictionary[Connection, trio.Semaphore] = weakref.WeakKeyDictionary()
         self.requests_sent = 0
 
     def add(self, conn: Connection, tp: TopicPartition, data: bytes) -> Slot:
@@ -121,20 +129,17 @@ class ProduceRequests:
                     pending = await conn.send(ApiKey.PRODUCE, self._body(request), expect_response=self.acks != 0)
                 except BaseException as e:
                     limit.release()
-                    for _, slot in request.batches.values():
-                        slot._set(error=e if isinstance(e, ConnectionClosed) else ConnectionClosed(str(e)))
+                    request.settle(e if isinstance(e, ConnectionClosed) else ConnectionClosed(str(e)))
                     raise
                 self.requests_sent += 1
                 if pending is None:  # acks=0: nothing comes back
                     limit.release()
-                    for _, slot in request.batches.values():
-                        slot._set()
+                    request.settle()
                 else:
                     self._nursery.start_soon(self._answer, conn, pending, request, limit)
         except BaseException as e:  # the connection broke (or we are cancelled): fail what is queued
             for request in queue:
-                for _, slot in request.batches.values():
-                    slot._set(error=ConnectionClosed(f"produce request not sent: {e!r}"))
+                request.settle(ConnectionClosed(f"produce request not sent: {e!r}"))
             queue.clear()
             if not isinstance(e, Exception):
                 raise
@@ -146,8 +151,7 @@ class ProduceRequests:
         try:
             response = await conn.wait(pending, self.wait_s)
         except Exception as e:  # ConnectionClosed, trio.TooSlowError, a malformed response
-            for _, slot in request.batches.values():
-                slot._set(error=e)
+            request.settle(e)
             return
         finally:
             limit.release()

@@ -11,9 +11,10 @@ Rules (Kafka's producer, KIP-98 idempotence):
   with a sequence (from 0, wrapping at 2**31-1); acks is forced to all;
 - up to `max_in_flight` (<= 5) batches of a partition are in flight on one connection, written in
   sequence order; the batches of all partitions led by one broker that are ready at once share
-  Produce requests (`client.produce_requests`, as Kafka's sender drains per node); a retriable failure makes the sender wait for the rest of the window, then resend
-  every unacknowledged batch in order with the same sequences (the broker answers duplicates with
-  their original offsets), so retries neither duplicate nor reorder;
+  Produce requests (`client.produce_requests`, as Kafka's sender drains per node); a retriable
+  failure makes the sender wait for the rest of the window, then resend every unacknowledged
+  batch in order with the same sequences (the broker answers duplicates with their original
+  offsets), so retries neither duplicate nor reorder;
 - a batch that fails for good leaves a gap in its partition's sequence: the producer bumps its
   epoch for that partition and restarts at sequence 0 (KIP-360), so later batches are accepted;
 - a batch not acknowledged within `delivery_timeout_ms` fails with REQUEST_TIMED_OUT;
