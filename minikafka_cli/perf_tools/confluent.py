@@ -333,26 +333,32 @@ def end_to_end(
         throttler, latencies, sent = Throttler(throughput), [], 0
         child = None
         if producer_process:
-            producer.flush(_TIMEOUT_S)
             producer, sent = None, num_records  # the child sends them all
-            args = (bootstrap, topic, num_records, throughput, pad, acks, partition, linger_ms)
-            child = multiprocessing.get_context("spawn").Process(target=_paced_producer, args=args, daemon=True)
+            spawn = multiprocessing.get_context("spawn")
+            ready = spawn.Event()
+            args = (bootstrap, topic, num_records, throughput, pad, acks, partition, linger_ms, ready)
+            child = spawn.Process(target=_paced_producer, args=args, daemon=True)
             child.start()
+            if not ready.wait(_TIMEOUT_S):  # the run's clock starts when the child's does
+                child.kill()
+                raise PerfClientError(f"the producer process did not start within {_TIMEOUT_S} s")
         start = time.monotonic()
         deadline = start + timeout_s
         try:
             while len(latencies) < num_records:
-                if time.monotonic() > deadline or child is not None and child.exitcode not in (None, 0):
+                failed = child is not None and child.exitcode not in (None, 0)
+                if failed or time.monotonic() > deadline:
                     raise PerfClientError(
                         f"only {len(latencies)} of {num_records} records came back within {timeout_s:.0f} s"
-                        + ("" if child is None or child.exitcode in (None, 0) else f" (producer exit {child.exitcode})")
+                        + (f" (producer exit {child.exitcode})" if failed else "")
                     )
                 while sent < num_records and throttler.delay_s(sent + 1, time.monotonic() - start) == 0:
                     producer.produce(topic, stamped(pad), **where)
                     sent += 1
                 if producer is not None:
                     producer.poll(0)
-                for message in consumer.consume(num_messages=1000, timeout=0.001 if child is None else 0.05):
+                # a short timeout: consume() waits it out unless num_messages arrive first
+                for message in consumer.consume(num_messages=1000, timeout=0.001):
                     if message.error() is None:
                         latencies.append(age_ms(message.value(), time.time_ns()))
             elapsed = time.monotonic() - start
@@ -388,12 +394,14 @@ def _e2e_producer_conf(bootstrap: str, acks: int, linger_ms: int | None) -> dict
     return conf
 
 
-def _paced_producer(bootstrap, topic, num_records, throughput, pad, acks, partition, linger_ms) -> None:
-    """The child process of `end_to_end(producer_process=True)`: produce `num_records` stamped
-    records at `throughput` records/s, then flush; exit 1 when some were not delivered."""
+def _paced_producer(bootstrap, topic, num_records, throughput, pad, acks, partition, linger_ms, ready) -> None:
+    """The child process of `end_to_end(producer_process=True)`: once its producer exists, set
+    `ready` and produce `num_records` stamped records at `throughput` records/s, then flush;
+    exit 1 when some were not delivered."""
     ck = _kafka()
     producer = ck.Producer(_e2e_producer_conf(bootstrap, acks, linger_ms))
     where = {} if partition is None else {"partition": partition}
+    ready.set()
     throttler, start = Throttler(throughput), time.monotonic()
     for sent in range(num_records):
         while (delay := throttler.delay_s(sent + 1, time.monotonic() - start)) > 0:
