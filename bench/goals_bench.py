@@ -134,10 +134,14 @@ def measured_rows(quick: bool) -> list[targets.Row]:
                     )
                 )
             leader = psutil.Process(cluster.brokers[_leader_of(cluster, "lat")].process.pid)
-            cpu0 = sum(leader.cpu_times()[:2])
+
+            def leader_cpu_s() -> float:
+                return sum(leader.cpu_times()[:2])
+
+            cpu0 = leader_cpu_s()
             result, _ = _connections(cluster, "lat", 10, 300, 3 if quick else 10)
             answered = result.records_per_s * result.seconds
-            per_request_us = (sum(leader.cpu_times()[:2]) - cpu0) / max(answered, 1) * 1e6
+            per_request_us = (leader_cpu_s() - cpu0) / max(answered, 1) * 1e6
             rows.append(
                 _row(
                     "leader CPU per one-record RF 3 acks=all Produce (3,000 requests/s offered)",
@@ -148,13 +152,13 @@ def measured_rows(quick: bool) -> list[targets.Row]:
                 )
             )
             p99s, errors, answered = [], 0, 0.0
-            cpu0 = sum(leader.cpu_times()[:2])
+            cpu0 = leader_cpu_s()
             for _ in range(2 if quick else 5):
                 result, _ = _connections(cluster, "lat", 20 if quick else 100, 100, 3 if quick else 15)
                 p99s.append(result.latency.p99 if result.latency else float("inf"))
                 errors += result.errors
                 answered += result.records_per_s * result.seconds
-            saturated_us = (sum(leader.cpu_times()[:2]) - cpu0) / max(answered, 1) * 1e6
+            saturated_us = (leader_cpu_s() - cpu0) / max(answered, 1) * 1e6
             rows.append(
                 _row(
                     "100 connections x 100 requests/s, RF 3 acks=all: p99 per run",
