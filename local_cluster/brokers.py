@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 LOG = "broker.log"  # the broker's own log, rotated by size by the broker
 STDERR_LOG = "broker.stderr.log"  # what it writes to standard error (start-up failures, crashes)
@@ -36,7 +37,7 @@ def start_all(brokers: list[BrokerProcess], timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     try:
         for broker in brokers:
-            broker._launch(*broker._command())
+            broker._launch(*broker._prepare())
         for broker in brokers:
             broker._wait_ready(deadline, timeout_s)
     except BaseException:
@@ -136,7 +137,7 @@ class BrokerProcess:
     def start(self, timeout_s: float = 30.0, detached: bool = False) -> BrokerProcess:
         """Start and wait for readiness. `detached`: the broker outlives this process (its own
         session, stdout to `<directory>/stdout.log`), as `minikafka cluster up` needs."""
-        command, env, log_file = self._command()
+        command, env, log_file = self._prepare()
         if detached:
             stdout_path = self.directory / "stdout.log"
             stdout_path.write_text("")
@@ -155,7 +156,9 @@ class BrokerProcess:
         self._launch(command, env, log_file)
         return self._wait_ready(time.monotonic() + timeout_s, timeout_s)
 
-    def _command(self):
+    def _prepare(self) -> tuple[list[str], dict, IO[bytes]]:
+        """Write `server.properties`; returns the broker's command line, its environment and
+        its standard error log, opened for appending (`_launch` hands it over and closes it)."""
         config = self.directory / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
         log_file = open(self.directory / STDERR_LOG, "ab")
