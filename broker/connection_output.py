@@ -2,16 +2,16 @@
 soon as each is ready and every one before it was sent.
 
 `ResponseQueue` holds the connection's requests in progress (`Slot`s, at most `MAX_PIPELINED`).
-The connection's own tasks (its reader, serving an inline request, or a request's handler task)
-finish a request with `finished(slot)`, which writes every ready response at the head straight to
-the socket: one `os.writev` of the non-blocking socket, no task switch (waking a writer task for
-every response was a noticeable share of a small request's cost). Any other task (the one that
-completed a delayed produce) calls `finished_elsewhere(slot)`, which only marks the response
-ready and wakes the queue's writer task (`run`): no task writes to another connection's socket.
-The writer also sends what the socket did not take at once (a full socket buffer, or a TLS
-stream, which must go through trio), and closes the connection when a request asks for it
-(`CLOSE`), when the reader is done and nothing is left, or when a response stays unread for the
-idle timeout.
+Whichever task finishes a request (the connection's reader serving an inline request, a
+request's handler task, or the task that completed a delayed produce or fetch: all run in the
+broker's one trio thread) calls `finished(slot)`, which writes every ready response at the head
+straight to the socket: one `os.writev` of the non-blocking socket, no task switch (waking a
+writer task for every response was a noticeable share of a small request's cost). The socket is
+the writer task's (`run`) only while it holds a rest the socket did not take at once (a full
+socket buffer, or a TLS stream, which must go through trio); `finished` then only marks the
+response ready. A failed write ends that connection, never the finishing task. The writer
+closes the connection when a request asks for it (`CLOSE`), when the reader is done and nothing
+is left, or when a response stays unread for the idle timeout.
 """
 
 from __future__ import annotations
@@ -111,13 +111,6 @@ class ResponseQueue:
             log.exception("closing %s: sending a response failed", self._peer)
             self._end()
 
-    def finished_elsewhere(self, slot: Slot, response) -> None:
-        """`slot`'s response is final, set by a task other than the connection's (a delayed
-        operation's completion): the writer task sends what is ready, in order."""
-        slot.response = response
-        slot.finished = True
-        self._wake.set()
-
     def input_done(self) -> None:
         """The reader starts no more requests: end once every queued one is answered."""
         self._input_done = True
@@ -163,7 +156,7 @@ class ResponseQueue:
                 await self._wake.wait()
                 self._wake = trio.Event()
                 unsent = self._unsent
-                if unsent is None:  # responses finished elsewhere: send what is ready
+                if unsent is None:  # the end (the loop's test), or a wake-up with nothing to send
                     self._flush()
                     continue
                 with trio.move_on_after(self._idle_timeout_s) as sending:

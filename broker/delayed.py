@@ -106,16 +106,31 @@ async def _timed(timer: DelayedTimer, deadline: float, check: Callable[[], bool]
 
 
 class Watchers:
-    """Waiters for keyed changes; their timeouts are served by `timer`."""
+    """Waiters for keyed changes; their timeouts are served by `timer`. A waiter is a callable
+    (`watch`, for operations held as registrations, as `DelayedFetch`) or a task (`wait_for`)."""
 
     def __init__(self, timer: DelayedTimer) -> None:
         self._timer = timer
-        self._waiters: dict[Hashable, set[trio.Event]] = {}
+        self._waiters: dict[Hashable, set[Callable[[], None]]] = {}
 
     def notify(self, key: Hashable) -> None:
-        """Wake every waiter watching `key`."""
-        for event in self._waiters.pop(key, ()):
-            event.set()
+        """Wake every waiter watching `key` (each once: woken, it is no longer registered there)."""
+        for wake in self._waiters.pop(key, ()):
+            wake()
+
+    def watch(self, keys: Iterable[Hashable], wake: Callable[[], None]) -> None:
+        """Call `wake()` at the next notify of any of `keys`. `wake` runs in the notifier's task:
+        it must not block or raise. Registering the same callable again is a no-op."""
+        for key in keys:
+            self._waiters.setdefault(key, set()).add(wake)
+
+    def unwatch(self, keys: Iterable[Hashable], wake: Callable[[], None]) -> None:
+        for key in keys:
+            wakes = self._waiters.get(key)
+            if wakes is not None:
+                wakes.discard(wake)
+                if not wakes:
+                    del self._waiters[key]
 
     async def wait_for(self, keys: Iterable[Hashable], check: Callable[[], bool], timeout_s: float) -> bool:
         """Wait until `check()` is true (returns True) or `timeout_s` passes (returns the final
@@ -127,8 +142,7 @@ class Watchers:
     async def _wait(self, keys: list, check: Callable[[], bool], deadline: float) -> bool:
         while trio.current_time() < deadline:
             event = trio.Event()
-            for key in keys:
-                self._waiters.setdefault(key, set()).add(event)
+            self.watch(keys, event.set)
             timeout = self._timer.add(deadline, event.set)
             try:
                 if check():
@@ -136,17 +150,12 @@ class Watchers:
                 await event.wait()
             finally:
                 self._timer.discard(timeout)
-                for key in keys:
-                    events = self._waiters.get(key)
-                    if events is not None:
-                        events.discard(event)
-                        if not events:
-                            del self._waiters[key]
+                self.unwatch(keys, event.set)
         return check()
 
     def __len__(self) -> int:
         """Waiters currently registered (for tests and metrics)."""
-        return len({e for events in self._waiters.values() for e in events})
+        return len({wake for wakes in self._waiters.values() for wake in wakes})
 
 
 class OffsetWaiters:

@@ -36,6 +36,7 @@ import trio
 from broker.append import AppendResults, DelayedProduce, PartitionAppend, appended
 from broker.config import RACK_AWARE_SELECTOR, BrokerConfig
 from broker.delayed import DelayedResponse, DelayedTimer, OffsetWaiters, Watchers
+from broker.delayed_fetch import DelayedFetch, ReadyFetches
 from broker.errors import (
     NotLeaderOrFollower,
     StaleBrokerEpoch,
@@ -112,6 +113,7 @@ class ReplicaManager:
         self.broker_epoch = -1
         self.delayed_timer = DelayedTimer()  # the timeouts of both kinds of waiters, served by run()
         self.watchers = Watchers(self.delayed_timer)
+        self.ready_fetches = ReadyFetches()  # delayed fetches a notify found ready, answered in one pass
         self.replication_waiters = OffsetWaiters(self.delayed_timer)  # acks=-1 appends waiting for the HW
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
@@ -428,17 +430,26 @@ class ReplicaManager:
         return None
 
     # ---- fetch ---------------------------------------------------------------------------------
-    async def fetch(self, body, may_read: Callable[[str], bool] | None = None, version: int = 4) -> FetchResult:
-        """A Fetch v4-12 request body -> its partitions' reads, with incremental fetch sessions
-        (KIP-227, `broker/fetch_sessions.py`): a session's result holds only partitions with news.
-        `may_read(topic)` (authorization): a topic it refuses answers TOPIC_AUTHORIZATION_FAILED.
-        A consumer's v11+ fetch may be answered by a follower replica, and with
-        `replica.selector.class` rack-aware a leader names a preferred read replica in the
-        consumer's `rack_id` (KIP-392)."""
+    def fetch_now(
+        self,
+        body,
+        may_read: Callable[[str], bool] | None,
+        version: int,
+        complete: Callable[[FetchResult], Any],
+    ) -> DelayedFetch | None:
+        """A Fetch v4-12 request body -> its partitions' reads, given to `complete(result)` once:
+        before this returns when the fetch can answer now, else later by the `DelayedFetch`
+        returned (Kafka's: woken by a change of its partitions, or at `max_wait_ms`). Incremental
+        fetch sessions (KIP-227, `broker/fetch_sessions.py`): a session's result holds only
+        partitions with news. `may_read(topic)` (authorization): a topic it refuses answers
+        TOPIC_AUTHORIZATION_FAILED. A consumer's v11+ fetch may be answered by a follower
+        replica, and with `replica.selector.class` rack-aware a leader names a preferred read
+        replica in the consumer's `rack_id` (KIP-392)."""
         try:
             context = self.fetch_sessions.context(body)
         except SessionError as e:
-            return FetchResult(e.error_code, 0)
+            complete(FetchResult(e.error_code, 0))
+            return None
         any_replica = body.replica_id < 0 and version >= 11
         client_rack = (getattr(body, "rack_id", "") or "") if any_replica else ""
         if self.config["replica.selector.class"] != RACK_AWARE_SELECTOR or client_rack == self.config["broker.rack"]:
@@ -457,19 +468,43 @@ class ReplicaManager:
         )
         follower = body.replica_id >= 0
         responses, total, errors = self._read(view, follower)
-        if not errors and body.max_wait_ms > 0 and total < body.min_bytes:
-            keys = [(t.topic, p.partition) for t in view.topics for p in t.partitions]
-            epochs = {key: getattr(self.partitions.get(key), "leader_epoch", None) for key in keys}
+        if errors or body.max_wait_ms <= 0 or total >= body.min_bytes:
+            complete(self._fetched(context, follower, responses))
+            return None
+        keys = [(t.topic, p.partition) for t in view.topics for p in t.partitions]
+        epochs = {key: getattr(self.partitions.get(key), "leader_epoch", None) for key in keys}
 
-            def enough() -> bool:
-                # Kafka's DelayedFetch.tryComplete: decide from offsets, without reading. With
-                # min_bytes > 1 the bytes are counted by reading again.
-                if body.min_bytes > 1:
-                    return self._read(view, follower)[1] >= body.min_bytes
-                return self._fetch_can_complete(view, follower, epochs)
+        def enough() -> bool:
+            # Kafka's DelayedFetch.tryComplete: decide from offsets, without reading. With
+            # min_bytes > 1 the bytes are counted by reading again.
+            if body.min_bytes > 1:
+                return self._read(view, follower)[1] >= body.min_bytes
+            return self._fetch_can_complete(view, follower, epochs)
 
-            await self.watchers.wait_for(keys, enough, body.max_wait_ms / 1000)
-            responses = self._read(view, follower, record_fetch=False)[0]
+        def read() -> FetchResult:
+            return self._fetched(context, follower, self._read(view, follower, record_fetch=False)[0])
+
+        deadline = trio.current_time() + body.max_wait_ms / 1000
+        delayed = DelayedFetch(
+            self.watchers, self.delayed_timer, keys, enough, read, complete, deadline, self.ready_fetches.defer
+        )
+        delayed.start()
+        return delayed
+
+    async def fetch(self, body, may_read: Callable[[str], bool] | None = None, version: int = 4) -> FetchResult:
+        """`fetch_now`, awaiting its result (for callers that run in a task of their own). Without
+        a running delayed timer (a replica manager whose `run` is not started, as in unit tests)
+        the wait itself ends a delayed fetch at `max_wait_ms`."""
+        answer = DelayedResponse()
+        delayed = self.fetch_now(body, may_read, version, answer.complete)
+        if delayed is not None and not self.delayed_timer.running:
+            with trio.move_on_after(max(0.0, body.max_wait_ms / 1000)):
+                return await answer.wait()
+            delayed.finish()
+        return await answer.wait()
+
+    def _fetched(self, context, follower: bool, responses: list) -> FetchResult:
+        """A fetch's reads -> its result: an incremental session's partitions without news left out."""
         answered = []
         for topic, read in responses:
             parts = [entry for entry in read if context.include(topic, entry)]
@@ -736,6 +771,7 @@ class ReplicaManager:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self.delayed_timer.run)
+            nursery.start_soon(self.ready_fetches.run)
             nursery.start_soon(
                 run_periodically,
                 "high watermark checkpoint",

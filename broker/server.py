@@ -14,13 +14,14 @@ Rules (Kafka's `SocketServer` semantics, with one relaxation):
   ApiVersions at an unknown version, which gets a v0 response with UNSUPPORTED_VERSION and the
   served versions (KIP-511) so newer clients downgrade;
 - a handler that fails unexpectedly closes that connection only; other clients are unaffected.
-- inline handlers (`inline_handlers`, Produce) run in the connection's reader task, without a task
+- inline handlers (`inline_handlers`: Produce and Fetch) run in the connection's reader task, without a task
   of their own: `handler(ctx, request, respond)` does its ordered work before it returns and
-  calls `respond(body)` once, now or later (a Produce with acks=-1, from the task that moved
-  the high watermark, or the delayed timer). A later `respond` only hands the encoded response
-  to the connection's queue, whose writer task writes it: the completing task never writes to
-  another connection's socket. Spawning and scheduling a task per request was a large share of
-  a small Produce's cost. They do not hold a `queued.max.requests` place (their ordered work
+  calls `respond(body)` once, now or later (a Produce with acks=-1 or a Fetch that waited:
+  from the task that changed the partition, or the delayed timer's). A later `respond` writes
+  the response as the connection's own tasks do (`ResponseQueue.finished`: one non-blocking
+  writev when it is next in order and the writer does not own the socket), with no task switch.
+  Spawning and scheduling a task per request, and waking a writer task per delayed response,
+  were a large share of a small Produce's and Fetch's cost. They do not hold a `queued.max.requests` place (their ordered work
   never waits).
 - bounds (Kafka's): a connection whose computed responses are not being read (more than
   `MAX_UNSENT_RESPONSE_BYTES` unsent) is not read from, and one whose response stays unread for
@@ -537,9 +538,9 @@ class KafkaServer:
     def _respond_inline(
         self, handler: InlineHandler, frame: bytes | bytearray, session: _Session, slot: Slot, queue: ResponseQueue
     ) -> None:
-        """Serve `frame` with an inline handler now. Its response goes out now when the handler
-        responds before it returns, else it is handed to `queue` when it comes, for the
-        connection's writer. Released at once: the handler's ordered work is done."""
+        """Serve `frame` with an inline handler now. Its response goes to `queue` when the handler
+        responds: before it returns, or later from the task that completes it. Released at
+        once: the handler's ordered work is done."""
         arrived = time.perf_counter()
         request = self._decoded(frame, session)
         if not isinstance(request, Request):
@@ -547,17 +548,13 @@ class KafkaServer:
             return
         quota = self.request_quota
         started = time.perf_counter()
-        inline = True
 
         def respond(body) -> None:
             try:
                 response = self._encoded(request, session, arrived, body)
             except Exception:
                 response = self._failed(request, session, arrived)
-            if inline:
-                _answer(slot, queue, response)
-            else:  # from another task: the connection's writer sends it
-                _hand_over(slot, queue, response)
+            _answer(slot, queue, response)
 
         try:
             handler(self.context, request, respond)
@@ -565,8 +562,6 @@ class KafkaServer:
             if not slot.finished:
                 _answer(slot, queue, self._failed(request, session, arrived))
             return
-        finally:
-            inline = False
         if quota is not None and quota.active:
             quota.done(request, time.perf_counter() - started)
         slot.release()
@@ -653,16 +648,6 @@ def _answer(slot: Slot, queue: ResponseQueue, response) -> None:
     slot.response = response  # before the release: the reader checks it for CLOSE then
     slot.release()
     queue.finished(slot, response)
-
-
-def _hand_over(slot: Slot, queue: ResponseQueue, response) -> None:
-    """Give a request its response from a task other than its connection's: queued for the
-    connection's writer, never written here."""
-    if response is not None and response is not CLOSE:
-        queue.backlog.add(response_size(response))
-    slot.response = response
-    slot.release()
-    queue.finished_elsewhere(slot, response)
 
 
 def _api_key(frame) -> int:

@@ -86,7 +86,7 @@ HANDLERS: dict[int, Handler] = {
 
 
 #: APIs served by a synchronous handler in the connection's reader task (broker/server.py)
-INLINE_HANDLERS: dict[int, InlineHandler] = {**produce.INLINE}
+INLINE_HANDLERS: dict[int, InlineHandler] = {**produce.INLINE, **fetch.INLINE}
 
 
 #: the APIs of KIP-932's share groups, served only with `group.share.enable`

@@ -7,15 +7,22 @@ to the log end; min_bytes/max_wait_ms long polling; response max_bytes and parti
 
 Authorization: a follower (replica id >= 0) needs CLUSTER_ACTION on the cluster, a consumer READ
 on each topic; a refused topic answers TOPIC_AUTHORIZATION_FAILED and nothing of it is read.
-Consumers' fetches count against their `consumer_byte_rate` quota (`broker.quota`)."""
+Consumers' fetches count against their `consumer_byte_rate` quota (`broker.quota`).
+
+Served inline (`INLINE`): the server runs `handle_now` in the connection's reader task, with no
+task per request; a fetch that must wait is a `DelayedFetch` (`broker/delayed_fetch.py`), completed
+by the change that gives it data or at max_wait_ms."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
 
 from broker.authz import Op, Resource, allowed, cluster_allowed
+from broker.delayed import DelayedResponse
+from broker.server import InlineHandler
 from protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
@@ -27,7 +34,9 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.FETCH
 
 
-async def handle(ctx: BrokerContext, request: Request):
+def handle_now(ctx: BrokerContext, request: Request, respond: Callable[[dict], None]) -> None:
+    """Read the request's partitions now and `respond` with the Fetch response body: at once,
+    or when its `DelayedFetch` completes (data arrived, or max_wait_ms passed)."""
     may_read = None
     if ctx.authorizer is not None:
         if request.body.replica_id >= 0:
@@ -45,9 +54,19 @@ async def handle(ctx: BrokerContext, request: Request):
         window_bytes = ctx.quotas.fetch.max_value_in_window(request.user, request.client_id)
         if window_bytes is not None:
             request.body["max_bytes"] = max(1, min(request.body.max_bytes, int(window_bytes)))
-    result = await ctx.replica_manager.fetch(request.body, may_read, request.api_version)
-    throttle_ms = _apply_fetch_quota(ctx, request, result) if consumer else 0
-    return response_body(result, throttle_ms)
+
+    def answer(result: FetchResult) -> None:
+        throttle_ms = _apply_fetch_quota(ctx, request, result) if consumer else 0
+        respond(response_body(result, throttle_ms))
+
+    ctx.replica_manager.fetch_now(request.body, may_read, request.api_version, answer)
+
+
+async def handle(ctx: BrokerContext, request: Request):
+    """The same as a task (the server's path for handlers that are not inline)."""
+    answer = DelayedResponse()
+    handle_now(ctx, request, answer.complete)
+    return await answer.wait()
 
 
 def response_body(result: FetchResult, throttle_time_ms: int = 0) -> dict:
@@ -97,3 +116,6 @@ def _apply_fetch_quota(ctx: BrokerContext, request: Request, result: FetchResult
         for p in partitions:
             p.records = b""
     return throttle_ms
+
+
+INLINE: dict[int, InlineHandler] = {API_KEY: handle_now}

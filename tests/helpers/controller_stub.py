@@ -5,6 +5,7 @@ Kafka ZooKeeper-mode controller does, using our client, with each broker's curre
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import trio
@@ -16,10 +17,16 @@ from client.connection import Connection
 def _broker_epochs(brokers, controller_id: int, controller_epoch: int) -> dict[int, int]:
     """{broker id: czxid of /brokers/ids/<id>} (blocking; run in a thread). As a controller that
     won the election would, make /controller_epoch and /controller name this stub's epoch and
-    id when its epoch is newer: brokers believe a new controller epoch only when ZooKeeper does."""
+    id when its epoch is newer: brokers believe a new controller epoch only when ZooKeeper does.
+    First waits (up to 15 s) for the brokers' own controller election: a broker answers before
+    its election is done, and an election after these writes would raise the epoch past this
+    stub's (its /controller, ephemeral, goes with this session), fencing its requests."""
     client = KazooClient(hosts=brokers[0].properties["zookeeper.connect"])
     client.start(10)
     try:
+        deadline = time.monotonic() + 15
+        while client.exists("/controller") is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         found = client.exists("/controller_epoch")
         if found is None or int(client.get("/controller_epoch")[0]) < controller_epoch:
             client.ensure_path("/controller_epoch")

@@ -73,11 +73,12 @@ async def test_responses_leave_in_request_order_though_a_later_one_finishes_firs
         await client.aclose()
 
 
-async def test_a_response_completed_by_another_task_is_written_by_the_connections_writer(autojump_clock, monkeypatch):
+async def test_a_response_completed_by_another_task_is_written_in_order_by_that_task(autojump_clock, monkeypatch):
     """An inline handler that responds later, from a task of its own (as a delayed produce is
-    completed by a follower's fetch): the response reaches the client in order, and it is the
-    connection's own writer that writes it, never the completing task. Over a socket pair: the
-    direct write (`send_now`) is taken only on a socket."""
+    completed by a follower's fetch): the responses reach the client in request order, and the
+    completing task writes them itself (no writer task is woken): the second, completed first,
+    waits for the first, and the first's completion writes both. Over a socket pair: the direct
+    write (`send_now`) is taken only on a socket."""
     from broker import connection_output
 
     writers: list[str] = []
@@ -109,7 +110,7 @@ async def test_a_response_completed_by_another_task_is_written_by_the_connection
             nursery.start_soon(complete, respond)
             await trio.sleep(1)
         assert await _responses(client, 2) == [7, 8]
-        assert writers and not [w for w in writers if w.endswith("complete")], writers
+        assert len(writers) == 2 and all(w.endswith("complete") for w in writers), writers
         await client.aclose()
 
 

@@ -1,0 +1,134 @@
+"""Kafka's DelayedFetch: a Fetch (key 1) that had less than `min_bytes` to answer, held until its
+partitions change or `max_wait_ms` passes.
+
+It holds no task (issue 48): it is a registration in the replica manager's `Watchers` (woken by
+the notify that follows an append, a high watermark move, a leadership or log change of one of
+its partitions) and in its `DelayedTimer` (woken at the deadline). Each wake-up re-checks
+`can_complete()`, which decides from offsets without reading (Kafka's `DelayedFetch.tryComplete`);
+once it holds, or at the deadline, `read()` builds the answer and `complete(answer)` gets it,
+exactly once.
+
+A fetch found ready by a notify is not answered inside the notifier: it is handed to `defer`,
+which answers every ready fetch in one pass after the event loop's current batch of tasks
+(`ReadyFetches`). The appends of several connections read in one loop turn then travel in one
+fetch response to each follower (one fetch round per loop turn, not per append), and an append
+never pays for the reads it woke.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from broker.read_results import FetchResult
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.delayed import DelayedTimer, Watchers
+
+log = logging.getLogger(__name__)
+
+
+class DelayedFetch:
+    """A fetch waiting for data: `keys` are its partitions, `deadline` a trio.current_time()
+    in seconds. `start()` registers it; `finish()` completes it now (the deadline's path, also
+    for callers that bound the wait themselves)."""
+
+    __slots__ = ("_watchers", "_timer", "_keys", "_can_complete", "_read", "_complete", "_deadline", "_timeout",
+                 "_wake", "_finished", "_defer", "_deferred")  # fmt: skip
+
+    def __init__(
+        self,
+        watchers: Watchers,
+        timer: DelayedTimer,
+        keys: list[Hashable],
+        can_complete: Callable[[], bool],
+        read: Callable[[], FetchResult],
+        complete: Callable[[FetchResult], Any],
+        deadline: float,
+        defer: Callable[[DelayedFetch], None] | None = None,
+    ) -> None:
+        self._watchers, self._timer, self._keys = watchers, timer, keys
+        self._defer, self._deferred = defer, False
+        self._can_complete, self._read, self._complete = can_complete, read, complete
+        self._deadline = deadline
+        self._timeout: list | None = None
+        self._wake = self.try_complete  # one bound method: the callable registered and removed
+        self._finished = False
+
+    def start(self) -> None:
+        self._timeout = self._timer.add(self._deadline, self.finish)
+        self._watchers.watch(self._keys, self._wake)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def try_complete(self) -> None:
+        """A notify of one of its partitions: answer if there is enough now, else watch again
+        (the notified partition's registration was used up; the others' re-adding is a no-op)."""
+        if self._finished or self._deferred:
+            return
+        try:
+            ready = self._can_complete()
+        except Exception:  # never the notifier's failure: answered now, from a fresh read
+            log.exception("a delayed fetch's completion check failed")
+            ready = True
+        if ready and self._defer is not None:
+            self._deferred = True
+            self._defer(self)
+        elif ready:
+            self.finish()
+        else:
+            self._watchers.watch(self._keys, self._wake)
+
+    def finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self._watchers.unwatch(self._keys, self._wake)
+        if self._timeout is not None:
+            self._timer.discard(self._timeout)
+        try:
+            answer = self._read()
+        except Exception:  # a bug: the fetch is still answered, and the notifier goes on
+            log.exception("a delayed fetch's read failed")
+            answer = FetchResult(ErrorCode.UNKNOWN_SERVER_ERROR, 0)
+        self._complete(answer)
+
+
+class ReadyFetches:
+    """Delayed fetches found ready, answered by one task (`run`) in one pass once the tasks the
+    event loop is running now have run: a notify costs an append one list append, and the pass
+    one task switch for all of them. Until `run` runs (a replica manager used without its task,
+    as unit tests do), a ready fetch is answered at once."""
+
+    def __init__(self) -> None:
+        self._ready: list[DelayedFetch] = []
+        self._wake = trio.Event()
+        self.running = False
+
+    def defer(self, fetch: DelayedFetch) -> None:
+        if not self.running:
+            fetch.finish()
+            return
+        self._ready.append(fetch)
+        self._wake.set()
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        self.running = True
+        task_status.started()
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                ready, self._ready = self._ready, []
+                for fetch in ready:
+                    fetch.finish()
+        finally:
+            self.running = False
+            for fetch in self._ready:  # the broker is stopping: answered from what is there
+                fetch.finish()
