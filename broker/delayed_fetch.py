@@ -18,7 +18,7 @@ never pays for the reads it woke.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -44,7 +44,7 @@ class DelayedFetch:
         self,
         watchers: Watchers,
         timer: DelayedTimer,
-        keys: list[Hashable],
+        keys: Sequence[Hashable],
         can_complete: Callable[[], bool],
         read: Callable[[], FetchResult],
         complete: Callable[[FetchResult], Any],
