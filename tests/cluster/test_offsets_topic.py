@@ -64,11 +64,11 @@ async def test_consumer_offsets_is_compacted_and_reloads_the_latest_commits(star
         log_cleaner_backoff_ms=200,
     )
     broker = start_broker(1, **settings)
-    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"t": 10})
+    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"t": 100})
     offsets_dir = broker.directory / "logs" / "__consumer_offsets-0"
     async with Cluster.open(broker.bootstrap) as cluster:
-        for i in range(10_000):  # 100,000 offset commits, 10 per request
-            await commit_offsets(cluster, "g", {("t", p): i * 10 + p for p in range(10)})
+        for i in range(1_000):  # 100,000 offset commits, 100 per request (100 distinct keys)
+            await commit_offsets(cluster, "g", {("t", p): i * 100 + p for p in range(100)})
     written = 100_000 * 60  # bytes: an offset record is about 60 bytes (key + value) at least
 
     def on_disk() -> int:
@@ -98,4 +98,4 @@ async def test_consumer_offsets_is_compacted_and_reloads_the_latest_commits(star
                 except KafkaError as e:
                     assert e.error_code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                     await trio.sleep(0.2)
-    assert got == {("t", p): 99_990 + p for p in range(10)}
+    assert got == {("t", p): 99_900 + p for p in range(100)}
