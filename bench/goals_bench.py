@@ -3,6 +3,9 @@ the same `make bench` run measures it, read from that bench's results) and print
 value the issue started from and the goal. Runs last in `make bench`. Issue 37's goals that issue
 48 did not raise stay as rows (no bench row may get worse).
 
+Measured first, in this process before any cluster starts: the leader's work per one-record RF 3
+acks=all Produce with no sockets (`bench/produce_path_bench.py`), a diagnostic without a target.
+
 Measured here, on ZooKeeper and 3 broker processes (`LocalCluster`, this machine's 2 cores):
 1. end-to-end, RF 3 acks=all, linger.ms=0, 10k records/s offered over a 6-partition topic whose
    leaders are spread over the 3 brokers, records placed by librdkafka's default partitioner,
@@ -35,7 +38,7 @@ from pathlib import Path
 
 import psutil
 
-from bench import targets, txn_bench
+from bench import produce_path_bench, targets, txn_bench
 from bench.cluster_bench import LocalCluster, perf
 from bench.request_bench import _connections
 
@@ -47,6 +50,7 @@ BEFORE = {
     "txn1one": "118-148 txn/s",
     "txn6": "170 txn/s",
     "tls": "62%",
+    "cycle": "not measured before this round",
     "cpu": "245 µs",
     "cpusat": "95 µs",
     "conns": "115.4 / 157.1 / 53.5 / 142.8 / 393.7 ms",
@@ -58,7 +62,7 @@ BEFORE = {
 }
 
 
-def _row(name: str, measured: str, key: str, goal: str, ok: bool) -> targets.Row:
+def _row(name: str, measured: str, key: str, goal: str, ok: bool | None) -> targets.Row:
     print(f"  {name}: {measured} (goal {goal})", flush=True)
     return (name, f"{measured} (issue: {BEFORE[key]})", goal, ok)
 
@@ -90,6 +94,17 @@ def _rate_of(measured: str) -> float:
 
 def measured_rows(quick: bool) -> list[targets.Row]:
     rows: list[targets.Row] = []
+    cycle = produce_path_bench.cycle_us(500 if quick else 20_000)  # first: nothing else running yet
+    rows.append(
+        _row(
+            "the leader's cycle per one-record RF 3 acks=all Produce in one quiet process, no sockets: decode, "
+            "append, two follower fetches, three responses (bench/produce_path_bench.py)",
+            f"{cycle:.0f} µs",
+            "cycle",
+            "- (what the CPU rows below pay per request, without the other processes)",
+            None,
+        )
+    )
     settings = {"transaction_state_log_num_partitions": "6", "offsets_topic_num_partitions": "3"}
     with tempfile.TemporaryDirectory() as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster", **settings)

@@ -286,6 +286,7 @@ def test_quick_goals_bench_prints_every_goal_of_issue_48():
     assert r.returncode == 0, r.stderr[-3000:]
     assert "| measurement (issue 48) | measured | target | met |" in r.stdout
     for row in (
+        "the leader's cycle per one-record RF 3 acks=all Produce in one quiet process",
         "end-to-end, linger.ms=0, 10k records/s over 6 partitions",
         "producer and consumer in separate processes",
         "transactions/s, 10 records each, 1 partition, 2 confluent producers",
@@ -302,3 +303,19 @@ def test_quick_goals_bench_prints_every_goal_of_issue_48():
         "`make test-fast` wall time",
     ):
         assert row in r.stdout, row
+
+
+def test_produce_path_bench_runs_whole_cycles_and_refuses_too_few():
+    """The quiet-process cycle (bench/produce_path_bench.py): every cycle's Produce is answered by
+    the next cycle's follower fetches (the bench asserts it), and its command line refuses a run
+    too short to warm up."""
+    from bench.produce_path_bench import cycle_us
+
+    assert cycle_us(300) > 0
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.produce_path_bench", "--requests", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "--requests must be at least 100" in r.stderr

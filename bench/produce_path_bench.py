@@ -1,0 +1,148 @@
+"""The leader's work per one-record RF 3 acks=all Produce, in one quiet process (issue 48).
+
+The cluster's per-request CPU rows move by 5-10% between runs on a shared 2-core machine, more
+than most single changes to the hot path. This bench measures the same work with nothing else
+running and no sockets, so a change can be judged by it: one cycle is
+1. a Produce v9 request frame decoded (`protocol.api.decode_request`),
+2. its batch appended as a client's (`ReplicaManager.append_records`, acks=-1: a DelayedProduce),
+3. a Fetch v12 frame from each of the two followers decoded and served (`ReplicaManager.fetch_now`):
+   each reads the new batch and reports the follower's log end, which moves the high watermark
+   and completes the previous cycle's delayed produce,
+4. every response encoded (`encode_response_parts`): the Produce's and the two Fetches'.
+Real logs in a temporary directory; the delayed operations' timer and ready-fetch tasks run.
+
+`python -m bench.produce_path_bench [--requests N] [--profile]` prints µs per cycle (process
+CPU time) and, with --profile, the cProfile entries that cost most. `make bench`'s goal table
+(`bench/goals_bench.py`) shows the figure beside the leader CPU rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+from broker.config import build_config
+from broker.handlers.fetch import response_body
+from broker.handlers.produce import _responses
+from broker.metadata_cache import MetadataCache
+from broker.replica_manager import ReplicaManager
+from protocol import record_batch as rb
+from protocol.api import decode_request, encode_request, encode_response_parts
+from protocol.framing import FrameDecoder
+from storage.append_origin import AppendOrigin
+from storage.log_manager import LogManager
+
+TOPIC = "t"
+
+
+def _frame(api_key: int, version: int, body: dict, client_id: str) -> bytes:
+    (frame,) = FrameDecoder().feed(encode_request(api_key, version, 1, body, client_id=client_id))
+    return bytes(frame)
+
+
+def _produce_frame() -> bytes:
+    batch = rb.build_batch([(b"k", b"v" * 100)])
+    partition = {"index": 0, "records": batch}
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 30_000, "topic_data": [
+        {"name": TOPIC, "partition_data": [partition]}]}  # fmt: skip
+    return _frame(0, 9, body, "perf")
+
+
+def _fetch_frame(replica: int, offset: int) -> bytes:
+    partition = {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+    body = {"replica_id": replica, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "topics": [{"topic": TOPIC, "partitions": [partition]}]}  # fmt: skip
+    return _frame(1, 12, body, f"replica-{replica}")
+
+
+def _leader_and_isr() -> dict:
+    state = {"partition_index": 0, "controller_epoch": 1, "leader": 1, "leader_epoch": 0, "isr": [1, 2, 3],
+             "replicas": [1, 2, 3], "partition_epoch": 0}  # fmt: skip
+    body = {"controller_id": 9, "controller_epoch": 1, "broker_epoch": -1,
+            "topic_states": [{"topic_name": TOPIC, "partition_states": [state]}]}  # fmt: skip
+    return decode_request(_frame(4, 7, body, "controller")).body
+
+
+async def _cycles(root: Path, requests: int, profile: cProfile.Profile | None) -> float:
+    props = {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(root), "min.insync.replicas": "2"}
+    config = build_config(props)
+    topic_configs = config.topic_configs()
+    logs = LogManager(config.log_dirs, config.log_config(), topic_config=topic_configs.log_config)
+    logs.startup()
+    try:
+        rm = ReplicaManager(config, logs, MetadataCache(), topic_configs)
+        await rm.become_leader_or_follower(_leader_and_isr(), 7)
+        produce = _produce_frame()
+        warm = min(200, requests // 10)
+        fetches = {(r, i): _fetch_frame(r, i) for r in (2, 3) for i in range(requests)}
+        answered: list = []
+
+        def cycle(i: int) -> None:
+            request = decode_request(produce)
+            entries = {(t.name, p.index): p.records for t in request.body.topic_data for p in t.partition_data}
+            result = rm.append_records(entries, request.body.acks, request.body.timeout_ms, AppendOrigin.CLIENT)
+            result.on_complete(
+                lambda r: answered.append(
+                    encode_response_parts(0, 9, 1, {"responses": _responses(r), "throttle_time_ms": 0})
+                )  # fmt: skip
+            )
+            for replica in (2, 3):
+                fetch = decode_request(fetches[(replica, i)])
+                rm.fetch_now(
+                    fetch.body, None, 12, lambda f: answered.append(encode_response_parts(1, 12, 1, response_body(f)))
+                )
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(rm.delayed_timer.run)
+            await nursery.start(rm.ready_fetches.run)
+            for i in range(warm):
+                cycle(i)
+            started = time.process_time()
+            if profile is not None:
+                profile.enable()
+            for i in range(warm, requests):
+                cycle(i)
+            if profile is not None:
+                profile.disable()
+            elapsed = time.process_time() - started
+            nursery.cancel_scope.cancel()
+        # every cycle's produce was answered by the next cycle's fetches, every fetch at once
+        assert len(answered) >= 3 * requests - 1, (len(answered), requests)
+        return elapsed / (requests - warm) * 1e6
+    finally:
+        logs.shutdown()
+
+
+def cycle_us(requests: int = 20_000, profile: cProfile.Profile | None = None) -> float:
+    """Process CPU µs per cycle (see the module doc), over `requests` cycles after a warm-up."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return trio.run(_cycles, Path(tmp), requests, profile)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="the leader's Produce cycle in one quiet process (issue 48)")
+    parser.add_argument("--requests", type=int, default=20_000, help="cycles to run (default 20,000)")
+    parser.add_argument("--profile", action="store_true", help="print the cProfile entries that cost most")
+    args = parser.parse_args(argv)
+    if args.requests < 100:
+        parser.error("--requests must be at least 100")
+    profile = cProfile.Profile() if args.profile else None
+    us = cycle_us(args.requests, profile)
+    print(f"{us:.1f} µs per cycle: Produce v9 of one record, RF 3 acks=-1, two follower fetches, three responses")
+    if profile is not None:
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(30)
+        print(out.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
