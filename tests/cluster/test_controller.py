@@ -365,6 +365,7 @@ async def test_a_stale_partition_znode_version_falls_back_to_reread_and_still_el
     assert state["leader"] not in (victim, -1) and state["leader_epoch"] == before[led[0]][1] + 1
 
 
+@pytest.mark.slow  # it starts its own ZooKeeper and brokers, without the process fixtures that mark the others
 def test_brokers_started_together_are_all_live_at_the_controller(tmp_path):
     """Three brokers launched at once register while the first controller is still loading:
     BrokerChange notifications queued before its context load must not take registered brokers
