@@ -37,7 +37,7 @@ def test_three_members_split_the_records_and_none_is_accepted_twice(start_broker
     broker = start_broker(1, **BROKER)
     name = topic(broker)
     members = [consumer(broker, "workers", name) for _ in range(3)]
-    joined(*members)
+    joined(*members, bootstrap=broker.bootstrap, group="workers")
     produce(broker, name, 3000)
     got = drain(members, 3000)
     assert sorted(int(v) for v in got) == list(range(3000))
@@ -74,7 +74,7 @@ def test_release_redelivers_and_reject_never_does(start_broker):
     name = topic(broker, partitions=1)
     explicit = {"share.acknowledgement.mode": "explicit"}
     a = consumer(broker, "acks", name, **explicit)
-    joined(a)
+    joined(a, bootstrap=broker.bootstrap, group="acks")
     produce(broker, name, 4, partitions=1)
     seen: list[tuple[bytes, int]] = []
 
@@ -110,7 +110,7 @@ def test_an_unacknowledged_record_comes_back_after_its_lock_and_is_archived_at_t
     name = topic(broker, partitions=1)
     explicit = {"share.acknowledgement.mode": "explicit"}
     holder = consumer(broker, "locks", name, **explicit)
-    joined(holder)
+    joined(holder, bootstrap=broker.bootstrap, group="locks")
     produce(broker, name, 1, partitions=1)
     first = [m for m in drain([holder], 1, seconds=10, on_message=lambda c, m: None).items()]
     assert first  # acquired by `holder`, which neither acknowledges nor polls again
@@ -133,7 +133,7 @@ def test_a_closed_members_records_go_to_the_others(start_broker):
     name = topic(broker, partitions=1)
     explicit = {"share.acknowledgement.mode": "explicit"}
     leaver = consumer(broker, "handover", name, **explicit)
-    joined(leaver)
+    joined(leaver, bootstrap=broker.bootstrap, group="handover")
     produce(broker, name, 5, partitions=1)
     held = drain([leaver], 5, seconds=20)
     assert len(held) == 5
@@ -245,7 +245,7 @@ def test_three_members_on_three_brokers_read_30000_records_once(start_broker):
     members = [ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "spread"}) for _ in range(3)]
     for c in members:
         c.subscribe([name])
-    joined(*members, seconds=8)
+    joined(*members, bootstrap=bootstrap, group="spread")
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(30_000):
         p.produce(name, str(i).encode(), partition=i % 3)
@@ -290,7 +290,7 @@ def test_acknowledgements_and_delivery_counts_survive_the_leaders_death(start_br
     admin.create_topics([NewTopic(name, 1, 2)])[name].result(30)
     c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "durable", "share.acknowledgement.mode": "explicit"})
     c.subscribe([name])
-    joined(c)
+    joined(c, bootstrap=bootstrap, group="durable")
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100})
     for i in range(20):
         p.produce(name, str(i).encode(), partition=0)
@@ -342,7 +342,7 @@ def test_killing_the_share_coordinator_loses_no_record_and_accepts_none_twice(st
     warm = f"warm-{uuid.uuid4().hex[:8]}"  # its first read creates __share_group_state
     admin.create_topics([NewTopic(warm, 1, 2)])[warm].result(30)
     c.subscribe([warm])
-    joined(c)
+    joined(c, bootstrap=bootstrap, group="coord-kill")
     deadline = time.monotonic() + 30
     coordinator = -1
     while coordinator < 0 and time.monotonic() < deadline:
@@ -357,7 +357,7 @@ def test_killing_the_share_coordinator_loses_no_record_and_accepts_none_twice(st
         name
     ].result(30)
     c.subscribe([name])
-    joined(c)
+    joined(c, bootstrap=bootstrap, group="coord-kill", topic=name)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(2000):
         p.produce(name, str(i).encode(), partition=0)
