@@ -36,8 +36,10 @@ def topic(name: str, partitions: int, rf: int = 1) -> dict:
 
 async def _while_probing(broker, api_key, body, version=None):
     """Send one request while another connection sends ApiVersions back to back; returns the
-    response and the slowest ApiVersions round trip (s) seen until the response came."""
+    response, the slowest ApiVersions round trip (s) seen until the response came, and the
+    request's whole time (s)."""
     slowest = 0.0
+    started_all = trio.current_time()
     async with Connection.open(broker.host, broker.port) as probe, Connection.open(broker.host, broker.port) as conn:
         done = trio.Event()
         response = None
@@ -54,7 +56,7 @@ async def _while_probing(broker, api_key, body, version=None):
                 await probe.request(ApiKey.API_VERSIONS, {}, version=0, timeout_s=60)
                 slowest = max(slowest, trio.current_time() - started)
                 await trio.sleep(0.005)
-    return response, slowest
+    return response, slowest, trio.current_time() - started_all
 
 
 def test_create_topics_and_partitions_asking_for_2_31_partitions_are_refused_at_once(start_broker):
@@ -65,7 +67,7 @@ def test_create_topics_and_partitions_asking_for_2_31_partitions_are_refused_at_
     controller_ready(broker)
     for validate_only in (True, False):
         body = {"topics": [topic("huge", HUGE)], "timeout_ms": 10_000, "validate_only": validate_only}
-        response, slowest = trio.run(_while_probing, broker, ApiKey.CREATE_TOPICS, body)
+        response, slowest, _ = trio.run(_while_probing, broker, ApiKey.CREATE_TOPICS, body)
         assert response.topics[0].error_code == ErrorCode.POLICY_VIOLATION, response
         assert "excessively large" in response.topics[0].error_message
         assert slowest < STALLED_S, slowest  # a frozen broker took minutes; the 100 ms target is in make bench
@@ -78,7 +80,7 @@ def test_create_topics_and_partitions_asking_for_2_31_partitions_are_refused_at_
     created = raw(broker, ApiKey.CREATE_TOPICS, {"topics": [topic("small", 1)], "timeout_ms": 10_000})
     assert created.topics[0].error_code == ErrorCode.NONE
     body = {"topics": [{"name": "small", "count": HUGE, "assignments": None}], "timeout_ms": 10_000}
-    response, slowest = trio.run(_while_probing, broker, ApiKey.CREATE_PARTITIONS, {**body, "validate_only": False})
+    response, slowest, _ = trio.run(_while_probing, broker, ApiKey.CREATE_PARTITIONS, {**body, "validate_only": False})
     assert response.results[0].error_code == ErrorCode.POLICY_VIOLATION, response
     assert slowest < STALLED_S, slowest
     assert raw(broker, ApiKey.METADATA, {"topics": [{"name": "small"}]}).topics[0].partitions.__len__() == 1
@@ -95,7 +97,7 @@ def test_requests_with_many_names_are_checked_in_linear_time(start_broker):
     configs = [{"name": f"key.{i}", "config_operation": 0, "value": "1"} for i in range(60_000)]
     configs.append(configs[0])
     body = {"resources": [{"resource_type": 2, "resource_name": "t", "configs": configs}], "validate_only": True}
-    response, slowest = trio.run(_while_probing, broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, body)
+    response, slowest, _ = trio.run(_while_probing, broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, body)
     assert response.responses[0].error_code == ErrorCode.INVALID_REQUEST, response
     assert "duplicate" in response.responses[0].error_message
     assert slowest < STALLED_S, slowest
@@ -144,12 +146,15 @@ def test_a_sync_group_assignment_too_large_to_store_answers_unknown_server_error
 def test_a_topic_of_thousands_of_partitions_is_made_in_steps_that_let_the_broker_answer(start_broker):
     """A legitimate large request (2,000 partitions on one broker) used to freeze the broker for
     seconds while LeaderAndIsr created every log in one go; it now runs in bounded steps
-    (ApiVersions keeps being answered; the 100 ms figure is measured in the closing note)."""
+    (ApiVersions keeps being answered). Judged by the share of the request's time the broker
+    could not answer, not by a wall-clock bound a loaded run can miss: in one go the longest
+    ApiVersions wait was 75% of the request's time (2.1 of 2.8 s idle), in steps it is 3%
+    (76 ms of 2.7 s idle; 1.14 s once in a loaded make test)."""
     # Kafka's 18 s ZooKeeper session, not the tests' 3 s: making 2,000 logs under a loaded suite
     # once starved the session's pings, the broker's registration lapsed and CreateTopics saw no broker
     broker = start_broker(1, zookeeper_session_timeout_ms=18000)
     controller_ready(broker)
     body = {"topics": [topic("wide", 2000)], "timeout_ms": 60_000}
-    response, slowest = trio.run(_while_probing, broker, ApiKey.CREATE_TOPICS, body)
+    response, slowest, elapsed = trio.run(_while_probing, broker, ApiKey.CREATE_TOPICS, body)
     assert response.topics[0].error_code == ErrorCode.NONE
-    assert slowest < 1.0, slowest  # 3.2 s before
+    assert slowest < 0.25 * elapsed, (slowest, elapsed)
