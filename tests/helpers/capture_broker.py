@@ -98,6 +98,13 @@ class Capture:
         return encode_response(key, v, corr, body)
 
     async def serve_one(self, stream: trio.SocketStream) -> None:
+        """Answer one client connection until it closes. A reset is a close too: a client that
+        closes its socket with a response still unread in it (librdkafka destroying a producer
+        whose flush returned) makes the kernel send RST instead of FIN."""
+        with contextlib.suppress(trio.BrokenResourceError):
+            await self._serve(stream)
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
         decoder, first = FrameDecoder(), True
         async with stream:
             while data := await stream.receive_some(65536):
