@@ -5,7 +5,7 @@ and stays down for 50 s (`chaos/eos.py`, also a `make chaos` scenario). It used 
 the controller (the same broker) moved, and librdkafka's coordinator cache (issue #5511) held the
 job's TxnOffsetCommit until a connection changed state.
 
-A chaos scenario (the same `make chaos` runs), not a quick check: its ~60 s are the broker's
+A chaos scenario (the same `make chaos` runs, hence in tests/chaos/), not a quick check: its ~60 s are the broker's
 `DOWN_S` (50 s, long enough that the job must fail over rather than wait the broker out) plus the
 job's own run, and `BOUND_S` (120 s) bounds the whole."""
 
