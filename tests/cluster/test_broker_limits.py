@@ -137,7 +137,8 @@ async def test_queued_limits_bound_work_without_stalling_pipelined_clients(start
 async def test_a_broker_out_of_file_descriptors_survives_a_connection_flood(start_broker, zk):
     import resource
 
-    broker = start_broker(1)
+    # high watermark checkpoints every second (Kafka's 5 s is waited out otherwise)
+    broker = start_broker(1, replica_high_watermark_checkpoint_interval_ms=1000)
     await create_topic({1: broker}, zk, "fd", partitions=1, rf=1)
     async with Connection.open(broker.host, broker.port) as existing:
         resource.prlimit(broker.process.pid, resource.RLIMIT_NOFILE, (150, 150))  # far below the flood
@@ -145,7 +146,7 @@ async def test_a_broker_out_of_file_descriptors_survives_a_connection_flood(star
         try:
             for _ in range(500):
                 streams.append(await trio.open_tcp_stream(broker.host, broker.port))
-            await trio.sleep(6)  # past a high watermark checkpoint (every 5 s), which needs a descriptor
+            await trio.sleep(2.5)  # past two high watermark checkpoints, which need a descriptor
             assert broker.alive
             md = await existing.request(ApiKey.METADATA, {"topics": [{"name": "fd"}]})
             assert md.topics[0].error_code == ErrorCode.NONE
