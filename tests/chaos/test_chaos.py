@@ -1,7 +1,25 @@
 """The chaos scenarios (chaos/runner.py) as part of `make test`: each runs a real 3-broker cluster
 under load while its nemesis strikes, and the checker judges the history (safety) and the cluster
 after the heal (liveness: chaos/liveness.py). The seed is printed;
-CHAOS_SEED=<seed> reproduces a run."""
+CHAOS_SEED=<seed> reproduces a run.
+
+How long each workload runs, and why (issue 48):
+- `test_scenario`: 2 s of workload before the fault and `WORKLOAD_S` (6 s) from the fault on. The
+  chaos brokers run a 4 s ZooKeeper session and a 2 s `replica.lag.time.max.ms`, so within 6 s a
+  killed, paused or cut-off broker's session ends, its partitions get new leaders and the ISRs
+  shrink: the writes span the failover, which is what the checker judges (`make chaos`: 12 s).
+- `test_transactional_scenario`, `test_analysis_scenario`: 3 s before the fault; the nemesis
+  kills and restarts brokers in sequence (coordinator, leader, both; or a broker, then the
+  controller), each down 2-4 s and followed by 3 s of workload; then 9 s more (2 x `WORKLOAD_S`
+  - 3 s), so transactions run across every restart.
+- `test_late_write_scenario`: HOLD_S + OBSERVE_S (about 40 s, chaos/late_write.py): the held
+  Produce is released past its transaction's timeout and the workload runs past the stuck-LSO
+  bound (`transaction.timeout.ms` + 15 s), which the check needs to see pass.
+- `test_share_group_scenario`: members read for `WORKLOAD_S` + 14 s while the nemesis kills a
+  leader, the share coordinator and a member (chaos/share_groups.py).
+After each, the liveness bounds of chaos/liveness.py (a leader for every partition within 30 s,
+full ISRs within 60 s, admin requests answered within 30 s) and 60 s for producers to finish
+bound the rest."""
 
 import os
 import random
