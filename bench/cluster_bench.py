@@ -341,11 +341,12 @@ def run_matrix(root: Path, ceiling: float, quick: bool) -> list[Row]:
 
 def run_scale_point(root: Path, partitions: int, quick: bool) -> ScalePoint:
     cluster = LocalCluster(root / f"scale-{partitions}")
+    settle_s = 0.5 if quick else 1.0  # --quick's numbers mean nothing: it only keeps the script working
     try:
-        time.sleep(2.0)
+        time.sleep(2 * settle_s)
         before = cluster.rss_bytes()
         cluster.create_topic("s", partitions, 3)
-        time.sleep(3.0)  # idle: fetchers settled, nothing produced yet
+        time.sleep(3 * settle_s)  # idle: fetchers settled, nothing produced yet
         after = cluster.rss_bytes()
         rss_kb = statistics.mean((after[i] - before[i]) / 1024 / partitions for i in before)
         md_p50, md_p99 = trio.run(_metadata_latency, cluster.bootstrap, 30)
