@@ -59,8 +59,8 @@ def joined(*consumers, bootstrap: str, group: str, topic: str | None = None, sec
     every consumer as a member holding an assignment, and every assigned partition has been read
     once (share.auto.offset.reset is latest: records produced before a partition is first read
     are not delivered, as in Kafka); with `topic`, only that topic's partitions are assigned
-    (a member that subscribed anew has heartbeated its new subscription). Waits as a client would, with a bound: AssertionError names
-    what the group still lacks after `seconds`."""
+    (a member that subscribed anew has heartbeated its new subscription). Waits as a client
+    would, with a bound: AssertionError names what the group still lacks after `seconds`."""
     deadline = time.monotonic() + seconds
     seen = None
     while time.monotonic() < deadline:
