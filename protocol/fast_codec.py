@@ -2,11 +2,27 @@
 request frame and a length writer for responses, for Kafka's primitive types plain or compact
 (flexible versions: lengths stored as N+1 in an unsigned varint). Every read past the frame
 raises IndexError or struct.error and a bad length ValueError, which the fast paths answer by
-leaving the frame to the generic decoder."""
+leaving the frame to the generic decoder.
+
+`NATIVE_DECODER` is the compiled decoder of both requests (`minikafka_native.RequestDecoder`), or
+None when the extension is not built; the Python decoders are its reference."""
 
 from __future__ import annotations
 
+import logging
 import struct
+
+from protocol.types import ZERO_UUID, FieldDict
+
+log = logging.getLogger(__name__)
+
+try:  # the compiled decoder of both fast paths (`native/src/requests.rs`, built by `make setup`)
+    from minikafka_native import RequestDecoder as _RequestDecoder
+except ImportError:  # pragma: no cover - the Python references then decode
+    NATIVE_DECODER = None
+    log.warning("minikafka_native is not installed: Produce and Fetch requests are decoded in Python; run `make setup`")
+else:
+    NATIVE_DECODER = _RequestDecoder(FieldDict, ZERO_UUID)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

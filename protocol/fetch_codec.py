@@ -11,6 +11,10 @@ codec (None): tagged fields (v12), truncated or malformed requests; responses wi
 encoder does not write (KIP-595's diverging epoch, current leader, snapshot id) or without the
 fields the broker always sets, and values out of range.
 
+Requests are decoded compiled (`minikafka_native.RequestDecoder`, `native/src/requests.rs`) when
+`make setup` has built it; `reference_decode_request` here is its reference, and the tests hold the
+two equal on every frame, malformed ones included.
+
 Wire formats: Kafka's FetchRequest.json / FetchResponse.json (v12 is flexible).
 """
 
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 import struct
 
-from protocol.fast_codec import FrameReader, write_length
+from protocol.fast_codec import NATIVE_DECODER, FrameReader, write_length
 from protocol.types import ZERO_UUID, FieldDict
 
 _HEAD = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
@@ -30,13 +34,18 @@ _FIRST_VERSION, _FLEXIBLE, _LAST_VERSION = 4, 12, 12
 _BY_REFERENCE = 32768  # record blobs at least this large are sent from their own buffer
 
 
-def decode_request(frame) -> tuple[FieldDict, FieldDict] | None:
+def reference_decode_request(frame) -> tuple[FieldDict, FieldDict] | None:
     """(header, body) of a Fetch v4-12 request frame payload (no size prefix), as the generic
     decoder gives them, or None to leave the frame to it."""
     try:
         return _decode(frame)
     except (IndexError, ValueError, LookupError, struct.error):
         return None
+
+
+# `decode_request(frame)`: the compiled decoder (`native/src/requests.rs`) when built, which gives
+# what the reference gives (tests/unit/test_fetch_codec.py holds the two equal), else the reference
+decode_request = NATIVE_DECODER.fetch if NATIVE_DECODER is not None else reference_decode_request
 
 
 def _decode(frame) -> tuple[FieldDict, FieldDict] | None:

@@ -11,6 +11,10 @@ returns None for anything else, which then goes the generic way, where errors ar
 - a response with record errors or an error message (KIP-467), or values out of their field's
   range.
 
+Requests are decoded compiled (`minikafka_native.RequestDecoder`, `native/src/requests.rs`) when
+`make setup` has built it; `reference_decode_request` here is its reference, and the tests hold the
+two equal on every frame, malformed ones included.
+
 Wire formats: Kafka's ProduceRequest.json / ProduceResponse.json (v9 is flexible: compact
 lengths, stored as N+1, and a tag section after the header, the body and every struct).
 """
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import struct
 
-from protocol.fast_codec import FrameReader, write_length
+from protocol.fast_codec import NATIVE_DECODER, FrameReader, write_length
 from protocol.types import FieldDict
 
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -29,13 +33,18 @@ _ACKS_TIMEOUT = struct.Struct(">hi")
 _FIRST_VERSION, _FLEXIBLE, _LAST_VERSION = 3, 9, 9
 
 
-def decode_request(frame) -> tuple[FieldDict, FieldDict] | None:
+def reference_decode_request(frame) -> tuple[FieldDict, FieldDict] | None:
     """(header, body) of a Produce v3-9 request frame payload (no size prefix), as the generic
     decoder gives them, or None to leave the frame to it. Bytes after the body are ignored."""
     try:
         return _decode(frame)
     except (IndexError, ValueError, LookupError, struct.error):
         return None
+
+
+# `decode_request(frame)`: the compiled decoder (`native/src/requests.rs`) when built, which gives
+# what the reference gives (tests/unit/test_produce_codec.py holds the two equal), else the reference
+decode_request = NATIVE_DECODER.produce if NATIVE_DECODER is not None else reference_decode_request
 
 
 def _decode(frame) -> tuple[FieldDict, FieldDict] | None:

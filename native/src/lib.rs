@@ -7,6 +7,8 @@
 //! `ColumnBuilder` (columns.rs) decodes records into Arrow's column layout for the Spark source;
 //! `partition_rows` and `encode_runs` (encode.rs) encode Arrow columns as records for the sink.
 //!
+//! `RequestDecoder` (requests.rs) decodes Produce and Fetch request frames, the broker's hot path.
+//!
 //! `validate_records(payload, records_count)` returns None when the payload is exactly
 //! `records_count` well-formed records, else `(record index, message)` for the first bad record.
 //! `protocol/record_validation.py` is the reference implementation: the same checks, in the same
@@ -14,6 +16,7 @@
 
 mod columns;
 mod encode;
+mod requests;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -341,5 +344,6 @@ fn minikafka_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<OffsetMap>()?;
     m.add_class::<columns::ColumnBuilder>()?;
     encode::register(m)?;
+    requests::register(m)?;
     Ok(())
 }

@@ -3,6 +3,7 @@ generic schema decoder decodes (defaults of absent fields included) and encodes 
 generic encoder writes; what it does not handle it leaves to the generic codec (None)."""
 
 import codec_helpers
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,16 @@ from protocol.api import (
 )
 from protocol.api_keys import ApiKey
 from protocol.types import FieldDict
+
+# the Python reference and the compiled decoder (`native/src/requests.rs`) answer alike
+DECODERS = [
+    pytest.param(fetch_codec.reference_decode_request, id="python"),
+    pytest.param(
+        fetch_codec.NATIVE_DECODER.fetch if fetch_codec.NATIVE_DECODER else None,
+        id="compiled",
+        marks=pytest.mark.skipif(fetch_codec.NATIVE_DECODER is None, reason="minikafka_native is built by make setup"),
+    ),
+]
 
 VERSIONS = st.integers(4, 12)
 TEXT = st.text(max_size=12)
@@ -73,35 +84,63 @@ def field_dicts_everywhere(value) -> bool:
     return True
 
 
+@pytest.mark.parametrize("decode", DECODERS)
 @settings(max_examples=300, deadline=None)
 @given(st.data(), VERSIONS, st.one_of(st.none(), TEXT), INT32)
-def test_requests_decode_as_the_schema_decodes_them(data, version, client_id, correlation_id):
+def test_requests_decode_as_the_schema_decodes_them(decode, data, version, client_id, correlation_id):
     body = data.draw(requests(version))
     frame = encode_request(ApiKey.FETCH, version, correlation_id, body, client_id)[4:]
-    fast = fetch_codec.decode_request(frame)
+    fast = decode(frame)
     assert fast is not None  # every untagged request of a served version takes the fast path
     assert list(fast) == list(generic_decode(frame))
     assert field_dicts_everywhere(fast[1])  # handlers read fields as attributes
 
 
+@pytest.mark.parametrize("decode", DECODERS)
 @settings(max_examples=200, deadline=None)
 @given(st.data(), VERSIONS, st.integers(1, 40))
-def test_truncated_requests_are_left_to_the_generic_decoder(data, version, cut):
+def test_truncated_requests_are_left_to_the_generic_decoder(decode, data, version, cut):
     frame = encode_request(ApiKey.FETCH, version, 7, data.draw(requests(version)), "c")[4:]
     truncated = frame[: max(0, len(frame) - cut)]
     try:
         generic_decode(truncated)
     except Exception:
-        assert fetch_codec.decode_request(truncated) is None
+        assert decode(truncated) is None
 
 
-def test_tagged_fields_go_the_generic_way():
+@pytest.mark.parametrize("decode", DECODERS)
+def test_tagged_fields_go_the_generic_way(decode):
     body = {"replica_id": -1, "max_wait_ms": 5, "min_bytes": 1, "max_bytes": 100, "isolation_level": 0, "topics": []}
     v12 = encode_request(ApiKey.FETCH, 12, 1, body, None)[4:]
-    assert fetch_codec.decode_request(v12) is not None
+    assert decode(v12) is not None
     tagged = v12[:-1] + b"\x01\x00\x03\x03ab"  # the body's tag section: ClusterId (tag 0) = "ab"
-    assert fetch_codec.decode_request(tagged) is None
+    assert decode(tagged) is None
     assert decode_request(tagged).body.cluster_id == "ab"
+
+
+def as_list(decoded):
+    return None if decoded is None else list(decoded)
+
+
+@pytest.mark.skipif(fetch_codec.NATIVE_DECODER is None, reason="minikafka_native is built by make setup")
+@settings(max_examples=400, deadline=None)
+@given(
+    st.data(),
+    VERSIONS,
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    st.integers(0, 30),
+    st.sampled_from([bytes, bytearray, memoryview]),
+)
+def test_the_compiled_decoder_answers_any_frame_as_the_reference_does(data, version, overwrites, cut, kind):
+    """Bytes overwritten anywhere (bad lengths, invalid UTF-8, tags, other keys and versions) and
+    frames cut short: the compiled decoder gives what the Python reference gives, None included."""
+    body = data.draw(requests(version))
+    frame = bytearray(encode_request(ApiKey.FETCH, version, 7, body, data.draw(st.one_of(st.none(), TEXT)))[4:])
+    for at, value in overwrites:
+        frame[at % len(frame)] = value
+    frame = kind(frame[: len(frame) - cut] if cut < len(frame) else frame)
+    reference, compiled = fetch_codec.reference_decode_request, fetch_codec.NATIVE_DECODER.fetch
+    assert as_list(compiled(frame)) == as_list(reference(frame))
 
 
 RECORDS = st.one_of(st.none(), st.binary(max_size=60), st.just(b"r" * 40000))

@@ -5,6 +5,7 @@ handle it leaves to the generic codec (None), and the shapes producers send are 
 import struct
 
 import codec_helpers
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,18 @@ from protocol.api import (
     encode_response_parts,
 )
 from protocol.api_keys import ApiKey
+
+# the Python reference and the compiled decoder (`native/src/requests.rs`) answer alike
+DECODERS = [
+    pytest.param(produce_codec.reference_decode_request, id="python"),
+    pytest.param(
+        produce_codec.NATIVE_DECODER.produce if produce_codec.NATIVE_DECODER else None,
+        id="compiled",
+        marks=pytest.mark.skipif(
+            produce_codec.NATIVE_DECODER is None, reason="minikafka_native is built by make setup"
+        ),
+    ),
+]
 
 VERSIONS = st.integers(3, 9)
 TEXT = st.text(max_size=20)
@@ -59,37 +72,65 @@ def materialized(value):
     return bytes(value) if isinstance(value, memoryview) else value
 
 
+@pytest.mark.parametrize("decode", DECODERS)
 @settings(max_examples=300, deadline=None)
 @given(VERSIONS, st.one_of(st.none(), TEXT), INT32, REQUESTS)
-def test_requests_decode_as_the_schema_decodes_them(version, client_id, correlation_id, body):
+def test_requests_decode_as_the_schema_decodes_them(decode, version, client_id, correlation_id, body):
     frame = encode_request(ApiKey.PRODUCE, version, correlation_id, body, client_id)[4:]
-    fast = produce_codec.decode_request(frame)
+    fast = decode(frame)
     assert fast is not None  # every untagged request of a served version takes the fast path
     assert materialized(list(fast)) == materialized(list(generic_decode(frame)))
     assert all(type(part) is memoryview for t in fast[1].topic_data for part in
                [p.records for p in t.partition_data if p.records is not None])  # fmt: skip
 
 
+@pytest.mark.parametrize("decode", DECODERS)
 @settings(max_examples=200, deadline=None)
 @given(VERSIONS, REQUESTS, st.integers(1, 60))
-def test_truncated_requests_are_left_to_the_generic_decoder(version, body, cut):
+def test_truncated_requests_are_left_to_the_generic_decoder(decode, version, body, cut):
     frame = encode_request(ApiKey.PRODUCE, version, 7, body, "c")[4:]
     truncated = frame[: max(0, len(frame) - cut)]
     try:
         generic_decode(truncated)
     except Exception:  # the generic decoder refuses it: so must the fast path (it answers None)
-        assert produce_codec.decode_request(truncated) is None
+        assert decode(truncated) is None
 
 
-def test_tagged_fields_and_unserved_versions_go_the_generic_way():
+@pytest.mark.parametrize("decode", DECODERS)
+def test_tagged_fields_and_unserved_versions_go_the_generic_way(decode):
     frame = bytearray(produce_frame("t", 0, 10, -1)[4:])  # v9
-    assert produce_codec.decode_request(frame) is not None
+    assert decode(frame) is not None
     struct.pack_into(">h", frame, 2, 10)
-    assert produce_codec.decode_request(frame) is None
+    assert decode(frame) is None
     v9 = encode_request(ApiKey.PRODUCE, 9, 1, {"acks": 1, "timeout_ms": 5, "topic_data": []}, None)[4:]
     tagged = v9[:10] + b"\x01\x00\x00" + v9[11:]  # a header tag (tag 0, no bytes) after a null client_id
-    assert produce_codec.decode_request(tagged) is None
+    assert decode(tagged) is None
     assert decode_request(tagged).body.acks == 1  # the generic decoder reads past the tag
+
+
+def as_list(decoded):
+    return None if decoded is None else list(decoded)
+
+
+@pytest.mark.skipif(produce_codec.NATIVE_DECODER is None, reason="minikafka_native is built by make setup")
+@settings(max_examples=400, deadline=None)
+@given(
+    st.data(),
+    VERSIONS,
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    st.integers(0, 30),
+    st.sampled_from([bytes, bytearray, memoryview]),
+)
+def test_the_compiled_decoder_answers_any_frame_as_the_reference_does(data, version, overwrites, cut, kind):
+    """Bytes overwritten anywhere (bad lengths, invalid UTF-8, tags, other keys and versions) and
+    frames cut short: the compiled decoder gives what the Python reference gives, None included."""
+    body = data.draw(REQUESTS)
+    frame = bytearray(encode_request(ApiKey.PRODUCE, version, 7, body, data.draw(st.one_of(st.none(), TEXT)))[4:])
+    for at, value in overwrites:
+        frame[at % len(frame)] = value
+    frame = kind(frame[: len(frame) - cut] if cut < len(frame) else frame)
+    reference, compiled = produce_codec.reference_decode_request, produce_codec.NATIVE_DECODER.produce
+    assert materialized(as_list(compiled(frame))) == materialized(as_list(reference(frame)))
 
 
 PARTITION_RESPONSES = st.fixed_dictionaries(
