@@ -4,8 +4,8 @@ request frame and a length writer for responses, for Kafka's primitive types pla
 raises IndexError or struct.error and a bad length ValueError, which the fast paths answer by
 leaving the frame to the generic decoder.
 
-`NATIVE_DECODER` is the compiled decoder of both requests (`minikafka_native.RequestDecoder`), or
-None when the extension is not built; the Python decoders are its reference."""
+`NATIVE` is the compiled extension (`minikafka_native`) and `NATIVE_DECODER` its decoder of both
+requests, or None when the extension is not built; the Python codecs are their reference."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from protocol.types import ZERO_UUID, FieldDict
 
 log = logging.getLogger(__name__)
 
-try:  # the compiled decoder of both fast paths (`native/src/requests.rs`, built by `make setup`)
-    from minikafka_native import RequestDecoder as _RequestDecoder
-except ImportError:  # pragma: no cover - the Python references then decode
-    NATIVE_DECODER = None
-    log.warning("minikafka_native is not installed: Produce and Fetch requests are decoded in Python; run `make setup`")
-else:
-    NATIVE_DECODER = _RequestDecoder(FieldDict, ZERO_UUID)
+try:  # both fast paths compiled (`native/src/requests.rs`, `responses.rs`, built by `make setup`)
+    import minikafka_native as NATIVE
+except ImportError:  # pragma: no cover - the Python references then decode and encode
+    NATIVE = None
+    log.warning(
+        "minikafka_native is not installed: Produce and Fetch are decoded and encoded in Python; run `make setup`"
+    )
+NATIVE_DECODER = NATIVE.RequestDecoder(FieldDict, ZERO_UUID) if NATIVE is not None else None
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

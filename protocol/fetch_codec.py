@@ -11,9 +11,10 @@ codec (None): tagged fields (v12), truncated or malformed requests; responses wi
 encoder does not write (KIP-595's diverging epoch, current leader, snapshot id) or without the
 fields the broker always sets, and values out of range.
 
-Requests are decoded compiled (`minikafka_native.RequestDecoder`, `native/src/requests.rs`) when
-`make setup` has built it; `reference_decode_request` here is its reference, and the tests hold the
-two equal on every frame, malformed ones included.
+Requests are decoded and responses encoded compiled (`minikafka_native`: `native/src/requests.rs`,
+`responses.rs`) when `make setup` has built it; `reference_decode_request` and
+`reference_encode_response` here are their references, and the tests hold them equal (every frame,
+malformed ones included; every response body).
 
 Wire formats: Kafka's FetchRequest.json / FetchResponse.json (v12 is flexible).
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import struct
 
-from protocol.fast_codec import NATIVE_DECODER, FrameReader, write_length
+from protocol.fast_codec import NATIVE, NATIVE_DECODER, FrameReader, write_length
 from protocol.types import ZERO_UUID, FieldDict
 
 _HEAD = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
@@ -138,7 +139,7 @@ _PARTITION_HEAD_V4 = struct.Struct(">ihqq")
 _ABORTED = struct.Struct(">qq")
 
 
-def encode_response(version: int, correlation_id: int, body) -> list | None:
+def reference_encode_response(version: int, correlation_id: int, body) -> list | None:
     """A Fetch v4-12 response as the generic encoder's buffers (the int32 size prefix in the
     first), or None to leave it to the generic encoder."""
     if not _FIRST_VERSION <= version <= _LAST_VERSION or body.keys() != _BODY_KEYS:
@@ -147,6 +148,11 @@ def encode_response(version: int, correlation_id: int, body) -> list | None:
         return _encode(version, correlation_id, body)
     except (KeyError, TypeError, AttributeError, struct.error, ValueError):
         return None
+
+
+# `encode_response(version, correlation_id, body)`: compiled (`native/src/responses.rs`) when built,
+# which gives what the reference gives (tests/unit/test_fetch_codec.py holds the two equal)
+encode_response = NATIVE.encode_fetch_response if NATIVE is not None else reference_encode_response
 
 
 def _encode(version: int, correlation_id: int, body) -> list | None:

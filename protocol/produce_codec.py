@@ -11,9 +11,10 @@ returns None for anything else, which then goes the generic way, where errors ar
 - a response with record errors or an error message (KIP-467), or values out of their field's
   range.
 
-Requests are decoded compiled (`minikafka_native.RequestDecoder`, `native/src/requests.rs`) when
-`make setup` has built it; `reference_decode_request` here is its reference, and the tests hold the
-two equal on every frame, malformed ones included.
+Requests are decoded and responses encoded compiled (`minikafka_native`: `native/src/requests.rs`,
+`responses.rs`) when `make setup` has built it; `reference_decode_request` and
+`reference_encode_response` here are their references, and the tests hold them equal (every frame,
+malformed ones included; every response body).
 
 Wire formats: Kafka's ProduceRequest.json / ProduceResponse.json (v9 is flexible: compact
 lengths, stored as N+1, and a tag section after the header, the body and every struct).
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import struct
 
-from protocol.fast_codec import NATIVE_DECODER, FrameReader, write_length
+from protocol.fast_codec import NATIVE, NATIVE_DECODER, FrameReader, write_length
 from protocol.types import FieldDict
 
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -83,7 +84,7 @@ _PARTITION_V3 = struct.Struct(">ihqq")  # index, error code, base offset, log ap
 _PARTITION_V5 = struct.Struct(">ihqqq")  # ... and log start offset
 
 
-def encode_response(version: int, correlation_id: int, body) -> list | None:
+def reference_encode_response(version: int, correlation_id: int, body) -> list | None:
     """A Produce v3-9 response as the generic encoder's buffers (one bytearray, the int32 size
     prefix included), or None to leave it to the generic encoder."""
     if not _FIRST_VERSION <= version <= _LAST_VERSION:
@@ -93,6 +94,11 @@ def encode_response(version: int, correlation_id: int, body) -> list | None:
     except (KeyError, TypeError, AttributeError, struct.error, ValueError):
         return None
     return None if out is None else [out]
+
+
+# `encode_response(version, correlation_id, body)`: compiled (`native/src/responses.rs`) when built,
+# which gives what the reference gives (tests/unit/test_produce_codec.py holds the two equal)
+encode_response = NATIVE.encode_produce_response if NATIVE is not None else reference_encode_response
 
 
 def _encode(version: int, correlation_id: int, body) -> bytearray | None:

@@ -7,7 +7,8 @@
 //! `ColumnBuilder` (columns.rs) decodes records into Arrow's column layout for the Spark source;
 //! `partition_rows` and `encode_runs` (encode.rs) encode Arrow columns as records for the sink.
 //!
-//! `RequestDecoder` (requests.rs) decodes Produce and Fetch request frames, the broker's hot path.
+//! `RequestDecoder` (requests.rs) decodes Produce and Fetch request frames, and responses.rs encodes
+//! their responses: the broker's hot path.
 //!
 //! `validate_records(payload, records_count)` returns None when the payload is exactly
 //! `records_count` well-formed records, else `(record index, message)` for the first bad record.
@@ -17,6 +18,7 @@
 mod columns;
 mod encode;
 mod requests;
+mod responses;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -345,5 +347,6 @@ fn minikafka_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<columns::ColumnBuilder>()?;
     encode::register(m)?;
     requests::register(m)?;
+    responses::register(m)?;
     Ok(())
 }
