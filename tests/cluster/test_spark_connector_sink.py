@@ -169,32 +169,41 @@ def _forget_last_commit(checkpoint: Path) -> None:
     os.remove(commits[-1].with_name(f".{commits[-1].name}.crc"))  # Hadoop's checksum beside it
 
 
-async def test_streaming_writes_once_with_transactions_and_at_least_once_without(spark, start_broker, tmp_path):
-    broker = start_broker(1, **TXN_BROKER)
-    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"src": 2, "eos": 2, "alo": 2})
+async def _produce(bootstrap: str, first: int, count: int) -> None:
     from client import Cluster
     from client.producer import Producer
 
-    async def produce(first: int, count: int) -> None:
-        async with Cluster.open(broker.bootstrap) as cluster:
-            async with Producer.open(cluster) as producer:
-                for i in range(first, first + count):
-                    await producer.send("src", b"%d" % i, key=b"%d" % i)
+    async with Cluster.open(bootstrap) as cluster:
+        async with Producer.open(cluster) as producer:
+            for i in range(first, first + count):
+                await producer.send("src", b"%d" % i, key=b"%d" % i)
 
-    await produce(0, 200)
-    for topic, extra in (("eos", {"kafka.transactional.id": "copy-eos"}), ("alo", {})):
-        checkpoint = tmp_path / topic
-        await trio.to_thread.run_sync(lambda: _stream_copy(spark, broker.bootstrap, checkpoint, topic=topic, **extra))
-        _forget_last_commit(checkpoint)
-        await trio.to_thread.run_sync(lambda: _stream_copy(spark, broker.bootstrap, checkpoint, topic=topic, **extra))
-    await produce(200, 100)
+
+async def _rerun_last_batch(spark, bootstrap: str, checkpoint: Path, topic: str, **options) -> None:
+    """A streaming copy of `src` into `topic`, its last micro-batch forgotten and run again."""
+    await trio.to_thread.run_sync(lambda: _stream_copy(spark, bootstrap, checkpoint, topic=topic, **options))
+    _forget_last_commit(checkpoint)
+    await trio.to_thread.run_sync(lambda: _stream_copy(spark, bootstrap, checkpoint, topic=topic, **options))
+
+
+async def test_streaming_writes_each_record_once_with_transactions(spark, start_broker, tmp_path):
+    broker = start_broker(1, **TXN_BROKER)
+    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"src": 2, "eos": 2})
+    await _produce(broker.bootstrap, 0, 200)
+    options = {"kafka.transactional.id": "copy-eos"}
+    await _rerun_last_batch(spark, broker.bootstrap, tmp_path / "eos", "eos", **options)
+    await _produce(broker.bootstrap, 200, 100)
     await trio.to_thread.run_sync(
-        lambda: _stream_copy(
-            spark, broker.bootstrap, tmp_path / "eos", topic="eos", **{"kafka.transactional.id": "copy-eos"}
-        )
+        lambda: _stream_copy(spark, broker.bootstrap, tmp_path / "eos", topic="eos", **options)
     )
-
     eos = await trio.to_thread.run_sync(lambda: consume_all(broker.bootstrap, "eos", "read_committed", 300))
     assert sorted(int(v) for _, v in eos) == list(range(300))  # each once, across the re-run batch
+
+
+async def test_streaming_writes_at_least_once_without_transactions(spark, start_broker, tmp_path):
+    broker = start_broker(1, **TXN_BROKER)
+    await trio.to_thread.run_sync(create_topics, broker.bootstrap, {"src": 2, "alo": 2})
+    await _produce(broker.bootstrap, 0, 200)
+    await _rerun_last_batch(spark, broker.bootstrap, tmp_path / "alo", "alo")
     alo = await trio.to_thread.run_sync(lambda: consume_all(broker.bootstrap, "alo", "read_committed", 400))
     assert sorted(int(v) for _, v in alo) == sorted(list(range(200)) * 2)  # the re-run batch again
