@@ -8,17 +8,31 @@ take ports from: once the choosing socket is closed, any of them may take it bef
 listener binds, which then fails with "Address already in use" (seen in CI: a broker's
 CONTROLLER listener, chosen seconds before its broker started). `free_port` picks a
 free port below that range instead, where the kernel never assigns one by itself, and never the
-same one twice in a process. Only pickers like this one compete for those ports, and they are
-few; a listener that need not be known in advance binds port 0 itself, which no one can race.
+same one twice in a process. Only pickers like this one compete for those ports; a listener that
+need not be known in advance binds port 0 itself, which no one can race.
+
+Pickers in other processes (pytest workers, each test's ZooKeeper) must not hand out a port
+already chosen here and not yet bound: a `minikafka cluster up` binds its brokers' consecutive
+ports seconds after choosing them, and a ZooKeeper started meanwhile by another test once took
+one (CI: "failed to bind ... Address already in use"). So each pick is also reserved host-wide
+for `RESERVED_S`: an empty file named for the port in `RESERVATIONS`, created exclusively; a
+reservation older than that is stale and may be taken again.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import socket
+import tempfile
+import time
 from pathlib import Path
 
 LOWEST = 10_000  # below: well-known and registered services' ports
+#: where picks are reserved host-wide, one empty file per port
+RESERVATIONS = Path(tempfile.gettempdir()) / "minikafka-ports"
+#: how long (s) a reservation holds: ample time for the chooser's listener to bind
+RESERVED_S = 600.0
 _handed_out: set[int] = set()
 
 
@@ -40,14 +54,37 @@ def _bindable(port: int) -> bool:
     return True
 
 
+def reserve(port: int) -> bool:
+    """Reserve `port` host-wide for `RESERVED_S` seconds (wall clock: file times); False when a
+    reservation younger than that holds it. Where reservations cannot be written (a read-only
+    or foreign directory) every port counts as reserved by its picker, as before reservations."""
+    marker = RESERVATIONS / str(port)
+    try:
+        RESERVATIONS.mkdir(exist_ok=True)
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        try:
+            if time.time() - marker.stat().st_mtime < RESERVED_S:
+                return False
+            os.utime(marker)  # stale: taken over
+        except OSError:
+            return False  # released or taken over by someone else just now
+        return True
+    except OSError:
+        return True
+    os.close(fd)
+    return True
+
+
 def free_port(attempts: int = 200) -> int:
-    """A port free on 127.0.0.1 now, outside the ephemeral range and not handed out before by this
-    process; an ephemeral one (the old way) only if no such port is found in `attempts` tries."""
+    """A port free on 127.0.0.1 now, outside the ephemeral range, not handed out before by this
+    process and not reserved by another (`reserve`); an ephemeral one (the old way) only if no
+    such port is found in `attempts` tries."""
     first, _ = ephemeral_range()
     below = range(LOWEST, first) if first > LOWEST + 100 else range(0)
     for _ in range(attempts if below else 0):
         port = random.choice(below)
-        if port not in _handed_out and _bindable(port):
+        if port not in _handed_out and _bindable(port) and reserve(port):
             _handed_out.add(port)
             return port
     with socket.socket() as s:
@@ -55,3 +92,17 @@ def free_port(attempts: int = 200) -> int:
         port = s.getsockname()[1]
     _handed_out.add(port)
     return port
+
+
+def free_port_range(count: int, attempts: int = 50) -> int:
+    """The first of `count` consecutive ports, each free and reserved as `free_port` picks one,
+    for a cluster whose listeners take base, base + 1, ... (`minikafka cluster up --base-port`).
+    RuntimeError when no such range is found in `attempts` tries."""
+    first, _ = ephemeral_range()
+    for _ in range(attempts):
+        base = random.randrange(LOWEST, max(LOWEST + 1, first - count))
+        span = range(base, base + count)
+        if all(p not in _handed_out and _bindable(p) for p in span) and all(reserve(p) for p in span):
+            _handed_out.update(span)
+            return base
+    raise RuntimeError(f"no {count} consecutive free ports below {first}")

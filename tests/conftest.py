@@ -208,9 +208,11 @@ def start_broker(tmp_path, zk_connect):
         broker.kill()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark():
-    """A local[2] SparkSession with the `minikafka` data source registered (one per test module)."""
+    """A local[2] SparkSession with the `minikafka` data source registered, one per pytest process:
+    the Spark modules set no session conf and leave no query running, and a session's start (its
+    JVM) took 29-39 s per module in a loaded `make test`."""
     pytest.importorskip("pyspark", reason="make setup installs the spark extra")
     from spark_connector.local import local_session
 

@@ -2,47 +2,25 @@
 
 import json
 import os
-import random
 import re
-import socket
 import subprocess
 import sys
 
 import pytest
+
+from local_cluster.ports import free_port_range
 
 pytestmark = pytest.mark.slow  # starts ZooKeeper, brokers, clients or other processes
 
 CLI = [sys.executable, "-m", "minikafka_cli.main"]
 
 
-def _ephemeral_range() -> tuple[int, int]:
-    """The kernel's range for outgoing connections' local ports (other tests' clients)."""
-    try:
-        low, high = open("/proc/sys/net/ipv4/ip_local_port_range").read().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
 def free_base_port(count: int) -> int:
-    """`count` consecutive free ports below the ephemeral range: a fixed port inside it can be
-    taken, between this check and the broker's bind, by any other test's outgoing connection."""
-    low, _ = _ephemeral_range()
-    for _ in range(50):
-        base = random.randrange(10000, max(10001, low - count))
-        try:
-            socks = []
-            for port in range(base, base + count):
-                s = socket.socket()
-                s.bind(("127.0.0.1", port))
-                socks.append(s)
-            for s in socks:
-                s.close()
-            return base
-        except OSError:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free port range")
+    """`count` consecutive free ports below the ephemeral range, reserved host-wide
+    (`local_cluster.ports.free_port_range`): a fixed port inside that range can be taken, between
+    this check and the broker's bind, by any other test's outgoing connection, and one below it
+    by another test's picker unless reserved."""
+    return free_port_range(count)
 
 
 def cli(*args, timeout=120):
