@@ -16,23 +16,13 @@ from protocol.api import (
 from protocol.api_keys import ApiKey
 from protocol.types import FieldDict
 
-# the Python reference and the compiled decoder (`native/src/requests.rs`) answer alike
-DECODERS = [
-    pytest.param(fetch_codec.reference_decode_request, id="python"),
-    pytest.param(
-        fetch_codec.NATIVE_DECODER.fetch if fetch_codec.NATIVE_DECODER else None,
-        id="compiled",
-        marks=pytest.mark.skipif(fetch_codec.NATIVE_DECODER is None, reason="minikafka_native is built by make setup"),
-    ),
-]
-ENCODERS = [
-    pytest.param(fetch_codec.reference_encode_response, id="python"),
-    pytest.param(
-        fetch_codec.NATIVE.encode_fetch_response if fetch_codec.NATIVE else None,
-        id="compiled",
-        marks=pytest.mark.skipif(fetch_codec.NATIVE is None, reason="minikafka_native is built by make setup"),
-    ),
-]
+# the Python reference and the compiled twin (`native/src/requests.rs`, `responses.rs`) answer alike
+DECODERS = codec_helpers.implementations(
+    fetch_codec.reference_decode_request, fetch_codec.NATIVE_DECODER and fetch_codec.NATIVE_DECODER.fetch
+)
+ENCODERS = codec_helpers.implementations(
+    fetch_codec.reference_encode_response, fetch_codec.NATIVE and fetch_codec.NATIVE.encode_fetch_response
+)
 
 VERSIONS = st.integers(4, 12)
 TEXT = st.text(max_size=12)
@@ -126,29 +116,18 @@ def test_tagged_fields_go_the_generic_way(decode):
     assert decode_request(tagged).body.cluster_id == "ab"
 
 
-def as_list(decoded):
-    return None if decoded is None else list(decoded)
-
-
 @pytest.mark.skipif(fetch_codec.NATIVE_DECODER is None, reason="minikafka_native is built by make setup")
 @settings(max_examples=200, deadline=None)
-@given(
-    st.data(),
-    VERSIONS,
-    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
-    st.integers(0, 30),
-    st.sampled_from([bytes, bytearray, memoryview]),
-)
-def test_the_compiled_decoder_answers_any_frame_as_the_reference_does(data, version, overwrites, cut, kind):
+@given(st.data(), VERSIONS, codec_helpers.mutations())
+def test_the_compiled_decoder_answers_any_frame_as_the_reference_does(data, version, mutation):
     """Bytes overwritten anywhere (bad lengths, invalid UTF-8, tags, other keys and versions) and
     frames cut short: the compiled decoder gives what the Python reference gives, None included."""
     body = data.draw(requests(version))
-    frame = bytearray(encode_request(ApiKey.FETCH, version, 7, body, data.draw(st.one_of(st.none(), TEXT)))[4:])
-    for at, value in overwrites:
-        frame[at % len(frame)] = value
-    frame = kind(frame[: len(frame) - cut] if cut < len(frame) else frame)
+    frame = codec_helpers.mutated(
+        encode_request(ApiKey.FETCH, version, 7, body, data.draw(st.one_of(st.none(), TEXT)))[4:], mutation
+    )
     reference, compiled = fetch_codec.reference_decode_request, fetch_codec.NATIVE_DECODER.fetch
-    assert as_list(compiled(frame)) == as_list(reference(frame))
+    assert codec_helpers.as_list(compiled(frame)) == codec_helpers.as_list(reference(frame))
 
 
 RECORDS = st.one_of(st.none(), st.binary(max_size=60), st.just(b"r" * 40000))
@@ -239,10 +218,6 @@ ODD = st.one_of(
 NAMES = st.one_of(TEXT, st.just("\ud800"), st.just(b"t"), st.none())
 
 
-def joined(parts):
-    return None if parts is None else b"".join(parts)
-
-
 @pytest.mark.skipif(fetch_codec.NATIVE is None, reason="minikafka_native is built by make setup")
 @settings(max_examples=200, deadline=None)
 @given(st.data(), VERSIONS, INT32)
@@ -265,7 +240,7 @@ def test_the_compiled_encoder_answers_any_body_as_the_reference_does(data, versi
         body[data.draw(st.sampled_from(["throttle_time_ms", "error_code", "session_id"]))] = data.draw(ODD)
     compiled = fetch_codec.NATIVE.encode_fetch_response(version, correlation_id, body)
     reference = fetch_codec.reference_encode_response(version, correlation_id, body)
-    assert joined(compiled) == joined(reference)
+    assert codec_helpers.joined(compiled) == codec_helpers.joined(reference)
     if compiled is not None:
         assert [type(part) for part in compiled] == [type(part) for part in reference]
         assert all(a is b for a, b in zip(compiled, reference) if type(a) is not bytearray)  # referenced blobs

@@ -18,25 +18,13 @@ from protocol.api import (
 )
 from protocol.api_keys import ApiKey
 
-# the Python reference and the compiled decoder (`native/src/requests.rs`) answer alike
-DECODERS = [
-    pytest.param(produce_codec.reference_decode_request, id="python"),
-    pytest.param(
-        produce_codec.NATIVE_DECODER.produce if produce_codec.NATIVE_DECODER else None,
-        id="compiled",
-        marks=pytest.mark.skipif(
-            produce_codec.NATIVE_DECODER is None, reason="minikafka_native is built by make setup"
-        ),
-    ),
-]
-ENCODERS = [
-    pytest.param(produce_codec.reference_encode_response, id="python"),
-    pytest.param(
-        produce_codec.NATIVE.encode_produce_response if produce_codec.NATIVE else None,
-        id="compiled",
-        marks=pytest.mark.skipif(produce_codec.NATIVE is None, reason="minikafka_native is built by make setup"),
-    ),
-]
+# the Python reference and the compiled twin (`native/src/requests.rs`, `responses.rs`) answer alike
+DECODERS = codec_helpers.implementations(
+    produce_codec.reference_decode_request, produce_codec.NATIVE_DECODER and produce_codec.NATIVE_DECODER.produce
+)
+ENCODERS = codec_helpers.implementations(
+    produce_codec.reference_encode_response, produce_codec.NATIVE and produce_codec.NATIVE.encode_produce_response
+)
 
 VERSIONS = st.integers(3, 9)
 TEXT = st.text(max_size=20)
@@ -116,29 +104,18 @@ def test_tagged_fields_and_unserved_versions_go_the_generic_way(decode):
     assert decode_request(tagged).body.acks == 1  # the generic decoder reads past the tag
 
 
-def as_list(decoded):
-    return None if decoded is None else list(decoded)
-
-
 @pytest.mark.skipif(produce_codec.NATIVE_DECODER is None, reason="minikafka_native is built by make setup")
 @settings(max_examples=200, deadline=None)
-@given(
-    st.data(),
-    VERSIONS,
-    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
-    st.integers(0, 30),
-    st.sampled_from([bytes, bytearray, memoryview]),
-)
-def test_the_compiled_decoder_answers_any_frame_as_the_reference_does(data, version, overwrites, cut, kind):
+@given(st.data(), VERSIONS, codec_helpers.mutations())
+def test_the_compiled_decoder_answers_any_frame_as_the_reference_does(data, version, mutation):
     """Bytes overwritten anywhere (bad lengths, invalid UTF-8, tags, other keys and versions) and
     frames cut short: the compiled decoder gives what the Python reference gives, None included."""
     body = data.draw(REQUESTS)
-    frame = bytearray(encode_request(ApiKey.PRODUCE, version, 7, body, data.draw(st.one_of(st.none(), TEXT)))[4:])
-    for at, value in overwrites:
-        frame[at % len(frame)] = value
-    frame = kind(frame[: len(frame) - cut] if cut < len(frame) else frame)
+    frame = codec_helpers.mutated(
+        encode_request(ApiKey.PRODUCE, version, 7, body, data.draw(st.one_of(st.none(), TEXT)))[4:], mutation
+    )
     reference, compiled = produce_codec.reference_decode_request, produce_codec.NATIVE_DECODER.produce
-    assert materialized(as_list(compiled(frame))) == materialized(as_list(reference(frame)))
+    assert materialized(codec_helpers.as_list(compiled(frame))) == materialized(codec_helpers.as_list(reference(frame)))
 
 
 PARTITION_RESPONSES = st.fixed_dictionaries(
@@ -201,10 +178,6 @@ ODD = st.one_of(
 NAMES = st.one_of(TEXT, st.just("\ud800"), st.just(b"t"), st.none())
 
 
-def joined(parts):
-    return None if parts is None else b"".join(parts)
-
-
 @pytest.mark.skipif(produce_codec.NATIVE is None, reason="minikafka_native is built by make setup")
 @settings(max_examples=200, deadline=None)
 @given(st.data(), VERSIONS, INT32, RESPONSES)
@@ -220,5 +193,7 @@ def test_the_compiled_encoder_answers_any_body_as_the_reference_does(data, versi
     if data.draw(st.booleans()):
         body["throttle_time_ms"] = data.draw(ODD)
     compiled = produce_codec.NATIVE.encode_produce_response(version, correlation_id, body)
-    assert joined(compiled) == joined(produce_codec.reference_encode_response(version, correlation_id, body))
+    assert codec_helpers.joined(compiled) == codec_helpers.joined(
+        produce_codec.reference_encode_response(version, correlation_id, body)
+    )
     assert compiled is None or all(type(part) is bytearray for part in compiled)
