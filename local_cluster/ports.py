@@ -14,26 +14,26 @@ need not be known in advance binds port 0 itself, which no one can race.
 Pickers in other processes (pytest workers, each test's ZooKeeper) must not hand out a port
 already chosen here and not yet bound: a `minikafka cluster up` binds its brokers' consecutive
 ports seconds after choosing them, and a ZooKeeper started meanwhile by another test once took
-one (CI: "failed to bind ... Address already in use"). So each pick is also reserved host-wide
-for `RESERVED_S`: an empty file named for the port in `RESERVATIONS`, created exclusively; a
-reservation older than that is stale and may be taken again.
+one (CI: "failed to bind ... Address already in use"). So each pick is also reserved host-wide,
+by a Unix socket bound in Linux's abstract namespace to a name made of the port, which another
+process cannot bind while this one holds it. Nothing is written anywhere: a reservation ends
+when the picker closes it, `RESERVED_S` after the pick, or when its process exits. Elsewhere
+than on Linux there is no such namespace and picks are not reserved.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import socket
-import tempfile
+import sys
 import time
 from pathlib import Path
 
 LOWEST = 10_000  # below: well-known and registered services' ports
-#: where picks are reserved host-wide, one empty file per port
-RESERVATIONS = Path(tempfile.gettempdir()) / "minikafka-ports"
 #: how long (s) a reservation holds: ample time for the chooser's listener to bind
 RESERVED_S = 600.0
 _handed_out: set[int] = set()
+_held: dict[int, tuple[socket.socket, float]] = {}  # port -> (its reservation, monotonic time of the pick)
 
 
 def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
@@ -55,24 +55,25 @@ def _bindable(port: int) -> bool:
 
 
 def reserve(port: int) -> bool:
-    """Reserve `port` host-wide for `RESERVED_S` seconds (wall clock: file times); False when a
-    reservation younger than that holds it. Where reservations cannot be written (a read-only
-    or foreign directory) every port counts as reserved by its picker, as before reservations."""
-    marker = RESERVATIONS / str(port)
+    """Reserve `port` host-wide for `RESERVED_S` seconds, or until this process exits; False when
+    a reservation (this process's or another's) holds it. Always True where abstract Unix
+    sockets do not exist (not Linux)."""
+    now = time.monotonic()
+    for held, (sock, since) in list(_held.items()):
+        if now - since > RESERVED_S:
+            sock.close()
+            del _held[held]
+    if not sys.platform.startswith("linux"):
+        return True
+    if port in _held:
+        return False
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        RESERVATIONS.mkdir(exist_ok=True)
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        try:
-            if time.time() - marker.stat().st_mtime < RESERVED_S:
-                return False
-            os.utime(marker)  # stale: taken over
-        except OSError:
-            return False  # released or taken over by someone else just now
-        return True
+        sock.bind(f"\0minikafka-port-{port}")
     except OSError:
-        return True
-    os.close(fd)
+        sock.close()
+        return False
+    _held[port] = (sock, now)
     return True
 
 

@@ -5,20 +5,21 @@ so that no other process's picker hands the same port out before its listener bi
 
 from __future__ import annotations
 
-import os
 import socket
-import time
+import sys
 
 import pytest
 
 from local_cluster import ports
 
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="abstract Unix sockets are Linux's")
 
-@pytest.fixture(autouse=True)
-def reservations(tmp_path, monkeypatch):
-    """These tests' reservations in a directory of their own, not the host's."""
-    monkeypatch.setattr(ports, "RESERVATIONS", tmp_path / "reserved")
-    return tmp_path / "reserved"
+
+def held_elsewhere(port: int) -> socket.socket:
+    """A reservation of `port` as another process's picker holds it."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(f"\0minikafka-port-{port}")
+    return sock
 
 
 def test_ports_are_below_the_ephemeral_range_distinct_and_bindable():
@@ -54,33 +55,43 @@ def test_an_unreadable_range_falls_back_to_linuxs_default(tmp_path):
     assert ports.ephemeral_range(garbled) == (20000, 30000)
 
 
-def test_a_port_reserved_by_another_process_is_not_handed_out(monkeypatch, reservations):
+@linux_only
+def test_a_port_reserved_by_another_process_is_not_handed_out(monkeypatch):
     base = ports.free_port_range(101)
-    monkeypatch.setattr(ports, "LOWEST", base)  # a range of 101 ports, all free, one not reserved
+    span = range(base, base + 101)
+    for p in span:  # this process lets go of the range: another holds all of it but one port
+        ports._held.pop(p)[0].close()
+    ports._handed_out.difference_update(span)
+    monkeypatch.setattr(ports, "LOWEST", base)
     monkeypatch.setattr(ports, "ephemeral_range", lambda: (base + 101, 60999))
     open_port = base + 50
-    os.unlink(reservations / str(open_port))
-    ports._handed_out.discard(open_port)
-    assert ports.free_port(attempts=2000) == open_port
-    assert (reservations / str(open_port)).exists()  # reserved in turn
+    elsewhere = [held_elsewhere(p) for p in span if p != open_port]
+    try:
+        assert ports.free_port(attempts=2000) == open_port
+        with pytest.raises(OSError):
+            held_elsewhere(open_port)  # reserved in turn
+    finally:
+        for sock in elsewhere:
+            sock.close()
 
 
-def test_a_reservation_holds_for_its_time_then_goes_stale(reservations):
-    port = 12345
-    assert ports.reserve(port)
-    assert not ports.reserve(port)  # another picker (any process) is refused
-    old = time.time() - ports.RESERVED_S - 1
-    os.utime(reservations / str(port), (old, old))
-    assert ports.reserve(port)  # a stale reservation is taken over
+@linux_only
+def test_a_reservation_holds_for_its_time_then_ends(monkeypatch):
+    port = ports.free_port()
+    assert not ports.reserve(port)  # held by this process's pick
+    with pytest.raises(OSError):
+        held_elsewhere(port)  # and by no other process
+    monkeypatch.setattr(ports, "RESERVED_S", -1.0)
+    assert ports.reserve(port)  # the old reservation ended; this one is new
+    monkeypatch.setattr(ports, "RESERVED_S", 600.0)
     assert not ports.reserve(port)
 
 
-def test_a_range_is_consecutive_free_and_reserved(reservations):
+def test_a_range_is_consecutive_free_and_reserved():
     base = ports.free_port_range(5)
     first, _ = ports.ephemeral_range()
     assert ports.LOWEST <= base and base + 5 <= first
-    assert all((reservations / str(p)).exists() for p in range(base, base + 5))
     for p in range(base, base + 5):
         with socket.socket() as s:
             s.bind(("127.0.0.1", p))
-    assert all(not ports.reserve(p) for p in range(base, base + 5))
+    assert all(not ports.reserve(p) for p in range(base, base + 5)) or not sys.platform.startswith("linux")
