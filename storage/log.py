@@ -495,6 +495,10 @@ class Log:
         data, next_offset = b"", fetch_offset
         if fetch_offset < leo and (max_offset is None or fetch_offset < max_offset):
             first = self._segment_for(fetch_offset)
+            if first == len(self._segments) - 1:  # the active segment: its last appends are in memory
+                tail = self._segments[first].read_tail(fetch_offset, max_bytes, max_offset)
+                if tail is not None:
+                    return LogReadInfo(fetch_offset, tail[0], tail[1], self.log_start_offset, leo)
             for i, segment in enumerate(self._segments[first:], first):
                 try:
                     found = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)

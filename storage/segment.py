@@ -33,6 +33,7 @@ from protocol import record_batch as rb
 from protocol.errors import CorruptRecordBatch
 from storage.config import LogConfig
 from storage.index import OffsetIndex, TimeIndex
+from storage.tail_cache import TailCache
 from storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
@@ -118,9 +119,11 @@ class LogSegment:
         self._max_ts: tuple[int, int] | None = None  # (max timestamp, its offset), lazily
         self._rolling_ts: int | None = None  # first batch's max timestamp, lazily
         self._next_offset: int | None = None
+        self._tail = TailCache()  # the bytes of the last small appends (reads at the tail)
         self._forget_recent()
 
     def _forget_recent(self) -> None:
+        self._tail.clear()
         self._recent_pos: list[int] = []  # start position of each remembered append, ascending
         self._recent_last: list[int] = []  # its last offset, ascending
         self._recent_floor: int | None = None  # the last offset before the first one (None: unknown)
@@ -264,6 +267,7 @@ class LogSegment:
         self.size += size
         self._next_offset = last_offset + 1
         self._remember(position, previous_next_offset, last_offset)
+        self._tail.add(buffers, size, last_offset)
         if max_timestamp > self.max_timestamp:
             self._max_ts = (max_timestamp, offset_of_max_timestamp)
         if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
@@ -297,6 +301,7 @@ class LogSegment:
         self.txn_index.reset()
         self.offset_index.reset()
         self.time_index.reset()
+        self._forget_recent()
         self._max_ts = (-1, self.base_offset)
         valid = last_index_entry = 0
         expected = self.base_offset
@@ -382,6 +387,12 @@ class LogSegment:
             end, next_offset = position + header.size, header.next_offset
         return start, (self.pread(end - start, start) if end > start else b""), next_offset
 
+    def read_tail(self, start_offset: int, max_bytes: int, max_offset: int | None) -> tuple[bytes, int] | None:
+        """`read`'s answer from the last small appends kept in memory (`storage/tail_cache.py`):
+        (bytes, offset after them), already verified, or None when they do not hold `start_offset`
+        or the first of them alone is over a bound (the file read answers then)."""
+        return self._tail.read(start_offset, max_bytes, max_offset)
+
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `start_offset` whose timestamp is
         >= `timestamp` (ListOffsets by time), or None."""
@@ -399,6 +410,7 @@ class LogSegment:
         """On roll: record the final max timestamp in the time index and trim both indexes."""
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(*self._max_timestamp_and_offset())
+        self._tail.clear()
         self.offset_index.trim()
         self.time_index.trim()
 

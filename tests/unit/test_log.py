@@ -195,10 +195,15 @@ def test_reopen_after_clean_close(tmp_path, log):
 def test_a_corrupt_batch_is_never_served(log):
     for i in range(3):
         log.append_as_leader(batch(2, size=50, tag=i), leader_epoch=0)
+    appended = bytes(log.read(0, 10**6).records)
     seg = log.active_segment
     with open(seg.log_path, "r+b") as f:
         f.seek(70)
         f.write(b"\xff")
+    # the last appends are read from memory (storage/tail_cache.py): what was appended, not the
+    # damaged file; once they are read from the file, the damage is found
+    assert log.read(0, 10**6).records == appended and appended[70] != 0xFF
+    log.roll()
     with pytest.raises(StorageError, match="CRC"):
         log.read(0, 10**6)
 
