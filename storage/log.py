@@ -163,7 +163,9 @@ class Log:
 
     @property
     def log_end_offset(self) -> int:
-        return self.active_segment.read_next_offset()
+        active = self._segments[-1]
+        leo = active._next_offset  # known after the first append or read; read here on every fetch
+        return active.read_next_offset() if leo is None else leo
 
     @property
     def size(self) -> int:

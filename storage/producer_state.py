@@ -204,6 +204,8 @@ class ProducerStateManager:
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of the oldest transaction still open, or completed with its marker
         at or above `high_watermark`; None when there is none."""
+        if not self.unreplicated and not self.ongoing:
+            return None
         if self.unreplicated:
             for first, txn in list(self.unreplicated.items()):
                 if txn.last_offset < high_watermark:

@@ -13,6 +13,7 @@ from protocol.types import (
     CompactNullableString,
     CompactRecords,
     CompactString,
+    FieldDict,
     Int8sb,
     Int16sb,
     Int32sb,
@@ -136,3 +137,20 @@ def test_records_decode_zero_copy():
 
 def test_uncompiled_constructs_work_too():
     assert Array(String).parse(b"\x00\x00\x00\x01\x00\x01a") == ["a"]
+
+
+def test_decoded_structs_read_fields_as_attributes_and_missing_ones_as_errors_of_both_kinds():
+    first, other = FieldDict(acks=-1, items=3), FieldDict(timeout_ms=5)
+    for _ in range(2):  # the second read goes through the property the first one installed
+        assert first.acks == -1 and first["acks"] == -1
+        with pytest.raises(AttributeError):
+            other.acks  # noqa: B018
+        with pytest.raises(KeyError):
+            other["acks"]
+        assert getattr(other, "acks", "default") == "default" and not hasattr(other, "acks")
+        assert other.get("acks") is None and "acks" not in other
+    assert callable(first.items)  # dict's own attributes stay dict's
+    first.acks = 1
+    assert first.acks == 1 == first["acks"]
+    with pytest.raises(AttributeError):
+        FieldDict()._private  # noqa: B018
