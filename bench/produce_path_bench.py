@@ -5,11 +5,13 @@ than most single changes to the hot path. This bench measures the same work with
 running and no sockets, so a change can be judged by it: one cycle is
 1. a Produce v9 request frame decoded (`protocol.api.decode_request`),
 2. its batch appended as a client's (`ReplicaManager.append_records`, acks=-1: a DelayedProduce),
-3. a Fetch v12 frame from each of the two followers decoded and served (`ReplicaManager.fetch_now`):
-   each reads the new batch and reports the follower's log end, which moves the high watermark
-   and completes the previous cycle's delayed produce,
+3. a Fetch v12 frame from each of the two followers decoded and served (`ReplicaManager.fetch_now`),
+   in the follower's incremental fetch session (KIP-227) as a replica fetcher sends it: each reads
+   the new batch and reports the follower's log end, which moves the high watermark and completes
+   the previous cycle's delayed produce,
 4. every response encoded (`encode_response_parts`): the Produce's and the two Fetches'.
-Real logs in a temporary directory; the delayed operations' timer and ready-fetch tasks run.
+Real logs in a temporary directory; the delayed operations' timer and ready-fetch tasks run; the
+garbage collector's thresholds are the broker's.
 
 `python -m bench.produce_path_bench [--requests N] [--profile]` prints µs per cycle (process
 CPU time) and, with --profile, the cProfile entries that cost most. `make bench`'s goal table
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import pstats
 import sys
@@ -32,6 +35,7 @@ import trio
 from broker.config import build_config
 from broker.handlers.fetch import response_body
 from broker.handlers.produce import _responses
+from broker.main import GC_THRESHOLDS
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
 from protocol import record_batch as rb
@@ -56,9 +60,13 @@ def _produce_frame() -> bytes:
     return _frame(0, 9, body, "perf")
 
 
-def _fetch_frame(replica: int, offset: int) -> bytes:
+def _fetch_frame(replica: int, offset: int, session_id: int) -> bytes:
+    """Replica `replica`'s Fetch at `offset` in its incremental fetch session (KIP-227), as
+    `broker/replica_fetcher.py` sends them: the first (offset 0) opens the session (epoch 0), each
+    later one lists the partition, whose fetch offset moved, at epoch `offset`."""
     partition = {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
     body = {"replica_id": replica, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "session_id": session_id if offset else 0, "session_epoch": offset,
             "topics": [{"topic": TOPIC, "partitions": [partition]}]}  # fmt: skip
     return _frame(1, 12, body, f"replica-{replica}")
 
@@ -72,6 +80,7 @@ def _leader_and_isr() -> dict:
 
 
 async def _cycles(root: Path, requests: int, profile: cProfile.Profile | None) -> float:
+    gc.set_threshold(*GC_THRESHOLDS)  # the broker's (broker/main.py)
     props = {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(root), "min.insync.replicas": "2"}
     config = build_config(props)
     topic_configs = config.topic_configs()
@@ -82,7 +91,8 @@ async def _cycles(root: Path, requests: int, profile: cProfile.Profile | None) -
         await rm.become_leader_or_follower(_leader_and_isr(), 7)
         produce = _produce_frame()
         warm = min(200, requests // 10)
-        fetches = {(r, i): _fetch_frame(r, i) for r in (2, 3) for i in range(requests)}
+        # the first cycle opens replica 2's session (id 1), then replica 3's (id 2)
+        fetches = {(r, i): _fetch_frame(r, i, session_id=r - 1) for r in (2, 3) for i in range(requests)}
         answered: list = []
 
         def cycle(i: int) -> None:
@@ -96,9 +106,12 @@ async def _cycles(root: Path, requests: int, profile: cProfile.Profile | None) -
             )
             for replica in (2, 3):
                 fetch = decode_request(fetches[(replica, i)])
-                rm.fetch_now(
-                    fetch.body, None, 12, lambda f: answered.append(encode_response_parts(1, 12, 1, response_body(f)))
-                )
+                rm.fetch_now(fetch.body, None, 12, fetched)
+
+        def fetched(result) -> None:
+            # a session's fetch, and it found the session (an error would be cheaper to answer)
+            assert result.error_code == 0 and result.session_id > 0, result
+            answered.append(encode_response_parts(1, 12, 1, response_body(result)))
 
         async with trio.open_nursery() as nursery:
             await nursery.start(rm.delayed_timer.run)
