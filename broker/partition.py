@@ -234,14 +234,14 @@ class Partition:
     def maybe_increment_high_watermark(self) -> bool:
         """HW = min LEO over the ISR (the leader's own included); forward only. Returns whether
         it moved."""
-        if not self.is_leader:
+        if self.leader_id != self.local_broker_id:
             return False
-        leos = [self.log.log_end_offset] + [
-            self.remote[r].log_end_offset
-            for r in self.isr_state.maximal_isr
-            if r != self.local_broker_id and r in self.remote
-        ]
-        new_hw = min(leos)
+        new_hw = self.log.log_end_offset
+        remote = self.remote
+        for r in self.isr_state.maximal_isr:
+            state = remote.get(r)
+            if state is not None and r != self.local_broker_id and state.log_end_offset < new_hw:
+                new_hw = state.log_end_offset
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
             return True

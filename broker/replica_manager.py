@@ -46,7 +46,7 @@ from broker.errors import (
 )
 from broker.fetch_sessions import FetchSessionCache, SessionError
 from broker.metadata_cache import MetadataCache, partition_states
-from broker.partition import Partition
+from broker.partition import NO_EPOCH, Partition
 from broker.read_results import AbortedTxn, FetchPartitionData, FetchResult, FetchView, ListedOffset, denied_read
 from broker.replica_fetcher import ReplicaFetcher
 from broker.zk_isr_manager import ZkIsrManager
@@ -92,6 +92,10 @@ class ControllerRequestResult(NamedTuple):
 
     error: ErrorCode
     partitions: list[tuple[TopicPartition, Any, ErrorCode]]
+
+
+_NONE_DENIED: frozenset[str] = frozenset()  # a fetch without authorization refuses no topic
+_FULL_PATH = FetchPartitionData(-1)  # a sentinel (compared by identity): the full read path must answer
 
 
 class ReplicaManager:
@@ -451,10 +455,13 @@ class ReplicaManager:
             complete(FetchResult(e.error_code, 0))
             return None
         any_replica = body.replica_id < 0 and version >= 11
-        client_rack = (getattr(body, "rack_id", "") or "") if any_replica else ""
-        if self.config["replica.selector.class"] != RACK_AWARE_SELECTOR or client_rack == self.config["broker.rack"]:
-            client_rack = ""  # decided once here, not for every partition read
-        denied = frozenset(t.topic for t in context.topics if may_read is not None and not may_read(t.topic))
+        client_rack = ""  # decided once here, not for every partition read
+        if any_replica and self.config["replica.selector.class"] == RACK_AWARE_SELECTOR:
+            rack = body.get("rack_id") or ""
+            client_rack = "" if rack == self.config["broker.rack"] else rack
+        denied = (
+            _NONE_DENIED if may_read is None else frozenset(t.topic for t in context.topics if not may_read(t.topic))
+        )
         view = FetchView(
             body.replica_id,
             body.max_bytes,
@@ -592,12 +599,11 @@ class ReplicaManager:
         incremental session would leave it out: a follower at the LEO, whose fetch state was
         still recorded (its caught-up time keeps it in the ISR), with the HW and log start
         offset the session last sent."""
-        if unchanged is not None and follower:
-            quiet = self._quiet_follower_read(topic, p, record_fetch, replica_id, unchanged)
-            if quiet:
-                return None
-            if quiet is not None:  # the fetch state is recorded already
-                record_fetch = False
+        if follower:
+            read = self._follower_read(topic, p, record_fetch, replica_id, unchanged, budget, first)
+            if read is not _FULL_PATH:
+                return read
+            record_fetch = False  # recorded by the follower read before it gave up
         entry = FetchPartitionData(p.partition)
         try:
             partition = self.get_partition(topic, p.partition)
@@ -673,24 +679,49 @@ class ReplicaManager:
             self._expand_pending.add(partition.tp)
             self._expand_send.send_nowait(partition.tp)
 
-    def _quiet_follower_read(self, topic: str, p, record_fetch: bool, replica_id: int, unchanged) -> bool | None:
-        """The cheap path of `_read_one` for a follower fetching at the leader's LEO: None when
-        the full path must run from the start (an error to report, or records to read); else the
-        follower's fetch state is recorded (once per request) and the answer is whether the
-        partition has nothing new to say (the HW and log start offset its session last sent)."""
+    def _follower_read(
+        self, topic: str, p, record_fetch: bool, replica_id: int, unchanged, budget: int, first: bool
+    ) -> FetchPartitionData | None:
+        """`_read_one` for a follower of a partition this broker leads, when nothing goes wrong
+        (Kafka's readFromLocalLog for a follower: its fetch state recorded once per request, then
+        up to the LEO): the entry, or None when an incremental session leaves out a partition
+        with nothing new (`unchanged`). `_FULL_PATH` when the full path must answer: an error to
+        report (it runs the checks again, and records nothing twice: the fetch state was
+        recorded here only when no check failed)."""
         partition = self.partitions.get((topic, p.partition))
         if (
             partition is None
-            or not partition.is_leader
-            or (p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch)
+            or partition.leader_id != partition.local_broker_id
+            or (p.current_leader_epoch != NO_EPOCH and p.current_leader_epoch != partition.leader_epoch)
             or replica_id == partition.local_broker_id
             or replica_id not in partition.replicas
-            or p.fetch_offset != partition.log.log_end_offset
         ):
-            return None
+            return _FULL_PATH
+        log = partition.log
+        leo = log.log_end_offset
+        if p.fetch_offset > leo:
+            return _FULL_PATH
         if record_fetch:
             self._record_follower_fetch(partition, replica_id, p)
-        return unchanged(topic, p.partition, partition.high_watermark, partition.log.log_start_offset)
+        if p.fetch_offset == leo:  # nothing to read
+            if unchanged is not None and unchanged(topic, p.partition, partition.high_watermark, log.log_start_offset):
+                return None
+            records = b""
+        else:
+            try:
+                records = log.read(
+                    p.fetch_offset, min(p.partition_max_bytes, budget), None, min_one_batch=first
+                ).records
+            except Exception:
+                return _FULL_PATH
+        return FetchPartitionData(
+            p.partition,
+            ErrorCode.NONE,
+            partition.high_watermark,
+            partition.last_stable_offset,
+            log.log_start_offset,
+            records,
+        )
 
     # ---- log dir failures (Kafka's LogDirFailureChannel / handleLogDirFailure) ---------------------
     def handle_log_dir_failure(self, log_dir) -> None:

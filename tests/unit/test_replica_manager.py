@@ -389,3 +389,38 @@ async def test_a_verified_append_carries_the_guard_taken_before_the_question(rm)
     assert isinstance(result, dict)
     assert result[("t", 0)].error == ErrorCode.NONE
     assert rm.transactions_to_verify(txn_entries(1)) == {}  # open now: no more questions
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"current_leader_epoch": 0}, ErrorCode.FENCED_LEADER_EPOCH),
+        ({"current_leader_epoch": -2}, ErrorCode.FENCED_LEADER_EPOCH),
+        ({"current_leader_epoch": 5}, ErrorCode.UNKNOWN_LEADER_EPOCH),
+        ({"fetch_offset": 3}, ErrorCode.OFFSET_OUT_OF_RANGE),  # above the LEO (2)
+        ({"replica_id": 1}, ErrorCode.NOT_LEADER_OR_FOLLOWER),  # the leader itself
+        ({"replica_id": 3}, ErrorCode.NOT_LEADER_OR_FOLLOWER),  # not an assigned replica
+        ({"partition": 1}, ErrorCode.NOT_LEADER_OR_FOLLOWER),  # led by broker 2
+        ({"partition": 7}, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ({}, ErrorCode.NONE),
+        ({"current_leader_epoch": 1}, ErrorCode.NONE),
+    ],
+)
+async def test_a_follower_fetch_that_fails_a_check_answers_its_error_and_records_nothing(rm, change, code):
+    """The follower read's quick path (`ReplicaManager._follower_read`) gives every check's
+    failure to the full path: the same error codes, and the follower's fetch state untouched."""
+    await rm.become_leader_or_follower(
+        leader_and_isr({("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (2, [2, 1], [2, 1])}, leader_epoch=1), 7
+    )
+    await append(rm, produce("t", 0, [b"a", b"b"]), 1, 1000)
+    body = follower_fetch("t", change.get("partition", 0), change.get("fetch_offset", 1), change.get("replica_id", 2))
+    if "current_leader_epoch" in change:
+        body.topics[0].partitions[0]["current_leader_epoch"] = change["current_leader_epoch"]
+    (entry,) = answered(await rm.fetch(body)).values()
+    assert entry.error_code == code
+    remote = rm.partitions[("t", 0)].remote[2]
+    if code == ErrorCode.NONE:
+        assert remote.log_end_offset == 1 and [r.offset for r in rb.decode_records(entry.records)] == [0, 1]
+        assert (entry.high_watermark, entry.log_start_offset) == (1, 0)
+    else:
+        assert remote.log_end_offset in (-1, 0) and entry.records == b""
