@@ -88,8 +88,12 @@ class DelayedProduce:
         if self._finished:
             return
         outcome = self._state.replication_outcome
-        pending = {tp: offset for tp, offset in self._waiting.items() if outcome(tp, offset) is None}
-        if not pending or trio.current_time() >= self._deadline:
+        outcomes = {tp: outcome(tp, offset) for tp, offset in self._waiting.items()}
+        pending = {tp: self._waiting[tp] for tp, code in outcomes.items() if code is None}
+        if not pending:
+            self._finish(outcomes)
+            return
+        if trio.current_time() >= self._deadline:
             self._finish()
             return
         waiters = self._state.replication_waiters
@@ -98,14 +102,21 @@ class DelayedProduce:
         if self._timeout is None:
             self._timeout = self._state.delayed_timer.add(self._deadline, self.try_complete)
 
-    def _finish(self) -> None:
+    def _finish(self, outcomes: dict[TopicPartition, ErrorCode | None] | None = None) -> None:
+        """Complete with every partition's outcome: `outcomes` when the caller just read them all
+        (none pending), else read now (`settle`)."""
         if self._finished:
             return
         self._finished = True
         self._state.replication_waiters.unwatch(self._entries)
         if self._timeout is not None:
             self._state.delayed_timer.discard(self._timeout)
-        settle(self._state, self._waiting, self._results)
+        if outcomes is None:
+            settle(self._state, self._waiting, self._results)
+        else:
+            for tp, code in outcomes.items():
+                if code != ErrorCode.NONE:
+                    self._results[tp] = PartitionAppend(code)  # type: ignore[arg-type]
         self._delayed.complete(self._results)
 
 

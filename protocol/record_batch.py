@@ -119,6 +119,12 @@ class BatchHeader(NamedTuple):
         return (self.base_sequence + self.last_offset_delta) % (1 << 31)
 
 
+def with_base_offset(header: BatchHeader, base_offset: int) -> BatchHeader:
+    """`header` with its base offset replaced (what `header._replace(base_offset=...)` gives, without
+    its keyword processing: one per appended batch)."""
+    return tuple.__new__(BatchHeader, (base_offset, *header[1:]))
+
+
 class Header(NamedTuple):
     key: str
     value: bytes | None

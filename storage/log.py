@@ -258,7 +258,7 @@ class Log:
         self._write(buffers, parsed, first, offset - 1, max_ts, max_ts_offset)
         base = first
         for position, header in parsed.batches:
-            self._update_producer_state(parsed, position, header._replace(base_offset=base))
+            self._update_producer_state(parsed, position, rb.with_base_offset(header, base))
             base += header.last_offset_delta + 1
         return LogAppendInfo(
             first,
