@@ -94,25 +94,30 @@ def pytest_collection_modifyitems(items):
 SHARED_SETUP_S = pytest.StashKey[float]()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_fixture_setup(fixturedef, request):
-    if fixturedef.scope == "function":
-        return (yield)
-    started = time.perf_counter()
-    try:
-        return (yield)
-    finally:
-        item = getattr(request, "_pyfuncitem", None)
-        if item is not None:
-            item.stash[SHARED_SETUP_S] = item.stash.get(SHARED_SETUP_S, 0.0) + time.perf_counter() - started
+class _SharedSetupTimer:
+    """Times the setup of fixtures shared by a module or the session and charges it to no test.
+    A plugin registered on every process (xdist workers too), not conftest hooks: pytest runs a
+    session-scoped fixture's setup hook through the session's hooks, which include only the
+    conftest files at the root, so a hook here never saw the Spark session or ZooKeeper."""
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        if fixturedef.scope == "function":
+            return (yield)
+        started = time.perf_counter()
+        try:
+            return (yield)
+        finally:
+            item = getattr(request, "_pyfuncitem", None)
+            if item is not None:
+                item.stash[SHARED_SETUP_S] = item.stash.get(SHARED_SETUP_S, 0.0) + time.perf_counter() - started
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    if call.when == "setup" and item.stash.get(SHARED_SETUP_S, 0.0):
-        report.user_properties.append(("shared_setup_s", item.stash[SHARED_SETUP_S]))
-    return report
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        if call.when == "setup" and item.stash.get(SHARED_SETUP_S, 0.0):
+            report.user_properties.append(("shared_setup_s", item.stash[SHARED_SETUP_S]))
+        return report
 
 
 class _ModuleTimes:
@@ -156,6 +161,7 @@ class _ModuleTimes:
 
 
 def pytest_configure(config):
+    config.pluginmanager.register(_SharedSetupTimer(), "minikafka-shared-setup-timer")
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist), not a worker
         config.pluginmanager.register(_ModuleTimes(), "minikafka-module-times")
 
