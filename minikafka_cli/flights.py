@@ -14,6 +14,11 @@ Steps, each timed:
 6. `minikafka consume` reads `flights-delays` back and checks it holds exactly those averages;
 7. `minikafka cluster down`.
 Exits 1 if any check fails.
+
+The Spark session (a JVM start of 5-10 s, twice that on a loaded machine) starts while step 3's
+producer and broker restart run, which mostly wait; step 5 uses it. It starts in the main thread:
+PySpark keeps the active session per thread, and a session made in another thread does not find the
+`minikafka` data source for writes from this one.
 """
 
 from __future__ import annotations
@@ -120,17 +125,28 @@ def chaos(bootstrap: str, directory: str, delay_s: float, down_s: float, log: li
     log.append(f"started broker {victim} again {down_s:.0f} s later")
 
 
+def start_spark():
+    """The job's SparkSession (`spark_connector.local.local_session`, quiet, 4 shuffle partitions)."""
+    from spark_connector.local import local_session
+
+    return local_session("minikafka-flights", shuffle_partitions=4, quiet=True)
+
+
 def spark_report(
-    bootstrap: str, acknowledged: int, security: dict[str, str] | None = None, delays: dict | None = None
+    bootstrap: str,
+    acknowledged: int,
+    security: dict[str, str] | None = None,
+    delays: dict | None = None,
+    spark=None,
 ) -> bool:
     """Read `flights`, print the report and check every acknowledged row was read once; write
     each carrier's average delay to DELAYS with the Spark sink and fill `delays` with
-    {carrier: "avg,flights"}, the values written."""
+    {carrier: "avg,flights"}, the values written. `spark`: the session (`start_spark()`) if it
+    is already up, else it is started here; it is stopped before returning either way. Raises
+    what Spark raised."""
     from pyspark.sql import functions as F
 
-    from spark_connector.local import local_session
-
-    spark = local_session("minikafka-flights", shuffle_partitions=4, quiet=True)
+    spark = spark or start_spark()
     try:
         raw = (
             spark.read.format("minikafka")
@@ -251,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     timings: list = []
     chaos_log: list = []
     ok = False
+    spark, spark_error = None, None
     try:
         with step("cluster up (ZooKeeper + 3 brokers)", timings):
             cluster_up(directory, args.base_port, args.zookeeper_port, args.security, args.metrics_base_port)
@@ -279,22 +296,33 @@ def main(argv: list[str] | None = None) -> int:
         with step("stream them through `minikafka produce` (keyed by carrier, acks=all) with a leader killed", timings):
             killer = threading.Thread(target=chaos, args=(bootstrap, directory, args.kill_after_s, 4.0, chaos_log))
             killer.start()
-            produced = cli(
-                "produce",
-                "--bootstrap-server",
-                bootstrap,
-                *_auth(directory),
-                "--topic",
-                TOPIC,
-                "--file",
-                str(data_file),
-                "--key-separator",
-                "\t",
-                "--acks",
-                "all",
-                check=False,
+            producer = subprocess.Popen(
+                CLI
+                + [
+                    "produce",
+                    "--bootstrap-server",
+                    bootstrap,
+                    *_auth(directory),
+                    "--topic",
+                    TOPIC,
+                    "--file",
+                    str(data_file),
+                    "--key-separator",
+                    "\t",
+                    "--acks",
+                    "all",
+                ],
+                text=True,
                 stdout=subprocess.PIPE,
             )
+            try:
+                started = time.monotonic()
+                spark = start_spark()  # meanwhile: the producer and the restart mostly wait
+                print(f"   the Spark session for step 5 started meanwhile ({time.monotonic() - started:.1f} s)")
+            except Exception as e:  # step 5 reports it as the failed check it is
+                spark, spark_error = None, e
+            out, _ = producer.communicate()
+            produced = subprocess.CompletedProcess(producer.args, producer.returncode, out)
             killer.join()
             for line in chaos_log:
                 print(f"   {line}")
@@ -303,17 +331,19 @@ def main(argv: list[str] | None = None) -> int:
         delays: dict[str, str] = {}
         with step(f"PySpark reads the topic up to the high watermark and writes {DELAYS}", timings):
             try:
-                ok = (
-                    produced.returncode == 0
-                    and acknowledged == len(lines)
-                    and spark_report(bootstrap, acknowledged, client_properties(directory), delays)
-                )
+                if spark_error is not None:
+                    raise spark_error
+                if produced.returncode == 0 and acknowledged == len(lines):
+                    session, spark = spark, None  # spark_report stops it
+                    ok = spark_report(bootstrap, acknowledged, client_properties(directory), delays, session)
             except Exception as e:  # report it as the failed check it is
                 print(f"   the PySpark job failed: {type(e).__name__}: {str(e).splitlines()[0]}")
         if ok:
             with step(f"read {DELAYS} back with `minikafka consume`", timings):
                 ok = read_back(bootstrap, directory, delays)
     finally:
+        if spark is not None:  # the job ended before step 5 took the session
+            spark.stop()
         with step("cluster down", timings):
             cli("cluster", "down", "--dir", directory, check=False)
     print("\nsteps:")

@@ -48,6 +48,7 @@ def test_main_job_on_a_slice_of_the_flights(tmp_path, security, rows):
     out = r.stdout
     assert r.returncode == 0, out[-3000:] + r.stderr[-2000:]
     assert "killed broker" in out and "started broker" in out
+    assert "the Spark session for step 5 started meanwhile" in out  # overlapped with step 3, not after it
     assert f"{rows} records acknowledged" in out
     assert (
         f"check: {rows:,} rows acknowledged, {rows:,} read, {rows:,} distinct -> every acknowledged row read exactly once"
