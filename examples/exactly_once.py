@@ -169,16 +169,17 @@ def run_job(
     batch: int = 100,
     on_progress: Callable[[int], None] | None = None,
     restarts: list[str] | None = None,
+    timeout_s: float = 600.0,
 ) -> dict[str, int]:
     """Count flights per carrier into `carrier-counts`, one transaction per batch, until
-    `expected_rows` flights are counted; returns the counts. A fatal producer error (e.g. the
+    `expected_rows` flights are counted or `timeout_s` (monotonic seconds) passed; returns the counts. A fatal producer error (e.g. the
     producer was fenced) restarts the job as its supervisor would: a new producer and consumer,
     counts restored from what was committed; each restart's reason is appended to `restarts`."""
     from confluent_kafka import KafkaException
 
     producer, consumer, counts = _start(bootstrap)
     processed = sum(counts.values())
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + timeout_s
     try:
         while processed < expected_rows and time.monotonic() < deadline:
             msgs = [m for m in consumer.consume(batch, timeout=1.0) if not m.error()]

@@ -51,7 +51,9 @@ def test_exactly_once_survives_a_leader_kill_and_a_coordinator_kill(start_broker
         threading.Thread(target=kill_and_restart, args=(killed[-1],)).start()
 
     restarts: list[str] = []
-    counts = job.run_job(bootstrap, ROWS, batch=50, on_progress=chaos, restarts=restarts)
+    # bounded as a supervisor would: 25-60 s in a loaded `make test`; a fresh-clone run once stalled
+    # here after a restart and waited out the job's default 600 s
+    counts = job.run_job(bootstrap, ROWS, batch=50, on_progress=chaos, restarts=restarts, timeout_s=180)
     print("job restarts after fatal producer errors:", restarts)
     timeline = f"killed {killed}, fencer made: {bool(fencers)}, progress (s, rows): {progress[-12:]}"
     assert len(killed) == 2, timeline

@@ -2,6 +2,8 @@
 commits and aborts; read_committed consumers see exactly the committed records, read_uncommitted
 ones everything (no control records)."""
 
+import time
+
 import pytest
 from group_helpers import create_topics
 from txn_helpers import TIMEOUT, TXN_BROKER, consume_all
@@ -222,6 +224,49 @@ def test_hung_transaction_is_aborted_after_its_timeout(start_broker):
     assert plain.flush(TIMEOUT) == 0
     # the open transaction holds the LSO back until the coordinator aborts it
     assert [v for _, v in consume_all(broker.bootstrap, "hung", "read_committed", expected=1)] == [b"after"]
+
+
+def test_a_timed_out_transaction_releases_the_offsets_it_sent(start_broker):
+    """KIP-447: a transaction that sent offsets for a group and was then abandoned (its producer
+    stopped between send_offsets_to_transaction and the commit) is aborted at its timeout, and the
+    abort clears the group's pending offsets: a read_committed consumer of the group then gets its
+    committed offset (not UNSTABLE_OFFSET_COMMIT forever) and reads on from there."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    broker = start_broker(1, **TXN_BROKER)
+    create_topics(broker.bootstrap, {"in": 1, "out": 1})
+    source = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        source.produce("in", value=b"%d" % i)
+    assert source.flush(TIMEOUT) == 0
+    group = {"bootstrap.servers": broker.bootstrap, "group.id": "abandoned", "enable.auto.commit": False,
+             "isolation.level": "read_committed", "auto.offset.reset": "earliest"}  # fmt: skip
+    first = Consumer(group)
+    first.subscribe(["in"])
+    for _ in range(3):  # the first three processed and committed
+        assert first.poll(TIMEOUT) is not None
+    first.commit(offsets=[TopicPartition("in", 0, 3)], asynchronous=False)
+    abandoned = Producer(
+        {"bootstrap.servers": broker.bootstrap, "transactional.id": "abandoned-tx", "transaction.timeout.ms": 2000}
+    )
+    abandoned.init_transactions(TIMEOUT)
+    abandoned.begin_transaction()
+    abandoned.produce("out", value=b"never-committed")
+    abandoned.send_offsets_to_transaction(
+        [TopicPartition("in", 0, 7)], first.consumer_group_metadata(), TIMEOUT
+    )  # pending until the transaction ends
+    first.close()
+    started = time.monotonic()
+    second = Consumer(group)
+    second.subscribe(["in"])
+    got = []
+    while len(got) < 7 and time.monotonic() - started < 30:
+        msg = second.poll(0.5)
+        if msg is not None and not msg.error():
+            got.append(int(msg.value()))
+    second.close()
+    assert got == list(range(3, 10)), got  # from the committed 3: the aborted 7 never counted
+    assert [v for _, v in consume_all(broker.bootstrap, "out", "read_committed", expected=0)] == []
 
 
 def test_kafka_python_and_aiokafka_send_offsets_to_transaction(start_broker):
