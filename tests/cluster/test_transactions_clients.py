@@ -124,6 +124,20 @@ def _committed(bootstrap: str, group: str, topic: str) -> int:
         consumer.close()
 
 
+def _broker_with_input(start_broker, records: int):
+    """A transactions broker with topics `in` and `out` (1 partition each), `in` holding the
+    values b"0".. b"<records - 1>"."""
+    from confluent_kafka import Producer
+
+    broker = start_broker(1, **TXN_BROKER)
+    create_topics(broker.bootstrap, {"in": 1, "out": 1})
+    source = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(records):
+        source.produce("in", value=b"%d" % i)
+    assert source.flush(TIMEOUT) == 0
+    return broker
+
+
 def test_send_offsets_to_transaction_moves_offsets_only_on_commit(start_broker):
     """KIP-447: offsets sent to a transaction are the group's only once it commits (also after the
     group coordinator reloads `__consumer_offsets`), and OffsetFetch with require_stable answers
@@ -134,12 +148,7 @@ def test_send_offsets_to_transaction_moves_offsets_only_on_commit(start_broker):
     from protocol.api_keys import ApiKey
     from protocol.errors import ErrorCode
 
-    broker = start_broker(1, **TXN_BROKER)
-    create_topics(broker.bootstrap, {"in": 1, "out": 1})
-    plain = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(20):
-        plain.produce("in", value=b"%d" % i)
-    assert plain.flush(TIMEOUT) == 0
+    broker = _broker_with_input(start_broker, 20)
     consumer = Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -233,12 +242,7 @@ def test_a_timed_out_transaction_releases_the_offsets_it_sent(start_broker):
     committed offset (not UNSTABLE_OFFSET_COMMIT forever) and reads on from there."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    broker = start_broker(1, **TXN_BROKER)
-    create_topics(broker.bootstrap, {"in": 1, "out": 1})
-    source = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(10):
-        source.produce("in", value=b"%d" % i)
-    assert source.flush(TIMEOUT) == 0
+    broker = _broker_with_input(start_broker, 10)
     group = {"bootstrap.servers": broker.bootstrap, "group.id": "abandoned", "enable.auto.commit": False,
              "isolation.level": "read_committed", "auto.offset.reset": "earliest"}  # fmt: skip
     first = Consumer(group)
