@@ -172,9 +172,10 @@ def run_job(
     timeout_s: float = 600.0,
 ) -> dict[str, int]:
     """Count flights per carrier into `carrier-counts`, one transaction per batch, until
-    `expected_rows` flights are counted or `timeout_s` (monotonic seconds) passed; returns the counts. A fatal producer error (e.g. the
-    producer was fenced) restarts the job as its supervisor would: a new producer and consumer,
-    counts restored from what was committed; each restart's reason is appended to `restarts`."""
+    `expected_rows` flights are counted or `timeout_s` (monotonic seconds) passed; returns the
+    counts. A fatal producer error (e.g. the producer was fenced) restarts the job as its
+    supervisor would: a new producer and consumer, counts restored from what was committed; each
+    restart's reason is appended to `restarts`."""
     from confluent_kafka import KafkaException
 
     producer, consumer, counts = _start(bootstrap)
