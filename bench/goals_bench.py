@@ -4,7 +4,10 @@ value the issue started from and the goal. Runs last in `make bench`. Issue 37's
 48 did not raise stay as rows (no bench row may get worse).
 
 Measured first, in this process before any cluster starts: the leader's work per one-record RF 3
-acks=all Produce with no sockets (`bench/produce_path_bench.py`), a diagnostic without a target.
+acks=all Produce with no sockets (`bench/produce_path_bench.py`), a diagnostic without a target;
+then the same work with a 2 ms pause after each cycle, slept through and spun through: what
+waking from idle costs on this machine (a broker at a moderate rate sleeps between requests; a
+saturated one does not), the diagnostic for the 3,000 requests/s row.
 
 Measured here, on ZooKeeper and 3 broker processes (`LocalCluster`, this machine's 2 cores):
 1. end-to-end, RF 3 acks=all, linger.ms=0, 10k records/s offered over a 6-partition topic whose
@@ -43,6 +46,9 @@ from bench.cluster_bench import LocalCluster, perf
 from bench.request_bench import _connections
 
 RESULTS = targets.ROOT / "bench" / "results"
+#: the pause of the idle-wake diagnostic: past this machine's cliff (sleeps of up to 0.6 ms cost
+#: the next cycle about 10%, of 1 ms about 55%, of 2 ms about 120%: docs/benchmarks.md)
+IDLE_GAP_US = 2000
 #: where issue 48 started (its text), or issue 37's last table for the rows issue 48 kept
 BEFORE = {
     "e2e6": "p50 3.2-3.6 s, p99 6.0-6.1 s",
@@ -51,6 +57,7 @@ BEFORE = {
     "txn6": "170 txn/s",
     "tls": "62%",
     "cycle": "not measured before this round",
+    "cycleidle": "not measured before",
     "cpu": "245 µs",
     "cpusat": "95 µs",
     "conns": "115.4 / 157.1 / 53.5 / 142.8 / 393.7 ms",
@@ -102,6 +109,19 @@ def measured_rows(quick: bool) -> list[targets.Row]:
             f"{cycle:.0f} µs",
             "cycle",
             "- (what the CPU rows below pay per request, without the other processes)",
+            None,
+        )
+    )
+    n_gap = 300 if quick else 3_000
+    slept = produce_path_bench.cycle_us(n_gap, gap_us=IDLE_GAP_US)
+    spun = produce_path_bench.cycle_us(n_gap, gap_us=IDLE_GAP_US, busy_gap=True)
+    rows.append(
+        _row(
+            f"the same cycle after a {IDLE_GAP_US / 1000:.0f} ms sleep / after a {IDLE_GAP_US / 1000:.0f} ms spin "
+            "(the cycle's own CPU; the difference is what waking from idle costs the same work here)",
+            f"{slept:.0f} / {spun:.0f} µs ({slept / spun:.2f}x)",
+            "cycleidle",
+            "- (why a moderate rate costs more per request than saturation)",
             None,
         )
     )

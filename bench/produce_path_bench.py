@@ -13,8 +13,13 @@ running and no sockets, so a change can be judged by it: one cycle is
 Real logs in a temporary directory; the delayed operations' timer and ready-fetch tasks run; the
 garbage collector's thresholds are the broker's.
 
-`python -m bench.produce_path_bench [--requests N] [--profile]` prints µs per cycle (process
-CPU time) and, with --profile, the cProfile entries that cost most. `make bench`'s goal table
+`python -m bench.produce_path_bench [--requests N] [--profile] [--gap-us N [--busy-gap]]` prints
+µs per cycle (process CPU time) and, with --profile, the cProfile entries that cost most. With
+`--gap-us`, each cycle is followed by a pause of that many µs, and only the cycles' own CPU time
+(the thread's) is counted: by default the process sleeps through the pause, as a broker waiting
+for its next request does; with `--busy-gap` it spins instead. The two figures' difference is
+what waking from idle costs the same work on this machine (caches and the vCPU's state after a
+sleep), which the cluster's moderate-rate rows pay and a hot loop does not. `make bench`'s goal table
 (`bench/goals_bench.py`) shows the figure beside the leader CPU rows.
 """
 
@@ -79,7 +84,18 @@ def _leader_and_isr() -> dict:
     return decode_request(_frame(4, 7, body, "controller")).body
 
 
-async def _cycles(root: Path, requests: int, profile: cProfile.Profile | None) -> float:
+def _pause(gap_s: float, busy: bool) -> None:
+    if not busy:
+        time.sleep(gap_s)
+        return
+    end = time.perf_counter() + gap_s
+    while time.perf_counter() < end:
+        pass
+
+
+async def _cycles(
+    root: Path, requests: int, profile: cProfile.Profile | None, gap_s: float = 0.0, busy: bool = False
+) -> float:
     gc.set_threshold(*GC_THRESHOLDS)  # the broker's (broker/main.py)
     props = {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(root), "min.insync.replicas": "2"}
     config = build_config(props)
@@ -121,11 +137,20 @@ async def _cycles(root: Path, requests: int, profile: cProfile.Profile | None) -
             started = time.process_time()
             if profile is not None:
                 profile.enable()
-            for i in range(warm, requests):
-                cycle(i)
+            if gap_s > 0:
+                elapsed = 0.0
+                for i in range(warm, requests):
+                    before = time.thread_time()
+                    cycle(i)
+                    elapsed += time.thread_time() - before
+                    _pause(gap_s, busy)
+            else:
+                for i in range(warm, requests):
+                    cycle(i)
             if profile is not None:
                 profile.disable()
-            elapsed = time.process_time() - started
+            if gap_s <= 0:
+                elapsed = time.process_time() - started
             nursery.cancel_scope.cancel()
         # every cycle's produce was answered by the next cycle's fetches, every fetch at once
         assert len(answered) >= 3 * requests - 1, (len(answered), requests)
@@ -134,22 +159,35 @@ async def _cycles(root: Path, requests: int, profile: cProfile.Profile | None) -
         logs.shutdown()
 
 
-def cycle_us(requests: int = 20_000, profile: cProfile.Profile | None = None) -> float:
-    """Process CPU µs per cycle (see the module doc), over `requests` cycles after a warm-up."""
+def cycle_us(
+    requests: int = 20_000, profile: cProfile.Profile | None = None, gap_us: float = 0.0, busy_gap: bool = False
+) -> float:
+    """CPU µs per cycle (see the module doc), over `requests` cycles after a warm-up: the
+    process's CPU time, or with `gap_us` > 0 (a pause after each cycle: a sleep, or a spin with
+    `busy_gap`) the cycles' own thread CPU time, pauses excluded."""
     with tempfile.TemporaryDirectory() as tmp:
-        return trio.run(_cycles, Path(tmp), requests, profile)
+        return trio.run(_cycles, Path(tmp), requests, profile, gap_us / 1e6, busy_gap)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="the leader's Produce cycle in one quiet process (issue 48)")
     parser.add_argument("--requests", type=int, default=20_000, help="cycles to run (default 20,000)")
     parser.add_argument("--profile", action="store_true", help="print the cProfile entries that cost most")
+    parser.add_argument("--gap-us", type=float, default=0.0, help="pause after each cycle, µs (default none)")
+    parser.add_argument("--busy-gap", action="store_true", help="spin through the pause instead of sleeping")
     args = parser.parse_args(argv)
     if args.requests < 100:
         parser.error("--requests must be at least 100")
+    if not 0 <= args.gap_us <= 1_000_000:
+        parser.error("--gap-us must be between 0 and 1,000,000")
+    if args.busy_gap and not args.gap_us:
+        parser.error("--busy-gap needs --gap-us")
     profile = cProfile.Profile() if args.profile else None
-    us = cycle_us(args.requests, profile)
-    print(f"{us:.1f} µs per cycle: Produce v9 of one record, RF 3 acks=-1, two follower fetches, three responses")
+    us = cycle_us(args.requests, profile, args.gap_us, args.busy_gap)
+    after = f", each after a {args.gap_us:,.0f} µs {'spin' if args.busy_gap else 'sleep'}" if args.gap_us else ""
+    print(
+        f"{us:.1f} µs per cycle: Produce v9 of one record, RF 3 acks=-1, two follower fetches, three responses{after}"
+    )
     if profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(30)

@@ -287,6 +287,7 @@ def test_quick_goals_bench_prints_every_goal_of_issue_48():
     assert "| measurement (issue 48) | measured | target | met |" in r.stdout
     for row in (
         "the leader's cycle per one-record RF 3 acks=all Produce in one quiet process",
+        "the same cycle after a 2 ms sleep / after a 2 ms spin",
         "end-to-end, linger.ms=0, 10k records/s over 6 partitions",
         "producer and consumer in separate processes",
         "transactions/s, 10 records each, 1 partition, 2 confluent producers",
@@ -307,15 +308,23 @@ def test_quick_goals_bench_prints_every_goal_of_issue_48():
 
 def test_produce_path_bench_runs_whole_cycles_and_refuses_too_few():
     """The quiet-process cycle (bench/produce_path_bench.py): every cycle's Produce is answered by
-    the next cycle's follower fetches (the bench asserts it), and its command line refuses a run
-    too short to warm up."""
+    the next cycle's follower fetches (the bench asserts it), also with a pause after each cycle
+    (slept or spun), and its command line refuses a run too short to warm up and a spin without
+    a pause."""
     from bench.produce_path_bench import cycle_us
 
     assert cycle_us(300) > 0
+    assert cycle_us(120, gap_us=500) > 0
+    assert cycle_us(120, gap_us=500, busy_gap=True) > 0
+    for args, error in ((["--requests", "5"], "--requests must be at least 100"), (["--busy-gap"], "needs --gap-us")):
+        r = subprocess.run(
+            [sys.executable, "-m", "bench.produce_path_bench", *args], capture_output=True, text=True, timeout=60
+        )
+        assert r.returncode == 2 and error in r.stderr, r.stderr
     r = subprocess.run(
-        [sys.executable, "-m", "bench.produce_path_bench", "--requests", "5"],
+        [sys.executable, "-m", "bench.produce_path_bench", "--requests", "120", "--gap-us", "300"],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert r.returncode == 2 and "--requests must be at least 100" in r.stderr
+    assert r.returncode == 0 and "each after a 300 µs sleep" in r.stdout, r.stderr
