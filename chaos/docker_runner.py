@@ -40,7 +40,14 @@ from chaos.runner import (
 )
 from client import Cluster
 from client.reads import LATEST, list_offset
-from local_cluster.compose import BROKERS, ZOOKEEPERS, ComposeCluster, build_images, docker_unavailable
+from local_cluster.compose import (
+    BROKERS,
+    ZOOKEEPERS,
+    ComposeCluster,
+    DockerError,
+    build_images,
+    docker_unavailable,
+)
 from local_cluster.ports import free_port
 from protocol import record_batch as rb
 
@@ -63,10 +70,11 @@ class Container:
 class Faults:
     """What the nemesis did and the heal must undo."""
 
-    paused: set[str]
+    paused: set[str]  # frozen with `docker pause`
     disconnected: set[str]
     zk_blocked: dict[str, list[list[str]]]  # service -> the iptables rules added in its namespace
     stopped: set[str] = field(default_factory=set)  # ZooKeeper nodes killed
+    sigstopped: set[str] = field(default_factory=set)  # paused with SIGSTOP where the freezer failed
 
 
 async def _docker(cluster: ComposeCluster, verb: str, service: str, *args: str) -> None:
@@ -82,15 +90,48 @@ async def kill_leader(env: Env, cluster: ComposeCluster, faults: Faults) -> str:
     return f"docker kill of broker{victim} (leader of partition {partition}), then docker start"
 
 
+FREEZE_ATTEMPTS = 3
+
+
+async def _freeze(cluster: ComposeCluster, faults: Faults, service: str) -> str:
+    """Stop every thread of the broker in `service`; how it was done, for the report.
+
+    `docker pause` (the cgroup freezer) first. runc gives up with "unable to freeze" when a task does
+    not reach the frozen state in time (seen in CI under load; runc thaws the cgroup again), so after
+    FREEZE_ATTEMPTS such failures the broker gets SIGSTOP instead: it is the container's only
+    process (the image's ENTRYPOINT), and SIGSTOP sent from the host reaches a namespace's init.
+    Other Docker errors propagate."""
+    for attempt in range(FREEZE_ATTEMPTS):
+        try:
+            await _docker(cluster, "pause", service)
+        except DockerError as e:
+            if "unable to freeze" not in str(e):
+                raise
+            await trio.sleep(0.2 * (attempt + 1))
+            continue
+        faults.paused.add(service)
+        return "docker pause"
+    await _docker(cluster, "kill", service, "--signal", "STOP")
+    faults.sigstopped.add(service)
+    return f"SIGSTOP (the freezer failed {FREEZE_ATTEMPTS} times)"
+
+
+async def _thaw(cluster: ComposeCluster, faults: Faults, service: str) -> None:
+    if service in faults.paused:
+        await _docker(cluster, "unpause", service)
+        faults.paused.discard(service)
+    if service in faults.sigstopped:
+        await _docker(cluster, "kill", service, "--signal", "CONT")
+        faults.sigstopped.discard(service)
+
+
 async def pause(env: Env, cluster: ComposeCluster, faults: Faults) -> str:
     victim = env.rng.choice(BROKERS)
-    await _docker(cluster, "pause", victim)
-    faults.paused.add(victim)
+    how = await _freeze(cluster, faults, victim)
     seconds = env.rng.uniform(5, 7)
     await trio.sleep(seconds)
-    await _docker(cluster, "unpause", victim)
-    faults.paused.discard(victim)
-    return f"docker pause of {victim} for {seconds:.1f} s"
+    await _thaw(cluster, faults, victim)
+    return f"{how} of {victim} for {seconds:.1f} s"
 
 
 async def sigterm_controller(env: Env, cluster: ComposeCluster, faults: Faults) -> str:
@@ -205,8 +246,8 @@ SCENARIOS = {
 async def heal(env: Env, cluster: ComposeCluster, faults: Faults, wait_isr: bool = True) -> float:
     """Every fault undone and every broker container running; then (with `wait_isr`) until the
     workload topic's ISR is full. Returns when the containers were all running (trio's clock)."""
-    for service in list(faults.paused):
-        await _docker(cluster, "unpause", service)
+    for service in {*faults.paused, *faults.sigstopped}:
+        await _thaw(cluster, faults, service)
     for service in list(faults.disconnected):
         await trio.to_thread.run_sync(cluster.connect, service)
     for service in list(faults.zk_blocked):

@@ -10,6 +10,9 @@
 //! `RequestDecoder` (requests.rs) decodes Produce and Fetch request frames, and responses.rs encodes
 //! their responses: the broker's hot path.
 //!
+//! `batches_valid` (verify.rs) checks the batches of a segment read (CRCs and offset order) in one
+//! pass, as `storage.log.Log._verify` does.
+//!
 //! `validate_records(payload, records_count)` returns None when the payload is exactly
 //! `records_count` well-formed records, else `(record index, message)` for the first bad record.
 //! `protocol/record_validation.py` is the reference implementation: the same checks, in the same
@@ -19,6 +22,7 @@ mod columns;
 mod encode;
 mod requests;
 mod responses;
+mod verify;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -348,5 +352,6 @@ fn minikafka_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     encode::register(m)?;
     requests::register(m)?;
     responses::register(m)?;
+    verify::register(m)?;
     Ok(())
 }
