@@ -405,7 +405,7 @@ def _paced_producer(bootstrap, topic, num_records, throughput, pad, acks, partit
     throttler, start = Throttler(throughput), time.monotonic()
     for sent in range(num_records):
         while (delay := throttler.delay_s(sent + 1, time.monotonic() - start)) > 0:
-            producer.poll(delay)  # serves delivery reports while it waits, without spinning
+            producer.poll(delay)  # serves delivery reports while it waits: 2 ms or more, no spin
         producer.produce(topic, stamped(pad), **where)
     if producer.flush(_TIMEOUT_S) != 0:
         raise SystemExit(1)

@@ -6,7 +6,9 @@ when the driver measured them. `Result.line()` prints it in the shape of Kafka's
 `Result.to_json()` is what `make bench` reads back from a `minikafka perf ... --json` child.
 
 `Throttler` is Kafka's `ThroughputThrottler` rule: after `sent` records in `elapsed_s`, sleep
-until `sent / target` seconds have passed, so the average rate never exceeds `target` records/s.
+until `sent / target` seconds have passed, so the average rate never exceeds `target` records/s,
+but only once at least MIN_SLEEP_S is owed (Kafka's MIN_SLEEP_NS, 2 ms): a sender runs up to
+2 ms ahead, then sleeps, instead of spinning on sleeps shorter than the clock can give.
 """
 
 from __future__ import annotations
@@ -109,6 +111,9 @@ def process_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+MIN_SLEEP_S = 0.002  # ThroughputThrottler.MIN_SLEEP_NS
+
+
 class Throttler:
     """Paces a sender to `target` records/s; `target` <= 0 means unlimited."""
 
@@ -116,11 +121,12 @@ class Throttler:
         self.target = target
 
     def delay_s(self, sent: int, elapsed_s: float) -> float:
-        """Seconds to sleep now, after `sent` records in `elapsed_s` seconds (0 when behind or
-        unlimited)."""
+        """Seconds to sleep now, after `sent` records in `elapsed_s` seconds: 0 when behind,
+        unlimited, or less than MIN_SLEEP_S ahead (send on; the sleep comes once it is due)."""
         if self.target <= 0:
             return 0.0
-        return max(0.0, sent / self.target - elapsed_s)
+        ahead = sent / self.target - elapsed_s
+        return ahead if ahead >= MIN_SLEEP_S else 0.0
 
 
 def sample_every(num_records: int, max_samples: int = 100_000) -> int:

@@ -30,6 +30,14 @@ def test_throttler_holds_the_average_rate():
     assert Throttler(-1).delay_s(10**9, 0.0) == 0.0
 
 
+def test_throttler_sleeps_only_once_two_ms_are_owed():
+    t = Throttler(10_000)  # a record every 100 µs: sleeping each gap would spin on sub-ms sleeps
+    assert t.delay_s(10, 0.0) == 0.0  # 1 ms ahead: send on
+    assert t.delay_s(19, 0.0) == 0.0
+    assert t.delay_s(20, 0.0) == pytest.approx(0.002)  # 2 ms owed: sleep it all
+    assert t.delay_s(30, 0.001) == pytest.approx(0.002)
+
+
 def test_sampling_keeps_at_most_about_the_cap():
     assert sample_every(1000) == 1
     assert sample_every(10_000_000, max_samples=100_000) == 100
