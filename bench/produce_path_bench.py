@@ -65,22 +65,25 @@ def _produce_frame() -> bytes:
     return _frame(0, 9, body, "perf")
 
 
-def _fetch_frame(replica: int, offset: int, session_id: int) -> bytes:
+def _fetch_frame(replica: int, offset: int, session_id: int, idle: int = 0) -> bytes:
     """Replica `replica`'s Fetch at `offset` in its incremental fetch session (KIP-227), as
-    `broker/replica_fetcher.py` sends them: the first (offset 0) opens the session (epoch 0), each
-    later one lists the partition, whose fetch offset moved, at epoch `offset`."""
-    partition = {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+    `broker/replica_fetcher.py` sends them: the first (offset 0) opens the session (epoch 0) with
+    partition 0 and the `idle` partitions 1.., each later one lists partition 0, whose fetch
+    offset moved, at epoch `offset`."""
+    listed = range(idle + 1) if offset == 0 else (0,)
+    partitions = [{"partition": i, "fetch_offset": offset if i == 0 else 0, "partition_max_bytes": 1 << 20}
+                  for i in listed]  # fmt: skip
     body = {"replica_id": replica, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
             "session_id": session_id if offset else 0, "session_epoch": offset,
-            "topics": [{"topic": TOPIC, "partitions": [partition]}]}  # fmt: skip
+            "topics": [{"topic": TOPIC, "partitions": partitions}]}  # fmt: skip
     return _frame(1, 12, body, f"replica-{replica}")
 
 
-def _leader_and_isr() -> dict:
-    state = {"partition_index": 0, "controller_epoch": 1, "leader": 1, "leader_epoch": 0, "isr": [1, 2, 3],
-             "replicas": [1, 2, 3], "partition_epoch": 0}  # fmt: skip
+def _leader_and_isr(idle: int = 0) -> dict:
+    states = [{"partition_index": i, "controller_epoch": 1, "leader": 1, "leader_epoch": 0, "isr": [1, 2, 3],
+               "replicas": [1, 2, 3], "partition_epoch": 0} for i in range(idle + 1)]  # fmt: skip
     body = {"controller_id": 9, "controller_epoch": 1, "broker_epoch": -1,
-            "topic_states": [{"topic_name": TOPIC, "partition_states": [state]}]}  # fmt: skip
+            "topic_states": [{"topic_name": TOPIC, "partition_states": states}]}  # fmt: skip
     return decode_request(_frame(4, 7, body, "controller")).body
 
 
@@ -94,7 +97,7 @@ def _pause(gap_s: float, busy: bool) -> None:
 
 
 async def _cycles(
-    root: Path, requests: int, profile: cProfile.Profile | None, gap_s: float = 0.0, busy: bool = False
+    root: Path, requests: int, profile: cProfile.Profile | None, gap_s: float = 0.0, busy: bool = False, idle: int = 0
 ) -> float:
     gc.set_threshold(*GC_THRESHOLDS)  # the broker's (broker/main.py)
     props = {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(root), "min.insync.replicas": "2"}
@@ -104,11 +107,11 @@ async def _cycles(
     logs.startup()
     try:
         rm = ReplicaManager(config, logs, MetadataCache(), topic_configs)
-        await rm.become_leader_or_follower(_leader_and_isr(), 7)
+        await rm.become_leader_or_follower(_leader_and_isr(idle), 7)
         produce = _produce_frame()
         warm = min(200, requests // 10)
         # the first cycle opens replica 2's session (id 1), then replica 3's (id 2)
-        fetches = {(r, i): _fetch_frame(r, i, session_id=r - 1) for r in (2, 3) for i in range(requests)}
+        fetches = {(r, i): _fetch_frame(r, i, r - 1, idle) for r in (2, 3) for i in range(requests)}
         answered: list = []
 
         def cycle(i: int) -> None:
@@ -160,13 +163,17 @@ async def _cycles(
 
 
 def cycle_us(
-    requests: int = 20_000, profile: cProfile.Profile | None = None, gap_us: float = 0.0, busy_gap: bool = False
+    requests: int = 20_000,
+    profile: cProfile.Profile | None = None,
+    gap_us: float = 0.0,
+    busy_gap: bool = False,
+    idle_partitions: int = 0,
 ) -> float:
     """CPU µs per cycle (see the module doc), over `requests` cycles after a warm-up: the
     process's CPU time, or with `gap_us` > 0 (a pause after each cycle: a sleep, or a spin with
     `busy_gap`) the cycles' own thread CPU time, pauses excluded."""
     with tempfile.TemporaryDirectory() as tmp:
-        return trio.run(_cycles, Path(tmp), requests, profile, gap_us / 1e6, busy_gap)
+        return trio.run(_cycles, Path(tmp), requests, profile, gap_us / 1e6, busy_gap, idle_partitions)
 
 
 def main(argv: list[str]) -> int:
@@ -175,6 +182,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--profile", action="store_true", help="print the cProfile entries that cost most")
     parser.add_argument("--gap-us", type=float, default=0.0, help="pause after each cycle, µs (default none)")
     parser.add_argument("--busy-gap", action="store_true", help="spin through the pause instead of sleeping")
+    parser.add_argument(
+        "--idle-partitions",
+        type=int,
+        default=0,
+        help="more partitions led here, in both followers' fetch sessions, that get no appends (default 0)",
+    )
     args = parser.parse_args(argv)
     if args.requests < 100:
         parser.error("--requests must be at least 100")
@@ -182,9 +195,13 @@ def main(argv: list[str]) -> int:
         parser.error("--gap-us must be between 0 and 1,000,000")
     if args.busy_gap and not args.gap_us:
         parser.error("--busy-gap needs --gap-us")
+    if not 0 <= args.idle_partitions <= 10_000:
+        parser.error("--idle-partitions must be between 0 and 10,000")
     profile = cProfile.Profile() if args.profile else None
-    us = cycle_us(args.requests, profile, args.gap_us, args.busy_gap)
+    us = cycle_us(args.requests, profile, args.gap_us, args.busy_gap, args.idle_partitions)
     after = f", each after a {args.gap_us:,.0f} µs {'spin' if args.busy_gap else 'sleep'}" if args.gap_us else ""
+    if args.idle_partitions:
+        after += f", {args.idle_partitions} idle partitions in each fetch session"
     print(
         f"{us:.1f} µs per cycle: Produce v9 of one record, RF 3 acks=-1, two follower fetches, three responses{after}"
     )

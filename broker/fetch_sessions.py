@@ -39,6 +39,39 @@ class FetchSession:
     session_id: int
     epoch: int  # the epoch the next request must carry
     partitions: dict[TopicPartition, _Cached] = field(default_factory=dict)
+    # the partitions' parameters by topic, in `partitions` order, and where each sits in it; kept
+    # between fetches (an incremental fetch changes a few) and rebuilt when partitions come or go
+    _view: list[FetchTopic] | None = None
+    _slots: dict[TopicPartition, tuple[list[FetchPartition], int]] = field(default_factory=dict)
+
+    def update(self, key: TopicPartition, params: FetchPartition) -> None:
+        """A partition's new fetch parameters (added when the session lacks it)."""
+        cached = self.partitions.get(key)
+        if cached is None:
+            self.partitions[key] = _Cached(params)
+            self._view = None
+            return
+        cached.params = params
+        if self._view is not None:
+            partitions, index = self._slots[key]
+            partitions[index] = params
+
+    def forget(self, key: TopicPartition) -> None:
+        if self.partitions.pop(key, None) is not None:
+            self._view = None
+
+    def view(self) -> list[FetchTopic]:
+        """Every partition's parameters by topic: a copy a fetch may keep while the session
+        moves on."""
+        if self._view is None:
+            by_topic: dict[str, list[FetchPartition]] = {}
+            self._slots = {}
+            for key, cached in self.partitions.items():
+                partitions = by_topic.setdefault(key[0], [])
+                self._slots[key] = (partitions, len(partitions))
+                partitions.append(cached.params)
+            self._view = [FetchTopic(t, ps) for t, ps in by_topic.items()]
+        return [FetchTopic(t.topic, t.partitions.copy()) for t in self._view]
 
 
 class SessionError(KafkaError):
@@ -137,21 +170,13 @@ class FetchSessionCache:
             raise SessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         for t in body.topics:
             for p in t.partitions:
-                key = (t.topic, p.partition)
-                cached = session.partitions.get(key)
-                if cached is None:
-                    session.partitions[key] = _Cached(_params(p))
-                else:
-                    cached.params = _params(p)
+                session.update((t.topic, p.partition), _params(p))
         for t in body.get("forgotten_topics_data", ()):
             for index in t.partitions:
-                session.partitions.pop((t.topic, index), None)
+                session.forget((t.topic, index))
         session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         self._sessions.move_to_end(session_id)
-        by_topic: dict[str, list[FetchPartition]] = {}
-        for (topic, _), cached in session.partitions.items():
-            by_topic.setdefault(topic, []).append(cached.params)
-        return FetchContext([FetchTopic(t, ps) for t, ps in by_topic.items()], session, incremental=True)
+        return FetchContext(session.view(), session, incremental=True)
 
     def _create(self, partitions: dict) -> FetchSession | None:
         if self.max_slots <= 0:

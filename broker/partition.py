@@ -353,6 +353,26 @@ class Partition:
         # HW = min LEO over the ISR: only this follower's LEO changed here, so only then can it move
         return moved and self.maybe_increment_high_watermark()
 
+    def record_caught_up_fetch(self, replica_id: int, fetch_offset: int, log_start_offset: int, now: int) -> bool:
+        """Kafka's updateFollowerFetchState for an idle partition, in one step: an in-sync
+        follower fetching at our LEO, which was already its LEO, with its log start offset (-1:
+        not reported) unchanged. Records the fetch (caught up at `now`, ms) and returns True:
+        nothing else follows from such a fetch (the HW, the low watermark and the ISR stay as
+        they are). Returns False, recording nothing, in every other case, where
+        `update_follower_fetch` and the log start and ISR checks apply."""
+        state = self.remote.get(replica_id)
+        if (
+            state is None
+            or fetch_offset != state.log_end_offset
+            or fetch_offset != self.log.log_end_offset
+            or (log_start_offset >= 0 and log_start_offset != state.log_start_offset)
+            or replica_id not in self.isr_state.isr
+        ):
+            return False
+        state.last_caught_up_ms = state.last_fetch_ms = now
+        state.last_fetch_leader_leo = fetch_offset
+        return True
+
     def out_of_sync_replicas(self, max_lag_ms: int, now: int | None = None) -> list[int]:
         """ISR followers not caught up within `replica.lag.time.max.ms` (to shrink away)."""
         now = now_ms() if now is None else now

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple, Protocol
 
 import trio
 
+from broker import partition as partition_clock  # now_ms: the follower state's wall clock
 from broker.append import AppendResults, DelayedProduce, PartitionAppend, appended
 from broker.config import RACK_AWARE_SELECTOR, BrokerConfig
 from broker.delayed import DelayedResponse, DelayedTimer, OffsetWaiters, Watchers
@@ -551,13 +552,29 @@ class ReplicaManager:
         responses: list[tuple[str, list[FetchPartitionData]]] = []
         total, errors = 0, False
         budget = body.max_bytes
+        now = partition_clock.now_ms() if follower and record_fetch else 0  # the fetch's time, for every partition
+        # An incremental session's idle partitions (most of a follower's, each fetch) are settled
+        # here in one step: the follower's caught-up fetch recorded, and nothing to answer.
+        unchanged = body.unchanged if follower and record_fetch else None
+        hosted = self.partitions.get
         for topic in body.topics:
             parts: list[FetchPartitionData] = []
             if topic.topic in body.denied:
                 errors = True
                 responses.append((topic.topic, [denied_read(p.partition) for p in topic.partitions]))
                 continue
+            name = topic.topic
             for p in topic.partitions:
+                if unchanged is not None:
+                    partition = hosted((name, p.partition))
+                    if (
+                        partition is not None
+                        and partition.leader_id == partition.local_broker_id
+                        and (p.current_leader_epoch == NO_EPOCH or p.current_leader_epoch == partition.leader_epoch)
+                        and partition.record_caught_up_fetch(body.replica_id, p.fetch_offset, p.log_start_offset, now)
+                        and unchanged(name, p.partition, partition.high_watermark, partition.log.log_start_offset)
+                    ):
+                        continue
                 entry = self._read_one(
                     topic.topic,
                     p,
@@ -570,6 +587,7 @@ class ReplicaManager:
                     unchanged=body.unchanged,
                     any_replica=body.any_replica,
                     client_rack=body.client_rack,
+                    now=now,
                 )
                 if entry is None:  # a caught-up follower's partition with nothing new to say
                     continue
@@ -594,13 +612,14 @@ class ReplicaManager:
         unchanged: Callable[[str, int, int, int], bool] | None = None,
         any_replica: bool = False,
         client_rack: str = "",
+        now: int = 0,
     ) -> FetchPartitionData | None:
         """One partition's read, or None when `unchanged` says an
         incremental session would leave it out: a follower at the LEO, whose fetch state was
         still recorded (its caught-up time keeps it in the ISR), with the HW and log start
         offset the session last sent."""
         if follower:
-            read = self._follower_read(topic, p, record_fetch, replica_id, unchanged, budget, first)
+            read = self._follower_read(topic, p, record_fetch, replica_id, unchanged, budget, first, now)
             if read is not _FULL_PATH:
                 return read
             record_fetch = False  # recorded by the follower read before it gave up
@@ -680,14 +699,15 @@ class ReplicaManager:
             self._expand_send.send_nowait(partition.tp)
 
     def _follower_read(
-        self, topic: str, p, record_fetch: bool, replica_id: int, unchanged, budget: int, first: bool
+        self, topic: str, p, record_fetch: bool, replica_id: int, unchanged, budget: int, first: bool, now: int
     ) -> FetchPartitionData | None:
         """`_read_one` for a follower of a partition this broker leads, when nothing goes wrong
         (Kafka's readFromLocalLog for a follower: its fetch state recorded once per request, then
         up to the LEO): the entry, or None when an incremental session leaves out a partition
         with nothing new (`unchanged`). `_FULL_PATH` when the full path must answer: an error to
         report (it runs the checks again, and records nothing twice: the fetch state was
-        recorded here only when no check failed)."""
+        recorded here only when no check failed). `now`: the fetch's wall-clock time, ms (the
+        follower's caught-up time)."""
         partition = self.partitions.get((topic, p.partition))
         if (
             partition is None
@@ -701,7 +721,7 @@ class ReplicaManager:
         leo = log.log_end_offset
         if p.fetch_offset > leo:
             return _FULL_PATH
-        if record_fetch:
+        if record_fetch and not partition.record_caught_up_fetch(replica_id, p.fetch_offset, p.log_start_offset, now):
             self._record_follower_fetch(partition, replica_id, p)
         if p.fetch_offset == leo:  # nothing to read
             if unchanged is not None and unchanged(topic, p.partition, partition.high_watermark, log.log_start_offset):

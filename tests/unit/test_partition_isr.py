@@ -94,3 +94,27 @@ def test_follower_fetches_are_believed_only_from_replicas_at_offsets_the_leader_
     with pytest.raises(OffsetOutOfRange):
         leader.check_follower_fetch(2, leader.log_end_offset + 1)
     leader.check_follower_fetch(2, leader.log_end_offset)
+
+
+def test_an_idle_in_sync_followers_fetch_is_recorded_in_one_step(leader):
+    leader.update_follower_fetch(2, 10, now=1_000)
+    assert leader.high_watermark == 10
+    assert leader.record_caught_up_fetch(2, 10, -1, now=5_000)  # at our LEO, which it had: caught up now
+    remote = leader.remote[2]
+    assert (remote.last_caught_up_ms, remote.last_fetch_ms, remote.last_fetch_leader_leo) == (5_000, 5_000, 10)
+    assert leader.out_of_sync_replicas(1_000, now=5_500) == []
+
+
+def test_any_other_fetch_is_left_to_the_full_update(leader):
+    leader.update_follower_fetch(2, 4, now=1_000)
+    before = vars(leader.remote[2]).copy()
+    assert not leader.record_caught_up_fetch(2, 10, -1, now=5_000)  # its LEO moved: the HW may move
+    assert not leader.record_caught_up_fetch(2, 4, -1, now=5_000)  # behind our LEO
+    leader.update_follower_fetch(2, 10, now=1_000)
+    before = vars(leader.remote[2]).copy()
+    assert not leader.record_caught_up_fetch(2, 10, 3, now=5_000)  # its log start moved
+    leader.update_follower_fetch(3, 10, now=1_000)
+    assert not leader.record_caught_up_fetch(3, 10, -1, now=5_000)  # not in the ISR: it may join
+    assert leader.should_expand_isr(3)
+    assert vars(leader.remote[2]) == before  # nothing recorded by a refusal
+    assert not leader.record_caught_up_fetch(4, 10, -1, now=5_000)  # not a replica
