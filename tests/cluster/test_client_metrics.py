@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from chromium import chromium, rendered_dom, screenshot
+from chromium import chromium, screenshot
 from confluent_kafka import Consumer, Producer
 from metrics_helpers import scrape, value
 
@@ -98,8 +98,7 @@ def test_a_producer_pushes_its_metrics_to_prometheus_and_they_go_when_it_closes(
     assert value(samples, "kafka_server_client_metrics_instance_count") == 2  # the producer and the consumer
     if chromium() is not None:  # make setup installs Debian's chromium
         url = broker.metrics_url.removesuffix("metrics") + "clients"
-        screenshot(url, Path(__file__).resolve().parents[2] / "build" / "screenshots" / "console" / "clients.png")
-        dom = rendered_dom(url)
+        dom = screenshot(url, Path(__file__).resolve().parents[2] / "build" / "screenshots" / "console" / "clients.png")
         assert "orders-app" in dom and "confluent-kafka-python 2.16" in dom and "User:ANONYMOUS" in dom
         assert "Pushed metrics (KIP-714)" in dom and "produce latency avg (ms)" in dom
         cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td>(.*?)</td>", dom)]

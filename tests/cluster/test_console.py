@@ -43,10 +43,11 @@ def _wait(predicate, what: str, timeout_s: float = TIMEOUT):
 def _shot(cluster, path: str, name: str) -> str:
     """Screenshot one view (into build/screenshots/console/<name>.png) and return its DOM."""
     url = cluster.console_url(1).rstrip("/") + path
-    png = screenshot(url, SHOTS / f"{name}.png")
+    png = SHOTS / f"{name}.png"
+    dom = screenshot(url, png)
     width, height = png_size(png)
     assert (width, height) == (1400, 1000) and png.stat().st_size > 10_000, (name, png.stat().st_size)
-    return rendered_dom(url)
+    return dom
 
 
 def _metadata(admin_client, topic: str, timeout: float = TIMEOUT) -> dict[int, tuple[int, list[int], list[int]]]:

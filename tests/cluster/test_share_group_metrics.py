@@ -61,8 +61,9 @@ def test_share_group_metrics_follow_the_acknowledgements(start_broker):
     assert described[1] == ["watched", name, "0", "5", "3"]  # not 10 - 5: 6 and 7 are done
     if chromium() is not None:  # make setup installs Debian's chromium
         url = broker.metrics_url.removesuffix("metrics") + "groups/watched"
-        screenshot(url, Path(__file__).resolve().parents[2] / "build" / "screenshots" / "console" / "share-group.png")
-        dom = rendered_dom(url)
+        dom = screenshot(
+            url, Path(__file__).resolve().parents[2] / "build" / "screenshots" / "console" / "share-group.png"
+        )
         assert "state <b>Stable</b>, protocol share (KIP-932)" in dom
         assert "Share-partitions" in dom and "rdkafka" in dom  # the member's client id
         # partition, leader, SPSO, SPEO, available, acquired, acknowledged, archived, counts, lag

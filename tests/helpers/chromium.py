@@ -1,5 +1,6 @@
 """Headless Chromium (Debian's `chromium`, installed by `make setup`) for the console's tests:
-screenshots of a page and its DOM after rendering."""
+screenshots of a page and its DOM after rendering (both from one render and one Chromium start,
+which `--headless=new` allows)."""
 
 from __future__ import annotations
 
@@ -21,19 +22,21 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def screenshot(url: str, path: Path, width: int = 1400, height: int = 1000) -> Path:
-    """A PNG of the page as Chromium renders it; raises RuntimeError when none is written."""
+def screenshot(url: str, path: Path, width: int = 1400, height: int = 1000) -> str:
+    """A PNG of the page as Chromium renders it, written to `path`, and the DOM of that same
+    render (`--dump-dom`): one Chromium start for both. Raises RuntimeError when no PNG is
+    written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     run = subprocess.run(
-        [chromium(), *ARGS, f"--window-size={width},{height}", f"--screenshot={path}", url],
+        [chromium(), *ARGS, f"--window-size={width},{height}", f"--screenshot={path}", "--dump-dom", url],
         capture_output=True,
         text=True,
         timeout=60,
     )
     if not path.exists() or path.stat().st_size == 0:
         raise RuntimeError(f"no screenshot of {url} at {path} (chromium exited {run.returncode}): {run.stderr[-2000:]}")
-    return path
+    return run.stdout
 
 
 def rendered_dom(url: str) -> str:
