@@ -554,8 +554,10 @@ class ReplicaManager:
         budget = body.max_bytes
         now = partition_clock.now_ms() if follower and record_fetch else 0  # the fetch's time, for every partition
         # An incremental session's idle partitions (most of a follower's, each fetch) are settled
-        # here in one step: the follower's caught-up fetch recorded, and nothing to answer.
-        unchanged = body.unchanged if follower and record_fetch else None
+        # here in one step: the follower's caught-up fetch recorded (on a re-read after a wait,
+        # recorded already), and nothing to answer.
+        unchanged = body.unchanged if follower else None
+        replica_id = body.replica_id
         hosted = self.partitions.get
         for topic in body.topics:
             parts: list[FetchPartitionData] = []
@@ -571,7 +573,11 @@ class ReplicaManager:
                         partition is not None
                         and partition.leader_id == partition.local_broker_id
                         and (p.current_leader_epoch == NO_EPOCH or p.current_leader_epoch == partition.leader_epoch)
-                        and partition.record_caught_up_fetch(body.replica_id, p.fetch_offset, p.log_start_offset, now)
+                        and (
+                            partition.record_caught_up_fetch(replica_id, p.fetch_offset, p.log_start_offset, now)
+                            if record_fetch
+                            else p.fetch_offset == partition.log.log_end_offset and replica_id in partition.remote
+                        )
                         and unchanged(name, p.partition, partition.high_watermark, partition.log.log_start_offset)
                     ):
                         continue

@@ -424,3 +424,39 @@ async def test_a_follower_fetch_that_fails_a_check_answers_its_error_and_records
         assert (entry.high_watermark, entry.log_start_offset) == (1, 0)
     else:
         assert remote.log_end_offset in (-1, 0) and entry.records == b""
+
+
+async def test_a_delayed_session_fetch_answers_only_what_changed_and_errors_of_a_lost_replica(rm):
+    """The re-read of a waiting incremental follower fetch leaves out its idle partitions, and
+    still answers an error for a partition the follower stopped being a replica of meanwhile."""
+    both = {("t", 0): (1, [1, 2], [1, 2]), ("t", 1): (1, [1, 2], [1, 2])}
+    await rm.become_leader_or_follower(leader_and_isr(both), 7)
+    for index in (0, 1):
+        await append(rm, produce("t", index, [b"a"]), 1, 1000)
+    session = (await rm.fetch(session_fetch(0, 0, [("t", 0, 0), ("t", 1, 0)]))).session_id
+    await rm.fetch(session_fetch(session, 1, [("t", 0, 1), ("t", 1, 1)]))  # caught up: the HW moves
+    assert answered(await rm.fetch(session_fetch(session, 2))) == {}  # nothing new anywhere
+
+    async def waiting_fetch(epoch: int, results: list, parts=()) -> None:
+        body = session_fetch(session, epoch, parts)
+        body.max_wait_ms = 10_000
+        results.append(await rm.fetch(body))
+
+    results: list = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiting_fetch, 3, results)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not results
+        await append(rm, produce("t", 1, [b"b"]), 1, 1000)
+    news = answered(results[0])
+    assert list(news) == [("t", 1)] and rb.decode_records(news[("t", 1)].records)[0].value == b"b"
+
+    results.clear()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiting_fetch, 4, results, [("t", 1, 2)])  # it has the record b now
+        await trio.testing.wait_all_tasks_blocked()
+        # t-0 moves to replicas 1 and 3 while the fetch waits (the same leader epoch, as a reassignment's)
+        moved = {("t", 0): (1, [1, 3], [1, 3]), ("t", 1): (1, [1, 2], [1, 2])}
+        await rm.become_leader_or_follower(leader_and_isr(moved, leader_epoch=1), 7)  # wakes the fetch
+    news = answered(results[0])
+    assert news[("t", 0)].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER, news
