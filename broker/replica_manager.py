@@ -553,9 +553,10 @@ class ReplicaManager:
         total, errors = 0, False
         budget = body.max_bytes
         now = partition_clock.now_ms() if follower and record_fetch else 0  # the fetch's time, for every partition
-        # An incremental session's idle partitions (most of a follower's, each fetch) are settled
-        # here in one step: the follower's caught-up fetch recorded (on a re-read after a wait,
-        # recorded already), and nothing to answer.
+        # A follower's fetch of a partition led here that is idle (at the LEO, in the ISR, nothing
+        # moved: most of a session's partitions, each fetch) is recorded here in one step, and
+        # left out when its session already has its HW and log start. The full recording is left
+        # to `_read_one` only when this one does not apply (a re-read after a wait records nothing).
         unchanged = body.unchanged if follower else None
         replica_id = body.replica_id
         hosted = self.partitions.get
@@ -567,24 +568,31 @@ class ReplicaManager:
                 continue
             name = topic.topic
             for p in topic.partitions:
-                if unchanged is not None:
+                record = follower and record_fetch
+                if follower:
                     partition = hosted((name, p.partition))
                     if (
                         partition is not None
                         and partition.leader_id == partition.local_broker_id
                         and (p.current_leader_epoch == NO_EPOCH or p.current_leader_epoch == partition.leader_epoch)
-                        and (
-                            partition.record_caught_up_fetch(replica_id, p.fetch_offset, p.log_start_offset, now)
-                            if record_fetch
-                            else p.fetch_offset == partition.log.log_end_offset and replica_id in partition.remote
-                        )
-                        and unchanged(name, p.partition, partition.high_watermark, partition.log.log_start_offset)
                     ):
-                        continue
+                        if record_fetch:
+                            settled = partition.record_caught_up_fetch(
+                                replica_id, p.fetch_offset, p.log_start_offset, now
+                            )
+                            record = not settled  # recorded in one step already
+                        else:
+                            settled = p.fetch_offset == partition.log.log_end_offset and replica_id in partition.remote
+                        if (
+                            settled
+                            and unchanged is not None
+                            and unchanged(name, p.partition, partition.high_watermark, partition.log.log_start_offset)
+                        ):
+                            continue
                 entry = self._read_one(
                     topic.topic,
                     p,
-                    follower and record_fetch,
+                    record,
                     follower,
                     budget,
                     first=(total == 0),
@@ -593,7 +601,6 @@ class ReplicaManager:
                     unchanged=body.unchanged,
                     any_replica=body.any_replica,
                     client_rack=body.client_rack,
-                    now=now,
                 )
                 if entry is None:  # a caught-up follower's partition with nothing new to say
                     continue
@@ -618,14 +625,13 @@ class ReplicaManager:
         unchanged: Callable[[str, int, int, int], bool] | None = None,
         any_replica: bool = False,
         client_rack: str = "",
-        now: int = 0,
     ) -> FetchPartitionData | None:
         """One partition's read, or None when `unchanged` says an
         incremental session would leave it out: a follower at the LEO, whose fetch state was
         still recorded (its caught-up time keeps it in the ISR), with the HW and log start
         offset the session last sent."""
         if follower:
-            read = self._follower_read(topic, p, record_fetch, replica_id, unchanged, budget, first, now)
+            read = self._follower_read(topic, p, record_fetch, replica_id, unchanged, budget, first)
             if read is not _FULL_PATH:
                 return read
             record_fetch = False  # recorded by the follower read before it gave up
@@ -705,15 +711,14 @@ class ReplicaManager:
             self._expand_send.send_nowait(partition.tp)
 
     def _follower_read(
-        self, topic: str, p, record_fetch: bool, replica_id: int, unchanged, budget: int, first: bool, now: int
+        self, topic: str, p, record_fetch: bool, replica_id: int, unchanged, budget: int, first: bool
     ) -> FetchPartitionData | None:
         """`_read_one` for a follower of a partition this broker leads, when nothing goes wrong
         (Kafka's readFromLocalLog for a follower: its fetch state recorded once per request, then
         up to the LEO): the entry, or None when an incremental session leaves out a partition
         with nothing new (`unchanged`). `_FULL_PATH` when the full path must answer: an error to
         report (it runs the checks again, and records nothing twice: the fetch state was
-        recorded here only when no check failed). `now`: the fetch's wall-clock time, ms (the
-        follower's caught-up time)."""
+        recorded here only when no check failed)."""
         partition = self.partitions.get((topic, p.partition))
         if (
             partition is None
@@ -727,7 +732,7 @@ class ReplicaManager:
         leo = log.log_end_offset
         if p.fetch_offset > leo:
             return _FULL_PATH
-        if record_fetch and not partition.record_caught_up_fetch(replica_id, p.fetch_offset, p.log_start_offset, now):
+        if record_fetch:
             self._record_follower_fetch(partition, replica_id, p)
         if p.fetch_offset == leo:  # nothing to read
             if unchanged is not None and unchanged(topic, p.partition, partition.high_watermark, log.log_start_offset):
