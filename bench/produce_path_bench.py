@@ -13,8 +13,10 @@ running and no sockets, so a change can be judged by it: one cycle is
 Real logs in a temporary directory; the delayed operations' timer and ready-fetch tasks run; the
 garbage collector's thresholds are the broker's.
 
-`python -m bench.produce_path_bench [--requests N] [--profile] [--gap-us N [--busy-gap]]` prints
-µs per cycle (process CPU time) and, with --profile, the cProfile entries that cost most. With
+`python -m bench.produce_path_bench [--requests N] [--profile] [--gap-us N [--busy-gap]]
+[--idle-partitions N]` prints µs per cycle (process CPU time) and, with --profile, the cProfile
+entries that cost most. `--idle-partitions N` puts N more partitions led here, never appended to,
+in both followers' fetch sessions: what a session's idle partitions cost each fetch. With
 `--gap-us`, each cycle is followed by a pause of that many µs, and only the cycles' own CPU time
 (the thread's) is counted: by default the process sleeps through the pause, as a broker waiting
 for its next request does; with `--busy-gap` it spins instead. The two figures' difference is
