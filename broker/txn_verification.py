@@ -16,9 +16,12 @@ the producer's ongoing transaction at that epoch. `transaction.partition.verific
 - Answers per partition, turned into what a producer expects (Kafka's
   `ReplicaManager.appendRecords` verification callback): PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH;
   CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-  (and no known coordinator) -> NOT_ENOUGH_REPLICAS, retriable; a lost connection or a timeout ->
-  NETWORK_EXCEPTION; INVALID_TXN_STATE ("not part of the transaction") and the others as they are;
-  a top-level CLUSTER_AUTHORIZATION_FAILED -> INVALID_TXN_STATE.
+  (and no known coordinator), and NETWORK_EXCEPTION (a lost connection to the coordinator, a
+  timeout, or a question Kafka answers so) -> NOT_ENOUGH_REPLICAS, which every producer retries
+  without a metadata refresh (Kafka 3.9+; 3.8 passed NETWORK_EXCEPTION through, and librdkafka
+  then fails the whole transaction: a coordinator's death became an abort); INVALID_TXN_STATE
+  ("not part of the transaction") and the others as they are; a top-level
+  CLUSTER_AUTHORIZATION_FAILED -> INVALID_TXN_STATE.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from protocol.topic_partition import TopicPartition
 log = logging.getLogger(__name__)
 REQUEST_TIMEOUT_S = 30.0
 _RETRIABLE = {
+    ErrorCode.NETWORK_EXCEPTION,
     ErrorCode.CONCURRENT_TRANSACTIONS,
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE,
