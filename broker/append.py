@@ -111,6 +111,10 @@ class DelayedProduce:
         self._state.replication_waiters.unwatch(self._entries)
         if self._timeout is not None:
             self._state.delayed_timer.discard(self._timeout)
+        # the response's `expire` is this bound method: dropped, so that the operation and its
+        # response are freed by reference counting when answered, not left to the cycle collector
+        self._delayed.expire = None
+        self._entries, self._timeout = [], None
         if outcomes is None:
             settle(self._state, self._waiting, self._results)
         else:
@@ -130,6 +134,6 @@ async def appended(result: AppendResults | DelayedResponse, timeout_ms: int, tim
         return await result.wait()
     with trio.move_on_after(timeout_ms / 1000):
         return await result.wait()
-    assert result.expire is not None
-    result.expire()
+    if result.expire is not None:  # None once the operation completed (on the same deadline)
+        result.expire()
     return await result.wait()

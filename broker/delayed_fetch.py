@@ -90,8 +90,10 @@ class DelayedFetch:
             return
         self._finished = True
         self._watchers.unwatch(self._keys, self._wake)
+        self._wake = None  # the bound method held by the fetch itself: a cycle the collector would free
         if self._timeout is not None:
             self._timer.discard(self._timeout)
+            self._timeout = None
         try:
             answer = self._read()
         except Exception:  # a bug: the fetch is still answered, and the notifier goes on
