@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _answered() -> None:
+    """What an answered DelayedFetch keeps in place of its `try_complete`."""
+
+
 class DelayedFetch:
     """A fetch waiting for data: `keys` are its partitions, `deadline` a trio.current_time()
     in seconds. `start()` registers it; `finish()` completes it now (the deadline's path, also
@@ -90,7 +94,7 @@ class DelayedFetch:
             return
         self._finished = True
         self._watchers.unwatch(self._keys, self._wake)
-        self._wake = None  # the bound method held by the fetch itself: a cycle the collector would free
+        self._wake = _answered  # not its own bound method: a cycle the collector alone would free
         if self._timeout is not None:
             self._timer.discard(self._timeout)
             self._timeout = None
