@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import trio
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from broker import admin_manager
 from broker.acl_store import ZkAclStore
@@ -392,6 +392,12 @@ class Broker:
             BrokerCollector(self.server, self.replica_manager, self.controller, group_coordinator, share_manager)
         )
         registry.register(ClientMetricsCollector(self.client_metrics))
+        # the process's own: python_gc_* (collections and the objects the cycle collector freed,
+        # per generation), process_* (CPU seconds, resident memory, open fds) and python_info, as
+        # prometheus_client's default registry exposes them for any Python service
+        GCCollector(registry)
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
         host = self.config["metrics.host"]
         console = self._console(group_coordinator, txn_coordinator, share_manager)
         try:

@@ -295,6 +295,7 @@ def test_quick_goals_bench_prints_every_goal_of_issue_48():
         "transactions/s, 10 records each, over 6 partitions",
         "leader CPU per one-record RF 3 acks=all Produce (3,000 requests/s offered)",
         "leader CPU per one-record RF 3 acks=all Produce at saturation",
+        "objects the leader's cycle collector freed per request in the 100-connection runs",
         "100 connections x 100 requests/s",
         "RF 3 acks=all, 100 B, confluent, 6 partitions",
         "SASL_SSL / PLAINTEXT throughput",

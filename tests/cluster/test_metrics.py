@@ -115,6 +115,10 @@ async def test_metrics_move_with_the_cluster(start_broker, zk):
     assert value(back, "kafka_server_replicamanager_isrexpands_total") >= 1
     assert value(back, "kafka_server_replicamanager_underreplicatedpartitions") == 0
 
+    # the process's own metrics, as prometheus_client exposes them for any Python service
+    assert value(back, "process_cpu_seconds_total") > 0 and value(back, "process_resident_memory_bytes") > 0
+    assert value(back, "python_gc_collections_total", generation="0") >= 1
+
     # the endpoint's answers to what is not a scrape
     port = leader.metrics_port
     assert raw_http(port, b"GET /nothing HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 404")
