@@ -47,6 +47,7 @@ import psutil
 from bench import produce_path_bench, targets, txn_bench
 from bench.cluster_bench import LocalCluster, perf
 from bench.request_bench import _connections
+from local_cluster.brokers import BrokerProcess
 
 RESULTS = targets.ROOT / "bench" / "results"
 #: the pause of the idle-wake diagnostic: past this machine's cliff (sleeps of up to 0.6 ms cost
@@ -85,12 +86,12 @@ def _leader_of(cluster: LocalCluster, topic: str) -> int:
     return md.topics[topic].partitions[0].leader
 
 
-def _cycle_garbage(cluster: LocalCluster, topic: str) -> float:
-    """Objects the cycle collector of `topic`-0's leader has freed since it started (its
+def _cycle_garbage(broker: BrokerProcess) -> float:
+    """Objects the broker's cycle collector has freed since it started (its
     `python_gc_objects_collected_total`, all generations)."""
     from metrics.scrape import scrape
 
-    url = cluster.brokers[_leader_of(cluster, topic)].metrics_url
+    url = broker.metrics_url
     assert url is not None, "the goals cluster serves metrics (metrics.port 0)"
     return scrape(url).get("python_gc_objects_collected_total", 0.0)
 
@@ -182,7 +183,8 @@ def measured_rows(quick: bool) -> list[targets.Row]:
                         rate >= goal,
                     )
                 )
-            leader = psutil.Process(cluster.brokers[_leader_of(cluster, "lat")].process.pid)
+            lat_leader = cluster.brokers[_leader_of(cluster, "lat")]
+            leader = psutil.Process(lat_leader.process.pid)
 
             def leader_cpu_s() -> float:
                 return sum(leader.cpu_times()[:2])
@@ -202,14 +204,14 @@ def measured_rows(quick: bool) -> list[targets.Row]:
             )
             p99s, errors, answered = [], 0, 0.0
             cpu0 = leader_cpu_s()
-            freed0 = _cycle_garbage(cluster, "lat")
+            freed0 = _cycle_garbage(lat_leader)
             for _ in range(2 if quick else 5):
                 result, _ = _connections(cluster, "lat", 20 if quick else 100, 100, 3 if quick else 15)
                 p99s.append(result.latency.p99 if result.latency else float("inf"))
                 errors += result.errors
                 answered += result.records_per_s * result.seconds
             saturated_us = (leader_cpu_s() - cpu0) / max(answered, 1) * 1e6
-            freed = _cycle_garbage(cluster, "lat") - freed0
+            freed = _cycle_garbage(lat_leader) - freed0
             rows.append(
                 _row(
                     "100 connections x 100 requests/s, RF 3 acks=all: p99 per run",

@@ -43,14 +43,17 @@ def session_fetch(session_id: int = 0, epoch: int = -1, parts=(), forgotten=()):
     )
 
 
-def follower_fetch(topic: str, partition: int, fetch_offset: int, replica_id: int = 2, max_bytes: int = 1000):
-    """A follower's Fetch v12 (no wait) for one partition, decoded as the broker receives it."""
+def follower_fetch(
+    topic: str, partition: int, fetch_offset: int, replica_id: int = 2, max_bytes: int = 1000, max_wait_ms: int = 0
+):
+    """A follower's Fetch v12 (a consumer's with `replica_id` -1) for one partition, decoded as
+    the broker receives it; no wait unless `max_wait_ms`."""
     return decoded(
         1,
         12,
         {
             "replica_id": replica_id,
-            "max_wait_ms": 0,
+            "max_wait_ms": max_wait_ms,
             "min_bytes": 1,
             "max_bytes": max_bytes,
             "topics": [

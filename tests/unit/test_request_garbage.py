@@ -8,7 +8,7 @@ import gc
 
 import pytest
 import trio
-from broker_helpers import decoded, follower_fetch, leader_and_isr, replica_manager
+from broker_helpers import follower_fetch, leader_and_isr, replica_manager
 
 from protocol import record_batch as rb
 from storage.append_origin import AppendOrigin
@@ -20,22 +20,6 @@ OURS = ("broker.", "storage.", "protocol.", "coordinator.", "client.")
 def rm(tmp_path):
     with replica_manager(tmp_path) as manager:
         yield manager
-
-
-def _waiting_fetch(replica_id: int, offset: int, max_wait_ms: int):
-    return decoded(
-        1,
-        12,
-        {
-            "replica_id": replica_id,
-            "max_wait_ms": max_wait_ms,
-            "min_bytes": 1,
-            "max_bytes": 1000,
-            "topics": [
-                {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1000}]}
-            ],
-        },
-    )
 
 
 async def _append(rm, acks: int, timeout_ms: int = 5000):
@@ -52,12 +36,14 @@ async def _requests(rm, rounds: int) -> None:
             await rm.fetch(follower_fetch("t", 0, leo + 1))
         leo += 1
         async with trio.open_nursery() as nursery:  # a follower's fetch parked, woken by an append
-            nursery.start_soon(rm.fetch, _waiting_fetch(2, leo, 5000))
+            nursery.start_soon(rm.fetch, follower_fetch("t", 0, leo, max_wait_ms=5000))
             await trio.sleep(0.01)
             await _append(rm, 1)
         await rm.fetch(follower_fetch("t", 0, leo + 1))
     await _append(rm, -1, timeout_ms=20)  # acks=all that times out (the follower does not fetch)
-    await rm.fetch(_waiting_fetch(-1, 10**6, 20))  # a consumer's fetch past the HW waits it out
+    await rm.fetch(
+        follower_fetch("t", 0, 10**6, replica_id=-1, max_wait_ms=20)
+    )  # a consumer's fetch past the HW waits it out
 
 
 async def test_requests_leave_no_reference_cycles(rm, autojump_clock):
