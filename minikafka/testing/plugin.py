@@ -12,7 +12,8 @@ Fixtures:
   name=None) -> name`; a unique name by default; the topics it made are deleted after the test.
 - `admin`: a `minikafka.testing.Admin` on `kafka_cluster` (topics, records, offsets, lag).
 
-Every process dies with the pytest process (PR_SET_PDEATHSIG), even if pytest is killed.
+Every process dies with the pytest process (PR_SET_PDEATHSIG), even if pytest is killed. An
+interrupted run (Ctrl-C) skips the healing and the topic clean-up and only kills the clusters.
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ def _minikafka_clusters(request):
         clusters.close()
 
 
+def _interrupted(request) -> bool:
+    """The run was interrupted (Ctrl-C, SIGINT, `pytest.exit`): fixtures then skip healing and
+    topic clean-up, since restarting brokers and waiting up to a minute for them would only
+    delay the exit; the session's clusters are still killed and their directories removed."""
+    return request.session.exitstatus == pytest.ExitCode.INTERRUPTED
+
+
 @pytest.fixture
 def kafka_cluster(request, _minikafka_clusters) -> Iterator[KafkaCluster]:
     marker = request.node.get_closest_marker("kafka_cluster")
@@ -90,7 +98,8 @@ def kafka_cluster(request, _minikafka_clusters) -> Iterator[KafkaCluster]:
     broker_config = {k.replace("_", "."): str(v) for k, v in options.items()}
     cluster = _minikafka_clusters.get(brokers, security, broker_config)
     yield cluster
-    cluster.heal()
+    if not _interrupted(request):
+        cluster.heal()
 
 
 @pytest.fixture
@@ -112,6 +121,8 @@ def kafka_topic(request, kafka_cluster, admin):
         return topic
 
     yield make
+    if _interrupted(request):
+        return
     if made:
         kafka_cluster.heal()  # a topic is deleted once every replica's broker is back (Kafka's rule)
     for topic in made:

@@ -92,10 +92,19 @@ def test_a_failing_test_still_gets_a_healed_cluster_and_a_clean_teardown(tmp_pat
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
 def test_a_killed_or_interrupted_run_leaves_no_process(tmp_path, how):
-    marker = tmp_path / "cluster-is-up"
+    """SIGKILL: the processes die with pytest (PR_SET_PDEATHSIG). SIGINT: pytest ends at once,
+    without healing the cluster (no broker restarts, no wait for them), and kills it."""
+    marker, healed = tmp_path / "cluster-is-up", tmp_path / "healed"
     (tmp_path / "test_waits.py").write_text(
-        "import pathlib, time\n\n"
-        "def test_waits(kafka_cluster):\n"
+        "import pathlib, time\n"
+        "from minikafka.testing import KafkaCluster\n\n"
+        "_heal = KafkaCluster.heal\n\n"
+        "def _recorded_heal(self, *args, **kwargs):\n"
+        f"    pathlib.Path({str(healed)!r}).write_text('')\n"
+        "    return _heal(self, *args, **kwargs)\n\n"
+        "KafkaCluster.heal = _recorded_heal\n\n"
+        "def test_waits(kafka_cluster, kafka_topic):\n"
+        "    kafka_topic()\n"
         f"    pathlib.Path({str(marker)!r}).write_text(kafka_cluster.bootstrap_servers)\n"
         "    time.sleep(600)\n"
     )
@@ -106,8 +115,18 @@ def test_a_killed_or_interrupted_run_leaves_no_process(tmp_path, how):
         time.sleep(0.1)
     assert len(_processes_under(tmp_path)) >= 2  # ZooKeeper and the broker, found by path
     run.send_signal(how)
-    run.communicate(timeout=120)  # this machine's loaded suite once took over 60 s
+    try:
+        out, _ = run.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # say where it is stuck, then end it
+        stacks = subprocess.run(
+            [str(Path(sys.executable).parent / "py-spy"), "dump", "--pid", str(run.pid)], capture_output=True, text=True
+        )
+        run.kill()
+        pytest.fail(f"pytest did not end 120 s after {how.name}:\n{stacks.stdout}{stacks.stderr}")
     assert _no_processes_within(tmp_path) == []
+    assert not healed.exists(), out
+    if how == signal.SIGINT:
+        assert "KeyboardInterrupt" in out, out
 
 
 def test_the_context_manager_outside_pytest_and_secured():
