@@ -38,6 +38,11 @@ class FetchState:
     leader_epoch: int
     truncated: bool = False
     delay_until: float = 0.0
+    # the Fetch fields last built for this partition and what they were built from (fetch
+    # offset, last fetched epoch, log start offset, leader epoch): an idle partition's next
+    # fetch reuses the same dict, which the fetch session then finds unchanged by identity
+    fields: dict | None = None
+    built_from: tuple = ()
 
 
 class ReplicaFetcher:
@@ -157,16 +162,21 @@ class ReplicaFetcher:
             await trio.sleep(min(0.1, self.config["replica.fetch.backoff.ms"] / 1000))
             return
         wanted = {}
-        for (topic, index), state in ready:
+        max_bytes = self.config["replica.fetch.max.bytes"]
+        for tp, state in ready:
             log_ = state.partition.log
-            wanted[(topic, index)] = {
-                "partition": index,
-                "current_leader_epoch": state.leader_epoch,
-                "fetch_offset": log_.log_end_offset,
-                "last_fetched_epoch": log_.epoch_cache.latest_epoch,
-                "log_start_offset": log_.log_start_offset,
-                "partition_max_bytes": self.config["replica.fetch.max.bytes"],
-            }
+            source = (log_.log_end_offset, log_.epoch_cache.latest_epoch, log_.log_start_offset, state.leader_epoch)
+            if state.fields is None or source != state.built_from or state.fields["partition_max_bytes"] != max_bytes:
+                state.built_from = source
+                state.fields = {
+                    "partition": tp[1],
+                    "current_leader_epoch": state.leader_epoch,
+                    "fetch_offset": source[0],
+                    "last_fetched_epoch": source[1],
+                    "log_start_offset": source[2],
+                    "partition_max_bytes": max_bytes,
+                }
+            wanted[tp] = state.fields
         sessions = conn.version_for(ApiKey.FETCH) >= 7
         if sessions:
             fields = self.session.build(wanted)

@@ -32,7 +32,10 @@ class FetchSessionHandler:
         if self.session_id == 0 or self.epoch == INITIAL_EPOCH:
             send, forgotten, epoch = wanted, [], INITIAL_EPOCH
         else:
-            send = {tp: p for tp, p in wanted.items() if self._sent.get(tp) != p}
+            sent = self._sent
+            # the same dict as last time is unchanged (callers reuse an idle partition's fields):
+            # compared by identity before by value
+            send = {tp: p for tp, p in wanted.items() if (q := sent.get(tp)) is not p and q != p}
             forgotten, epoch = [tp for tp in self._sent if tp not in wanted], self.epoch
         topics: dict[str, list[dict]] = {}
         for (topic, _), fields in send.items():

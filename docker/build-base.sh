@@ -52,5 +52,14 @@ build() {  # build <tag> <packages>: debootstrap, tidy, docker import; skipped w
   echo "base image $tag: built in $(( $(date +%s) - started )) s"
 }
 
-build "$IMAGE" "$BROKER_PACKAGES"
-build "$ZK_IMAGE" "$ZK_PACKAGES"
+# Both at once: each debootstrap mostly waits on the archive and on dpkg. Here both together took
+# 89 s; one after the other, in a make test run, 106 + 129 s. The script waits for both and fails
+# when either failed.
+build "$IMAGE" "$BROKER_PACKAGES" &
+broker=$!
+build "$ZK_IMAGE" "$ZK_PACKAGES" &
+zk=$!
+status=0
+wait "$broker" || status=$?
+wait "$zk" || status=$?
+exit "$status"
