@@ -43,9 +43,16 @@ def _no_processes_within(path: Path, timeout_s: float = 15.0) -> list[str]:
     return left
 
 
+def _interactive_signals() -> None:
+    """A Popen `preexec_fn`: SIGINT as a terminal's foreground job has it. A job that a
+    non-interactive shell started in the background (`make test`'s heavy half, CI, `... &`)
+    inherits SIGINT ignored, and Python then never installs its KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _pytest(directory: Path, *args: str) -> subprocess.Popen:
     """A new pytest process in `directory` (its own rootdir, the plugin from the entry point),
-    with TMPDIR inside it so its clusters are found by path."""
+    with TMPDIR inside it so its clusters are found by path, and Ctrl-C's SIGINT handled."""
     tmp = directory / "tmp"
     tmp.mkdir(exist_ok=True)
     env = {**os.environ, "TMPDIR": str(tmp)}
@@ -57,6 +64,7 @@ def _pytest(directory: Path, *args: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=_interactive_signals,
     )
 
 
