@@ -9,6 +9,7 @@ import time
 
 import pytest
 from group_helpers import GROUP_BROKER, create_topics, produce
+from terminal_signals import sigint_as_in_a_terminal
 from test_consumer_group_rebalance import Member
 
 pytestmark = pytest.mark.slow
@@ -119,7 +120,12 @@ def test_consume_with_the_consumer_group_protocol_and_describe_epochs(start_brok
     command += ["--group", "K", "--group-protocol", "consumer", "--from-beginning", "--timeout-ms", "120000"]
     paths = [tmp_path / f"out{i}" for i in range(2)]
     files = [path.open("w") for path in paths]
-    consumers = [subprocess.Popen(command, stdout=f, stderr=subprocess.PIPE, text=True) for f in files]
+    consumers = [
+        subprocess.Popen(
+            command, stdout=f, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_in_a_terminal
+        )  # SIGINT ends them below, as Ctrl-C in a terminal
+        for f in files
+    ]
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from readme_blocks import readme_block
+from terminal_signals import sigint_as_in_a_terminal
 
 from minikafka.testing import KafkaCluster
 
@@ -43,13 +44,6 @@ def _no_processes_within(path: Path, timeout_s: float = 15.0) -> list[str]:
     return left
 
 
-def _interactive_signals() -> None:
-    """A Popen `preexec_fn`: SIGINT as a terminal's foreground job has it. A job that a
-    non-interactive shell started in the background (`make test`'s heavy half, CI, `... &`)
-    inherits SIGINT ignored, and Python then never installs its KeyboardInterrupt handler."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _pytest(directory: Path, *args: str) -> subprocess.Popen:
     """A new pytest process in `directory` (its own rootdir, the plugin from the entry point),
     with TMPDIR inside it so its clusters are found by path, and Ctrl-C's SIGINT handled."""
@@ -64,7 +58,7 @@ def _pytest(directory: Path, *args: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        preexec_fn=_interactive_signals,
+        preexec_fn=sigint_as_in_a_terminal,
     )
 
 
