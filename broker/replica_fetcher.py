@@ -39,8 +39,9 @@ class FetchState:
     truncated: bool = False
     delay_until: float = 0.0
     # the Fetch fields last built for this partition and what they were built from (fetch
-    # offset, last fetched epoch, log start offset, leader epoch): an idle partition's next
-    # fetch reuses the same dict, which the fetch session then finds unchanged by identity
+    # offset, last fetched epoch, log start offset, leader epoch, replica.fetch.max.bytes): an
+    # idle partition's next fetch reuses the same dict, which the fetch session then finds
+    # unchanged by identity
     fields: dict | None = None
     built_from: tuple = ()
 
@@ -165,8 +166,14 @@ class ReplicaFetcher:
         max_bytes = self.config["replica.fetch.max.bytes"]
         for tp, state in ready:
             log_ = state.partition.log
-            source = (log_.log_end_offset, log_.epoch_cache.latest_epoch, log_.log_start_offset, state.leader_epoch)
-            if state.fields is None or source != state.built_from or state.fields["partition_max_bytes"] != max_bytes:
+            source = (
+                log_.log_end_offset,
+                log_.epoch_cache.latest_epoch,
+                log_.log_start_offset,
+                state.leader_epoch,
+                max_bytes,
+            )
+            if state.fields is None or source != state.built_from:
                 state.built_from = source
                 state.fields = {
                     "partition": tp[1],

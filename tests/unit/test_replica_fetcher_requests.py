@@ -32,8 +32,8 @@ class RecordingLeader:
         return SimpleNamespace(error_code=ErrorCode.NONE, session_id=7, responses=[])
 
 
-def fetcher(partitions: int, config=CONFIG):
-    f = ReplicaFetcher(2, 1, "127.0.0.1", 9092, dict(config), lambda tp: None, lambda log_dir: None)
+def fetcher(partitions: int):
+    f = ReplicaFetcher(2, 1, "127.0.0.1", 9092, dict(CONFIG), lambda tp: None, lambda log_dir: None)
     for i in range(partitions):
         log = SimpleNamespace(log_end_offset=100 + i, log_start_offset=0, epoch_cache=SimpleNamespace(latest_epoch=3))
         f.partitions[("t", i)] = FetchState(SimpleNamespace(tp=("t", i), leader_epoch=3, log=log), 3, truncated=True)
