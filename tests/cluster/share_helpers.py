@@ -56,36 +56,40 @@ def produce(broker, name, count, partitions=3) -> None:
 
 def joined(*consumers, bootstrap: str, group: str, topic: str | None = None, seconds: float = 30.0) -> None:
     """Poll until the group, as ShareGroupDescribe and DescribeShareGroupOffsets show it, has
-    every consumer as a member holding an assignment, and every assigned partition has been read
-    once (share.auto.offset.reset is latest: records produced before a partition is first read
-    are not delivered, as in Kafka); with `topic`, only that topic's partitions are assigned
-    (a member that subscribed anew has heartbeated its new subscription). Waits as a client
-    would, with a bound: AssertionError names what the group still lacks after `seconds`."""
+    every consumer as a member holding an assignment, every member at the group's assignment
+    epoch (its heartbeat has been answered with the current target assignment: until then a
+    member that joined first still fetches every partition it was given alone, since a
+    ShareFetch is not checked against the assignment, in Kafka as here), and every assigned
+    partition read once (share.auto.offset.reset is latest: records produced before a partition
+    is first read are not delivered, as in Kafka); with `topic`, only that topic's partitions
+    are assigned (a member that subscribed anew has heartbeated its new subscription). Waits as
+    a client would, with a bound: AssertionError names what the group still lacks after `seconds`."""
     deadline = time.monotonic() + seconds
     seen = None
     while time.monotonic() < deadline:
         for c in consumers:
             assert not [m for m in c.poll(0.2) if m.error() is None]
         seen = trio.run(_group_state, bootstrap, group)
-        members, initialized = seen
-        settled = len(members) == len(consumers) and all(members) and all(initialized.values())
+        members, initialized, current = seen
+        settled = len(members) == len(consumers) and all(members) and current and all(initialized.values())
         if settled and (topic is None or {t for t, _ in initialized} == {topic}):
             return
     raise AssertionError(f"share group {group} not settled after {seconds} s: {seen}")
 
 
 async def _group_state(bootstrap: str, group: str):
-    """([assignment of each member], {(topic, partition): read once}) or ([], {}) while the
-    group's coordinator is not ready."""
+    """([assignment of each member], {(topic, partition): read once}, every member at the
+    assignment epoch) or ([], {}, False) while the group's coordinator is not ready."""
     try:
         async with Cluster.open(bootstrap) as cluster:
             described = await describe_share_group(cluster, group)
             members = [m["assignment"] for m in described["members"]]
             offsets = await share_group_offsets(cluster, group) if any(members) else {}
     except KafkaError:
-        return [], {}
+        return [], {}, False
     assigned = {tp for a in members for tp in a}
-    return members, {tp: offsets.get(tp, (-1,))[0] >= 0 for tp in assigned}
+    current = all(m["member_epoch"] == described["assignment_epoch"] for m in described["members"])
+    return members, {tp: offsets.get(tp, (-1,))[0] >= 0 for tp in assigned}, current
 
 
 def drain(consumers, want: int, seconds: float = 60.0, on_message=None) -> dict:

@@ -33,16 +33,19 @@ def partitions(outcome):
     return {p for ps in (outcome.assignment or {}).values() for p in ps}
 
 
-def test_a_member_joins_and_gets_every_partition_then_a_second_shares_them():
+def test_a_member_joins_and_gets_every_partition_then_a_second_takes_a_share():
     group = ShareGroup("jobs")
     a = beat(group, "a", 0)
     assert (a.member_epoch, partitions(a)) == (1, {0, 1, 2})
     assert group.exists and group.group_epoch == 1 and group.state == "Stable"
-    b = beat(group, "b", 0)
-    assert b.member_epoch == 2 and partitions(b)  # the second member reads too
-    again = beat(group, "a", 1, topics=None)  # a heartbeat: a keeps what it had, at the new epoch
-    assert again.member_epoch == 2 and again.assignment is None
-    assert group.members["a"].assigned == {ORDERS.topic_id: frozenset({0, 1, 2})}
+    b = beat(group, "b", 0)  # 3 partitions over 2 members: "a" (first by id) keeps 2, "b" gets 1
+    assert b.member_epoch == 2 and partitions(b) == {2}
+    assert group.members["a"].assigned == {ORDERS.topic_id: frozenset({0, 1, 2})}  # until it heartbeats
+    again = beat(group, "a", 1, topics=None)  # its next heartbeat brings the new epoch and gives up 2
+    assert again.member_epoch == 2 and partitions(again) == {0, 1}
+    assert group.members["a"].assigned == {ORDERS.topic_id: frozenset({0, 1})}
+    quiet = beat(group, "a", 2, topics=None)  # nothing changed since: no assignment in the answer
+    assert quiet.member_epoch == 2 and quiet.assignment is None
 
 
 def test_a_leave_removes_the_member_and_bumps_the_epoch():
@@ -110,14 +113,33 @@ def test_a_subscription_to_a_missing_topic_assigns_nothing_until_it_exists():
     members=st.lists(st.text("abcdefgh", min_size=1, max_size=6), min_size=1, max_size=12, unique=True),
     count=st.integers(1, 10),
 )
-def test_the_assignor_covers_every_partition_and_each_member_reads(members, count):
+def test_the_assignor_covers_every_partition_balanced_and_sticky(members, count):
     topic = uuid.UUID(int=7)
     target = share_assignor.assign({m: {topic} for m in members}, {topic: count}, {})
     covered = {p for a in target.values() for p in a.get(topic, ())}
     assert covered == set(range(count))
     assert all(target[m].get(topic) for m in members)  # no member is left without a partition
+    sizes = [len(target[m][topic]) for m in members]
+    assert max(sizes) - min(sizes) <= 1  # balanced
+    readers = [sum(p in target[m][topic] for m in members) for p in range(count)]
+    assert max(readers) == -(-len(members) // count)  # shared only when members outnumber partitions
     again = share_assignor.assign({m: {topic} for m in members}, {topic: count}, target)
-    assert all(target[m][topic] <= again[m][topic] for m in members)  # what a member held it keeps
+    assert again == target  # a balanced assignment stays as it is
+    joined = share_assignor.assign({m: {topic} for m in [*members, "~new"]}, {topic: count}, target)
+    assert joined["~new"][topic]
+    for m in members:  # sticky: a member only gives up partitions or only gains them, never swaps
+        assert joined[m][topic] <= target[m][topic] or target[m][topic] <= joined[m][topic]
+
+
+def test_members_subscribed_to_different_topics_balance_each_topic_apart():
+    t1, t2 = uuid.UUID(int=1), uuid.UUID(int=2)
+    target = share_assignor.assign({"a": {t1}, "b": {t2}, "c": {t1, t2}}, {t1: 4, t2: 2}, {})
+    assert set(target["a"]) == {t1} and set(target["b"]) == {t2} and set(target["c"]) == {t1, t2}
+    assert len(target["a"][t1]) == len(target["c"][t1]) == 2 and target["a"][t1] | target["c"][t1] == {0, 1, 2, 3}
+    assert len(target["b"][t2]) == len(target["c"][t2]) == 1 and target["b"][t2] | target["c"][t2] == {0, 1}
+    # a member that leaves a topic gives its partitions back to the others subscribed to it
+    after = share_assignor.assign({"a": {t1}, "b": {t2}, "c": {t2}}, {t1: 4, t2: 2}, target)
+    assert after["a"] == {t1: frozenset({0, 1, 2, 3})} and after["c"] == {t2: target["c"][t2]}
 
 
 def test_assigned_partitions_join_the_groups_state_partitions_once():
