@@ -50,12 +50,28 @@ def docker_scope(nodeid: str) -> str:
     return "docker" if module in DOCKER_MODULES or rest.partition("[")[0] in DOCKER_TESTS else nodeid
 
 
+#: modules that use the `spark` fixture (a SparkSession per pytest process): `make test`'s other
+#: tier (`--dist loadfile`) runs them one after another on one worker, so that one JVM starts
+#: instead of one per module (27-40 s each in a loaded run), and hands them out first: together
+#: they are that tier's longest unit of work (about 450 s), which must not start last
+SPARK_MODULES = {"test_spark_connector_source", "test_spark_connector_sink", "test_spark_connector_options"}
+
+
+def file_scope(nodeid: str) -> str:
+    """The scheduling unit of a test id under `--dist loadfile`: "spark" for the Spark modules,
+    else the test's file."""
+    path = nodeid.partition("::")[0]
+    return "spark" if path.rpartition("/")[2].removesuffix(".py") in SPARK_MODULES else path
+
+
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup` as `make test` means it: the Docker tests one after another on one worker,
     every other test on its own. xdist's own loadgroup renames test ids (`item._nodeid`), which
     pytest 9 no longer reads, so its groups were split across workers and two compose clusters
-    started at once (CI: a broker never became healthy); this scheduler groups by test id."""
-    if config.getvalue("dist") != "loadgroup":
+    started at once (CI: a broker never became healthy); this scheduler groups by test id.
+    `--dist loadfile`: a file per unit of work, except the Spark modules, one unit handed out first."""
+    dist = config.getvalue("dist")
+    if dist not in ("loadgroup", "loadfile"):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
@@ -63,7 +79,16 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return docker_scope(nodeid)
 
-    return DockerGroupScheduling(config, log)
+    class SparkGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return file_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if "spark" in self.workqueue:
+                self.workqueue.move_to_end("spark", last=False)
+            super()._assign_work_unit(node)
+
+    return (DockerGroupScheduling if dist == "loadgroup" else SparkGroupScheduling)(config, log)
 
 
 #: a non-chaos test slower than this is named at the end of the run (issue 48: none should be)

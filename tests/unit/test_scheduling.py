@@ -1,5 +1,6 @@
 """`make test`'s heavy tier keeps the Docker tests on one xdist worker (tests/conftest.py's
-scheduler): two compose clusters at once starve each other on 2 cores."""
+scheduler): two compose clusters at once starve each other on 2 cores. Its other tier keeps the
+Spark modules on one worker: they share one SparkSession there."""
 
 import sys
 
@@ -25,3 +26,31 @@ def test_every_other_test_is_its_own_scope():
         "tests/cluster/test_compose_cluster_extra.py::test_x",
     ):
         assert docker_scope(nodeid) == nodeid
+
+
+def file_scope(nodeid: str) -> str:
+    return sys.modules["conftest"].file_scope(nodeid)
+
+
+def test_the_spark_modules_share_one_scope_and_other_files_are_their_own():
+    conftest = sys.modules["conftest"]
+    for module in conftest.SPARK_MODULES:
+        assert file_scope(f"tests/cluster/{module}.py::test_x[a]") == "spark"
+    assert file_scope("tests/cluster/test_replication.py::test_y") == "tests/cluster/test_replication.py"
+    assert file_scope("tests/cluster/test_spark_connector_sinks.py::test_z") == "tests/cluster/test_spark_connector_sinks.py"
+
+
+def test_the_spark_modules_are_every_module_that_uses_the_spark_session():
+    """A module of the other tier that uses the `spark` fixture outside SPARK_MODULES would start
+    a JVM of its own (the heavy tier's compose module has one on the Docker worker)."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "cluster"
+    users = {
+        path.stem
+        for path in root.glob("test_*.py")
+        if re.search(r"def test_\w+\([^)]*\bspark\b", path.read_text())
+    }
+    conftest = sys.modules["conftest"]
+    assert users - conftest.HEAVY_MODULES == conftest.SPARK_MODULES
