@@ -37,7 +37,10 @@ def test_the_spark_modules_share_one_scope_and_other_files_are_their_own():
     for module in conftest.SPARK_MODULES:
         assert file_scope(f"tests/cluster/{module}.py::test_x[a]") == "spark"
     assert file_scope("tests/cluster/test_replication.py::test_y") == "tests/cluster/test_replication.py"
-    assert file_scope("tests/cluster/test_spark_connector_sinks.py::test_z") == "tests/cluster/test_spark_connector_sinks.py"
+    assert (
+        file_scope("tests/cluster/test_spark_connector_sinks.py::test_z")
+        == "tests/cluster/test_spark_connector_sinks.py"
+    )
 
 
 def test_the_spark_modules_are_every_module_that_uses_the_spark_session():
@@ -48,9 +51,7 @@ def test_the_spark_modules_are_every_module_that_uses_the_spark_session():
 
     root = pathlib.Path(__file__).resolve().parents[1] / "cluster"
     users = {
-        path.stem
-        for path in root.glob("test_*.py")
-        if re.search(r"def test_\w+\([^)]*\bspark\b", path.read_text())
+        path.stem for path in root.glob("test_*.py") if re.search(r"def test_\w+\([^)]*\bspark\b", path.read_text())
     }
     conftest = sys.modules["conftest"]
     assert users - conftest.HEAVY_MODULES == conftest.SPARK_MODULES
