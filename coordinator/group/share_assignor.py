@@ -1,5 +1,6 @@
-"""Kafka's `SimpleAssignor` for share groups (KIP-932, as Kafka 4.1+ builds it): several members
-may read one partition, and the assignment is balanced first and sticky second.
+"""Kafka's `SimpleAssignor` for share groups (KIP-932, as Kafka 4.1+ builds it: KAFKA-19362 and
+KAFKA-19363 replaced the hash-based placement of 4.0): several members may read one partition,
+and the assignment is balanced first and sticky second.
 
 Within a pool of partitions and the members that may read them:
 - each partition wants `sharing = ceil(members / partitions)` readers (1 while there are at least
