@@ -100,17 +100,21 @@ async def test_metrics_move_with_the_cluster(start_broker, zk):
     await wait_for(lambda: lags() == [0, 0, 60], timeout_s=15)
 
     # a paused follower falls out of the ISR: the leader counts the shrink and the partition as
-    # under-replicated until it is back
+    # under-replicated until it is back. The leader commits an ISR change (and counts it) when
+    # its ZooKeeper write returns, which a reader of the znode can see first: after the znode,
+    # wait for the leader's own count, as a dashboard would (a fresh clone once scraped between)
     follower = next(b for i, b in brokers.items() if b is not leader)
     follower.process.send_signal(signal.SIGSTOP)
     try:
         await wait_for(lambda: len(partition_state(zk, "m", 0)["isr"]) == 2, timeout_s=lag_ms / 1000 + 15)
+        await wait_for(lambda: value(scrape(leader), "kafka_server_replicamanager_isrshrinks_total") >= 1, 10)
         paused = await trio.to_thread.run_sync(scrape, leader)
         assert value(paused, "kafka_server_replicamanager_isrshrinks_total") >= 1
         assert value(paused, "kafka_server_replicamanager_underreplicatedpartitions") == 1
     finally:
         follower.process.send_signal(signal.SIGCONT)
     await wait_for(lambda: len(partition_state(zk, "m", 0)["isr"]) == 3, timeout_s=30)
+    await wait_for(lambda: value(scrape(leader), "kafka_server_replicamanager_isrexpands_total") >= 1, 10)
     back = await trio.to_thread.run_sync(scrape, leader)
     assert value(back, "kafka_server_replicamanager_isrexpands_total") >= 1
     assert value(back, "kafka_server_replicamanager_underreplicatedpartitions") == 0
