@@ -14,6 +14,8 @@ does not become healthy in time.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import importlib.metadata
 import json
@@ -21,7 +23,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +38,9 @@ ZOOKEEPERS = ("zookeeper1", "zookeeper2", "zookeeper3")  # one ensemble (a quoru
 PROJECT = "minikafka"  # the project name .env gives docker-compose in the repository
 DEFAULT_PORTS = (19092, 19093, 19094)  # the EXTERNAL listeners' host ports
 DEFAULT_METRICS_PORTS = (19404, 19405, 19406)  # the brokers' Prometheus endpoints on the host
+#: held by `build_images` from start to end: the image tags belong to the Docker engine, not to a
+#: checkout, so one lock per machine (`make test` builds in the background while tests wait on it)
+IMAGES_LOCK = Path(tempfile.gettempdir()) / "minikafka-images.lock"
 
 
 class DockerError(RuntimeError):
@@ -85,8 +92,49 @@ def remove_setuptools_build(root: Path) -> list[Path]:
     return stale
 
 
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock(2) on `path` (created if missing), waiting for any other holder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def images_building() -> bool:
+    """True while some process holds `IMAGES_LOCK`, i.e. is inside `build_images` (the test
+    scheduler hands the Docker tests out once it is free)."""
+    try:
+        f = open(IMAGES_LOCK, "a")
+    except OSError:
+        return False
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return False
+
+
+def wheel_build_lock(root: Path = ROOT) -> contextlib.AbstractContextManager[None]:
+    """Held around a `pip wheel` of `root`: setuptools builds in `root/build/` (in-tree), so two at
+    once (the image build and tests/cluster/test_wheel_install.py) would remove each other's files."""
+    return _exclusive(root / "build" / ".wheel-build.lock")
+
+
 def build_images(log=print) -> dict[str, float]:
-    """Build (or reuse) the base image, the wheels and both images; seconds per step."""
+    """Build (or reuse) the base image, the wheels and both images; seconds per step. One build at
+    a time per machine: a call waits while another holds `IMAGES_LOCK` (`make test` starts one in
+    the background), then reuses the base images that one made."""
+    with _exclusive(IMAGES_LOCK):
+        return _build_images(log)
+
+
+def _build_images(log) -> dict[str, float]:
     timings = {}
     started = time.monotonic()
     _run(["bash", str(ROOT / "docker" / "build-base.sh")], timeout=3600)
@@ -95,15 +143,16 @@ def build_images(log=print) -> dict[str, float]:
 
     started = time.monotonic()
     wheels = ROOT / "docker" / "wheels"
-    shutil.rmtree(wheels, ignore_errors=True)
-    remove_setuptools_build(ROOT)
     # fixed timestamps in the wheels: the same sources give the same bytes, so docker build reuses its cache
     env = {
         **os.environ,
         "PATH": f"{Path.home() / '.cargo' / 'bin'}:{os.environ.get('PATH', '')}",
         "SOURCE_DATE_EPOCH": "315532800",
     }
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(wheels), ".", "./native"], env=env)
+    with wheel_build_lock():
+        shutil.rmtree(wheels, ignore_errors=True)
+        remove_setuptools_build(ROOT)
+        _run([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(wheels), ".", "./native"], env=env)
     timings["wheels (pip wheel on the host)"] = time.monotonic() - started
     log(
         f"wheels: {len(list(wheels.glob('*.whl')))} in docker/wheels ({timings['wheels (pip wheel on the host)']:.0f} s)"

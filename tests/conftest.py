@@ -43,6 +43,14 @@ DOCKER_MODULES = {"test_chaos_docker", "test_compose_cluster", "test_compose_sec
 DOCKER_TESTS = {"test_quick_compose_bench_prints_measured_against_targets"}
 
 
+def place_docker_unit(workqueue, building: bool) -> None:
+    """Before a work unit is handed out: the Docker unit goes last while the images are being built
+    (`make test` starts that build in the background; a worker given the unit would only wait on
+    it), and first once they are not: it is the heavy tier's longest unit (some 450 s)."""
+    if "docker" in workqueue and len(workqueue) > 1:
+        workqueue.move_to_end("docker", last=building)
+
+
 def docker_scope(nodeid: str) -> str:
     """The scheduling unit of a test id: "docker" for the Docker tests, else the test itself."""
     path, _, rest = nodeid.partition("::")
@@ -66,7 +74,7 @@ def file_scope(nodeid: str) -> str:
 
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup` as `make test` means it: the Docker tests one after another on one worker,
-    every other test on its own. xdist's own loadgroup renames test ids (`item._nodeid`), which
+    handed out once no image build is running (`place_docker_unit`), every other test on its own. xdist's own loadgroup renames test ids (`item._nodeid`), which
     pytest 9 no longer reads, so its groups were split across workers and two compose clusters
     started at once (CI: a broker never became healthy); this scheduler groups by test id.
     `--dist loadfile`: a file per unit of work, except the Spark modules, one unit handed out first."""
@@ -75,9 +83,15 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    from local_cluster.compose import images_building
+
     class DockerGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return docker_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            place_docker_unit(self.workqueue, images_building())
+            super()._assign_work_unit(node)
 
     class SparkGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

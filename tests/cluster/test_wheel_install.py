@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from readme_blocks import readme_block
 
+from local_cluster.compose import wheel_build_lock
 from local_cluster.zookeeper import ZooKeeperProcess
 
 pytestmark = pytest.mark.slow
@@ -36,7 +37,8 @@ def fresh_venv(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """A new virtualenv with the built wheel, pytest and the example's clients, and its environment."""
     root = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTEST_ADDOPTS")}
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(ROOT)], root, env)
+    with wheel_build_lock(ROOT):  # not beside the image build's wheel of the same tree (make test)
+        _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(ROOT)], root, env)
     (wheel,) = (root / "dist").glob("minikafka-*.whl")
     tops = {name.split("/", 1)[0] for name in zipfile.ZipFile(wheel).namelist() if "/" in name}
     packages = {t for t in tops if not t.endswith((".dist-info", ".data"))}

@@ -1,6 +1,7 @@
 """`make test`'s heavy tier keeps the Docker tests on one xdist worker (tests/conftest.py's
 scheduler): two compose clusters at once starve each other on 2 cores. Its other tier keeps the
-Spark modules on one worker: they share one SparkSession there."""
+Spark modules on one worker: they share one SparkSession there. The Docker unit is handed out
+once no image build is running (`make test` starts one in the background)."""
 
 import sys
 
@@ -55,3 +56,30 @@ def test_the_spark_modules_are_every_module_that_uses_the_spark_session():
     }
     conftest = sys.modules["conftest"]
     assert users - conftest.HEAVY_MODULES == conftest.SPARK_MODULES
+
+
+def test_the_docker_unit_waits_for_a_running_image_build_and_then_goes_first():
+    from collections import OrderedDict
+
+    place = sys.modules["conftest"].place_docker_unit
+    queue = OrderedDict.fromkeys(["docker", "a", "b"])
+    place(queue, building=True)
+    assert list(queue) == ["a", "b", "docker"]
+    place(queue, building=False)
+    assert list(queue) == ["docker", "a", "b"]
+    only = OrderedDict.fromkeys(["docker"])
+    place(only, building=True)  # nothing else to hand out: the worker takes it and waits
+    assert list(only) == ["docker"]
+    none = OrderedDict.fromkeys(["a", "b"])
+    place(none, building=True)
+    assert list(none) == ["a", "b"]
+
+
+def test_images_building_sees_another_holder_of_the_build_lock(tmp_path, monkeypatch):
+    from local_cluster import compose
+
+    monkeypatch.setattr(compose, "IMAGES_LOCK", tmp_path / "images.lock")
+    assert not compose.images_building()
+    with compose._exclusive(compose.IMAGES_LOCK):  # another open file: flock(2) conflicts as across processes
+        assert compose.images_building()
+    assert not compose.images_building()
