@@ -83,3 +83,16 @@ def test_images_building_sees_another_holder_of_the_build_lock(tmp_path, monkeyp
     with compose._exclusive(compose.IMAGES_LOCK):  # another open file: flock(2) conflicts as across processes
         assert compose.images_building()
     assert not compose.images_building()
+
+
+def test_build_images_holds_the_lock_while_it_builds(tmp_path, monkeypatch):
+    """What the scheduler reads: any build (the background one of `make test`, or a Docker test's
+    own) holds IMAGES_LOCK from start to end, and a second one waits for it."""
+    from local_cluster import compose
+
+    monkeypatch.setattr(compose, "IMAGES_LOCK", tmp_path / "images.lock")
+    seen = []
+    monkeypatch.setattr(compose, "_build_images", lambda log: seen.append(compose.images_building()) or {})
+    assert compose.build_images() == {}
+    assert seen == [True]
+    assert not compose.images_building()
