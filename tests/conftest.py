@@ -74,9 +74,10 @@ def file_scope(nodeid: str) -> str:
 
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup` as `make test` means it: the Docker tests one after another on one worker,
-    handed out once no image build is running (`place_docker_unit`), every other test on its own. xdist's own loadgroup renames test ids (`item._nodeid`), which
-    pytest 9 no longer reads, so its groups were split across workers and two compose clusters
-    started at once (CI: a broker never became healthy); this scheduler groups by test id.
+    handed out once no image build is running (`place_docker_unit`), every other test on its own.
+    xdist's own loadgroup renames test ids (`item._nodeid`), which pytest 9 no longer reads, so its
+    groups were split across workers and two compose clusters started at once (CI: a broker never
+    became healthy); this scheduler groups by test id.
     `--dist loadfile`: a file per unit of work, except the Spark modules, one unit handed out first."""
     dist = config.getvalue("dist")
     if dist not in ("loadgroup", "loadfile"):

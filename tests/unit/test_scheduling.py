@@ -87,7 +87,7 @@ def test_images_building_sees_another_holder_of_the_build_lock(tmp_path, monkeyp
 
 def test_build_images_holds_the_lock_while_it_builds(tmp_path, monkeypatch):
     """What the scheduler reads: any build (the background one of `make test`, or a Docker test's
-    own) holds IMAGES_LOCK from start to end, and a second one waits for it."""
+    own) holds IMAGES_LOCK from start to end, and gives it back."""
     from local_cluster import compose
 
     monkeypatch.setattr(compose, "IMAGES_LOCK", tmp_path / "images.lock")
