@@ -3,6 +3,7 @@ particular nothing below `broker/` imports it. Read from the source with `ast`, 
 imports inside functions too."""
 
 import ast
+import functools
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -40,12 +41,20 @@ ALLOWED = {
 }
 
 
+@functools.cache
+def _tree(path: pathlib.Path) -> ast.Module:
+    """A source file's syntax tree, parsed once for all the tests here (none changes a tree):
+    each test walks every module of several packages, and parsing them again was most of this
+    file's time (`make test-fast`)."""
+    return ast.parse(path.read_text())
+
+
 def imported_packages(package: str) -> dict[str, set[str]]:
     """{module path: project packages it imports}."""
     out = {}
     for path in (ROOT / package).rglob("*.py"):
         names = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Import):
                 names |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -71,7 +80,7 @@ PROJECT = sorted(set(ALLOWED) | {"chaos", "bench", "spark_connector", "tools"})
 def _sources():
     for package in PROJECT:
         for path in (ROOT / package).rglob("*.py"):
-            yield path, ast.parse(path.read_text())
+            yield path, _tree(path)
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -172,7 +181,7 @@ def test_the_network_layer_does_not_know_delayed_operations():
     (`broker.delayed`, `broker.append`): an inline handler responds through a callback, and a
     completion from another task only hands the response to the connection's queue."""
     for module in ("broker/server.py", "broker/connection_output.py"):
-        imported = _runtime_imports(ast.parse((ROOT / module).read_text()))
+        imported = _runtime_imports(_tree(ROOT / module))
         assert not {m for m in imported if m.startswith(("broker.delayed", "broker.append"))}, module
 
 
@@ -182,7 +191,7 @@ def test_the_coordinators_see_the_broker_through_their_protocol_only():
     found = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in (ROOT / "coordinator").rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(_tree(path))
         if isinstance(node, ast.Attribute | ast.Name | ast.arg)
         and "replica_manager" in (getattr(node, "attr", None) or getattr(node, "id", None) or getattr(node, "arg", ""))
     ]
@@ -260,7 +269,7 @@ def test_coordinators_write_only_through_the_runtime():
         where = str(path.relative_to(ROOT))
         if where == "coordinator/runtime.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "append":
                 found.append(f"{where}:{node.lineno} defines append")
             if (
@@ -284,7 +293,7 @@ def test_a_groups_state_changes_only_through_its_transition_function():
     found = []
     for path in (ROOT / "coordinator" / "group").rglob("*.py"):
         where = str(path.relative_to(ROOT))
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         for function in ast.walk(tree):
             if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) or (where, function.name) in allowed:
                 continue
@@ -359,7 +368,7 @@ def test_no_polling_where_an_event_can_be_awaited():
         "broker",
     ):
         for path in (ROOT / package).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
+            for node in ast.walk(_tree(path)):
                 if (
                     isinstance(node, ast.While)
                     and len(node.body) == 1
@@ -387,7 +396,7 @@ def test_the_coordinators_compose_their_parts():
             for base in value.__mro__[1:]:
                 if base.__module__.startswith("coordinator.") and not issubclass(base, BaseException | enum.Enum):
                     found.append(f"{value.__module__}.{value.__name__} inherits {base.__name__}")
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Raise) and node.exc is not None and "NotImplementedError" in ast.unparse(node.exc):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} raise NotImplementedError")
             if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
@@ -409,7 +418,7 @@ def test_no_public_method_serves_only_the_tests():
     methods = []
     for package in PRODUCTION:
         for path in (ROOT / package).rglob("*.py"):
-            tree = ast.parse(path.read_text())
+            tree = _tree(path)
             for node in ast.walk(tree):
                 if isinstance(node, ast.Attribute):
                     named.add(node.attr)
