@@ -35,6 +35,7 @@ async def delete_records(
             continue
         try:
             requested[tp] = rm.get_partition(*tp).delete_records_on_leader(offset)
+            rm.partition_changed(tp)  # the followers learn the new log start offset in their next answer
         except Exception as e:
             results[tp] = (-1, error_code_for(e))
     if not requested:

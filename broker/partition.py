@@ -111,6 +111,14 @@ class ReplicaState:
     last_fetch_ms: int = 0
     last_fetch_leader_leo: int = -1  # the leader's LEO when this follower last fetched
     log_start_offset: int = -1  # the follower's log start offset, as its last fetch said (-1: unknown)
+    #: while the partition is settled in the follower's fetch session (broker/fetch_sessions.py):
+    #: that session's latest fetch time ([ms]), which is this follower's caught-up and fetch time
+    clock: list[int] | None = None
+
+    def caught_up_ms(self) -> int:
+        """When this follower was last caught up (wall clock, ms): Kafka's lastCaughtUpTimeMs."""
+        clock = self.clock
+        return self.last_caught_up_ms if clock is None else max(self.last_caught_up_ms, clock[0])
 
 
 @dataclass
@@ -379,7 +387,7 @@ class Partition:
         return [
             r
             for r in self.isr
-            if r != self.local_broker_id and r in self.remote and now - self.remote[r].last_caught_up_ms > max_lag_ms
+            if r != self.local_broker_id and r in self.remote and now - self.remote[r].caught_up_ms() > max_lag_ms
         ]
 
     def should_expand_isr(self, replica_id: int) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from protocol.errors import ErrorCode
 
@@ -46,6 +46,9 @@ class FetchView(NamedTuple):
     #: no selector applies: no rack, no rack-aware selector, or the consumer in this broker's rack)
     any_replica: bool = False
     client_rack: str = ""
+    #: a follower's incremental fetch session's `settle(key, follower state)`: called for each
+    #: partition this fetch found caught up with nothing to send (broker/fetch_sessions.py)
+    settle: Callable[[tuple[str, int], Any], None] | None = None
 
 
 class AbortedTxn(NamedTuple):

@@ -156,8 +156,15 @@ class ReplicaManager:
             raise UnknownTopicOrPartition(f"{topic}-{index} is not hosted on broker {self.broker_id}")
         return partition
 
+    def partition_changed(self, tp: TopicPartition) -> None:
+        """A change of `tp` that waiting operations may need (its log start offset moved by
+        DeleteRecords): the notify an append or a HW move sends."""
+        self._complete_delayed_for(tp)
+
     def _complete_delayed_for(self, tp: TopicPartition) -> None:
         self.watchers.notify(tp)
+        for session in self.fetch_sessions.changed(tp):  # follower sessions: active again, woken
+            self.watchers.notify(session.watch_key)
         if self.replication_waiters.waiting(tp):
             partition = self.partitions.get(tp)
             if partition is None or not partition.is_leader or len(partition.isr) < self.min_insync_replicas(tp[0]):
@@ -460,37 +467,48 @@ class ReplicaManager:
         if any_replica and self.config["replica.selector.class"] == RACK_AWARE_SELECTOR:
             rack = body.get("rack_id") or ""
             client_rack = "" if rack == self.config["broker.rack"] else rack
-        denied = (
-            _NONE_DENIED if may_read is None else frozenset(t.topic for t in context.topics if not may_read(t.topic))
-        )
+        follower = body.replica_id >= 0
+        # a follower's incremental fetch reads its session's active partitions (settled ones are
+        # stamped through the session's clock: broker/fetch_sessions.py)
+        session = context.session if follower and context.incremental else None
+        topics = context.topics
+        if session is not None:
+            topics = self.fetch_sessions.follower_view(session, body.replica_id, partition_clock.now_ms())
+        denied = _NONE_DENIED if may_read is None else frozenset(t.topic for t in topics if not may_read(t.topic))
         view = FetchView(
             body.replica_id,
             body.max_bytes,
             body.min_bytes,
-            context.topics,
+            topics,
             body.isolation_level == READ_COMMITTED,
             denied,
             context.unchanged if context.incremental else None,
             any_replica=any_replica,
             client_rack=client_rack,
+            settle=session.settle if session is not None and not denied else None,
         )
-        follower = body.replica_id >= 0
         responses, total, errors = self._read(view, follower)
         if errors or body.max_wait_ms <= 0 or total >= body.min_bytes:
             complete(self._fetched(context, follower, responses))
             return None
-        keys = [(t.topic, p.partition) for t in view.topics for p in t.partitions]
+        keys: list = [(t.topic, p.partition) for t in view.topics for p in t.partitions]
         epochs = {key: getattr(self.partitions.get(key), "leader_epoch", None) for key in keys}
+        if session is not None:
+            keys = [session.watch_key]  # woken by a change of any of its partitions
+
+        def current() -> FetchView:
+            """The view now: a follower session's partitions made active since are read too."""
+            return view if session is None else view._replace(topics=session.active_view())
 
         def enough() -> bool:
             # Kafka's DelayedFetch.tryComplete: decide from offsets, without reading. With
             # min_bytes > 1 the bytes are counted by reading again.
             if body.min_bytes > 1:
-                return self._read(view, follower)[1] >= body.min_bytes
-            return self._fetch_can_complete(view, follower, epochs)
+                return self._read(current(), follower, record_fetch=False)[1] >= body.min_bytes
+            return self._fetch_can_complete(current(), follower, epochs)
 
         def read() -> FetchResult:
-            return self._fetched(context, follower, self._read(view, follower, record_fetch=False)[0])
+            return self._fetched(context, follower, self._read(current(), follower, record_fetch=False)[0])
 
         deadline = trio.current_time() + body.max_wait_ms / 1000
         delayed = DelayedFetch(
@@ -529,11 +547,12 @@ class ReplicaManager:
         for topic in body.topics:
             for p in topic.partitions:
                 partition = self.partitions.get((topic.topic, p.partition))
-                if (
-                    partition is None
-                    or not (partition.is_leader or body.any_replica)
-                    or partition.leader_epoch != epochs[(topic.topic, p.partition)]
-                ):
+                if partition is None or not (partition.is_leader or body.any_replica):
+                    return True
+                # a follower session's partition made active since the wait began is held to
+                # the epoch its fetch named
+                expected = epochs.get((topic.topic, p.partition), p.current_leader_epoch)
+                if partition.leader_epoch != expected and expected != NO_EPOCH:
                     return True
                 if follower:
                     if partition.log.log_end_offset > p.fetch_offset:
@@ -558,6 +577,7 @@ class ReplicaManager:
         # left out when its session already has its HW and log start. The full recording is left
         # to `_read_one` only when this one does not apply (a re-read after a wait records nothing).
         unchanged = body.unchanged if follower else None
+        settle = body.settle  # a follower session's: settled partitions are left out of its next fetches
         replica_id = body.replica_id
         hosted = self.partitions.get
         for topic in body.topics:
@@ -588,6 +608,8 @@ class ReplicaManager:
                             and unchanged is not None
                             and unchanged(name, p.partition, partition.high_watermark, partition.log.log_start_offset)
                         ):
+                            if settle is not None and record_fetch:
+                                settle((name, p.partition), partition.remote[replica_id])
                             continue
                 entry = self._read_one(
                     topic.topic,
@@ -696,9 +718,7 @@ class ReplicaManager:
         ]
         if not candidates:
             return None
-        return max(
-            candidates, key=lambda r: (partition.remote[r].log_end_offset, partition.remote[r].last_caught_up_ms)
-        )
+        return max(candidates, key=lambda r: (partition.remote[r].log_end_offset, partition.remote[r].caught_up_ms()))
 
     def _record_follower_fetch(self, partition: Partition, replica_id: int, p) -> None:
         """Kafka's updateFollowerFetchState: the follower's LEO and log start offset from its fetch

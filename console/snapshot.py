@@ -95,7 +95,7 @@ def _replica(p, now: int) -> dict:
             str(r): {
                 "leo": state.log_end_offset,
                 "log_start": state.log_start_offset,
-                "caught_up_ms_ago": max(0, now - state.last_caught_up_ms),
+                "caught_up_ms_ago": max(0, now - state.caught_up_ms()),
             }
             for r, state in sorted(p.remote.items())
         }
