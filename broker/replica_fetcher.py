@@ -9,6 +9,12 @@ session (KIP-227, `client/fetch_session.py`): after the first, a request lists o
 fetch offset changed, and the answer only partitions with news. Errors back a partition off for
 `replica.fetch.backoff.ms`; a broken connection reconnects with backoff. The replica manager adds,
 re-targets and removes partitions on LeaderAndIsr / StopReplica.
+
+Building a request costs what changed, not what is followed (issue 48): the fields of the last
+request are kept (`_wanted`), and only partitions marked since (`_dirty`: added, removed,
+truncated, backed off or answered) are looked at again. Every `REBUILD_S` a request is built
+from every partition, which bounds what changes a partition without this fetcher's knowledge
+(retention raising a log start offset).
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ if TYPE_CHECKING:
     from broker.partition import Partition
 
 log = logging.getLogger(__name__)
+
+#: at least this often (s) a request is built from every partition followed, not only the marked ones
+REBUILD_S = 1.0
 
 
 @dataclass
@@ -60,13 +69,22 @@ class ReplicaFetcher:
         self._wakeup = trio.Event()
         self.scope = trio.CancelScope()
         self.session = FetchSessionHandler()  # incremental fetch session with the leader (KIP-227)
+        self._wanted: dict[tuple[str, int], dict] = {}  # the last request's partitions and fields
+        self._dirty: set[tuple[str, int]] = set()  # partitions to look at again before the next one
+        self._delayed: set[tuple[str, int]] = set()  # partitions backed off (out of `_wanted`)
+        self._rebuild_at = 0.0  # trio time of the next request built from every partition
+        self._max_bytes = -1  # the replica.fetch.max.bytes of `_wanted`
+        self._untruncated: set[tuple[str, int]] = set()  # partitions that may need truncating first
 
     def add(self, partition: Partition) -> None:
         self.partitions[partition.tp] = FetchState(partition, partition.leader_epoch)
+        self._dirty.add(partition.tp)
+        self._untruncated.add(partition.tp)
         self._wakeup.set()
 
     def remove(self, tp) -> None:
         self.partitions.pop(tp, None)
+        self._dirty.add(tp)
 
     async def run(self) -> None:
         backoff = self.config["replica.fetch.backoff.ms"] / 1000
@@ -94,15 +112,26 @@ class ReplicaFetcher:
                     )
                     await trio.sleep(backoff)
 
-    def _ready(self, truncated: bool) -> list[tuple[tuple[str, int], FetchState]]:
+    def _to_truncate(self) -> list[tuple[tuple[str, int], FetchState]]:
+        """The partitions to truncate (by leader epoch) before they are fetched, not backed off:
+        every partition is one when added, and again when its fetch found its log diverged
+        (`_untruncated` holds them, so an iteration costs nothing when there are none)."""
         now = trio.current_time()
-        return [(tp, s) for tp, s in self.partitions.items() if s.truncated == truncated and s.delay_until <= now]
+        pending = []
+        for tp in list(self._untruncated):
+            state = self.partitions.get(tp)
+            if state is None or state.truncated:
+                self._untruncated.discard(tp)
+            elif state.delay_until <= now:
+                pending.append((tp, state))
+        return pending
 
     def _back_off(self, state: FetchState) -> None:
         state.delay_until = trio.current_time() + self.config["replica.fetch.backoff.ms"] / 1000
+        self._dirty.add(state.partition.tp)
 
     async def _truncate(self, conn: Connection) -> None:
-        pending = self._ready(truncated=False)
+        pending = self._to_truncate()
         if not pending:
             return
         topics: dict[str, list] = {}
@@ -156,15 +185,32 @@ class ReplicaFetcher:
                     )
                     partition.truncate_to(offset)
                 state.truncated = True
+                self._dirty.add(partition.tp)
 
-    async def _fetch(self, conn: Connection) -> None:
-        ready = self._ready(truncated=True)
-        if not ready:
-            await trio.sleep(min(0.1, self.config["replica.fetch.backoff.ms"] / 1000))
-            return
-        wanted = {}
+    def _update_wanted(self) -> tuple[list, list]:
+        """Bring `_wanted` up to date (the marked partitions, or every one when `REBUILD_S`
+        passed); returns (partitions whose fields changed or that were added, partitions
+        dropped)."""
+        now = trio.current_time()
         max_bytes = self.config["replica.fetch.max.bytes"]
-        for tp, state in ready:
+        if now >= self._rebuild_at or max_bytes != self._max_bytes:  # (a dynamic config change)
+            self._rebuild_at, self._max_bytes = now + REBUILD_S, max_bytes
+            self._dirty.update(self.partitions)
+            self._dirty.update(self._wanted)
+        if self._delayed:
+            due = [tp for tp in self._delayed if (s := self.partitions.get(tp)) is None or s.delay_until <= now]
+            self._delayed.difference_update(due)
+            self._dirty.update(due)
+        changed, removed = [], []
+        wanted = self._wanted
+        for tp in self._dirty:
+            state = self.partitions.get(tp)
+            if state is None or not state.truncated or state.delay_until > now:
+                if state is not None and state.delay_until > now:
+                    self._delayed.add(tp)
+                if wanted.pop(tp, None) is not None:
+                    removed.append(tp)
+                continue
             log_ = state.partition.log
             source = (
                 log_.log_end_offset,
@@ -183,10 +229,21 @@ class ReplicaFetcher:
                     "log_start_offset": source[2],
                     "partition_max_bytes": max_bytes,
                 }
-            wanted[tp] = state.fields
+            if wanted.get(tp) is not state.fields:
+                wanted[tp] = state.fields
+                changed.append(tp)
+        self._dirty.clear()
+        return changed, removed
+
+    async def _fetch(self, conn: Connection) -> None:
+        changed, removed = self._update_wanted()
+        wanted = self._wanted
+        if not wanted:
+            await trio.sleep(min(0.1, self.config["replica.fetch.backoff.ms"] / 1000))
+            return
         sessions = conn.version_for(ApiKey.FETCH) >= 7
         if sessions:
-            fields = self.session.build(wanted)
+            fields = self.session.build(wanted, changed, removed)
         else:
             fields = FetchSessionHandler().build(wanted) | {"session_epoch": FINAL_EPOCH}
         body = {
@@ -209,9 +266,11 @@ class ReplicaFetcher:
             return
         for t in response.responses:
             for p in t.partitions:
-                fetching = self.partitions.get((t.topic, p.partition_index))
+                tp = (t.topic, p.partition_index)
+                fetching = self.partitions.get(tp)
                 if fetching is not None and fetching.truncated:
                     self._apply(fetching, p)
+                    self._dirty.add(tp)
 
     def _apply(self, state: FetchState, p) -> None:
         partition = state.partition
@@ -228,6 +287,7 @@ class ReplicaFetcher:
         if code != ErrorCode.NONE:
             if code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 state.truncated = False  # diverged: ask for the epoch's end offset again
+                self._untruncated.add(partition.tp)
             log.info("fetch %s-%d from leader %d: %s", *partition.tp, self.leader_id, code.name)
             self._back_off(state)
             return
@@ -240,6 +300,7 @@ class ReplicaFetcher:
         except (StorageError, ProtocolError) as e:
             log.warning("follower append to %s-%d failed (%s); truncating again before fetching", *partition.tp, e)
             state.truncated = False
+            self._untruncated.add(partition.tp)
             self._back_off(state)
             return
         self.on_change(partition.tp)

@@ -26,8 +26,16 @@ class FetchSessionHandler:
         self._sent: dict[TopicPartition, dict] = {}  # what the broker's session holds
         self._pending: dict[TopicPartition, dict] = {}  # what it will hold once the request succeeds
 
-    def build(self, wanted: dict[TopicPartition, dict]) -> dict:
-        """`session_id`, `session_epoch`, `topics` and `forgotten_topics_data` of the next request."""
+    def build(
+        self,
+        wanted: dict[TopicPartition, dict],
+        changed: list[TopicPartition] | None = None,
+        removed: list[TopicPartition] | None = None,
+    ) -> dict:
+        """`session_id`, `session_epoch`, `topics` and `forgotten_topics_data` of the next request.
+        A caller that knows what changed since its last `wanted` names it (`changed`: added or
+        with new fields; `removed`: dropped), and an incremental request is then built from
+        those alone; without them every partition is compared."""
         self._pending = dict(wanted)
         if self.session_id == 0 or self.epoch == INITIAL_EPOCH:
             send, forgotten, epoch = wanted, [], INITIAL_EPOCH
@@ -35,8 +43,13 @@ class FetchSessionHandler:
             sent = self._sent
             # the same dict as last time is unchanged (callers reuse an idle partition's fields):
             # compared by identity before by value
-            send = {tp: p for tp, p in wanted.items() if (q := sent.get(tp)) is not p and q != p}
-            forgotten, epoch = [tp for tp in self._sent if tp not in wanted], self.epoch
+            if changed is None or removed is None:
+                send = {tp: p for tp, p in wanted.items() if (q := sent.get(tp)) is not p and q != p}
+                forgotten = [tp for tp in sent if tp not in wanted]
+            else:
+                send = {tp: p for tp in changed if (q := sent.get(tp)) is not (p := wanted[tp]) and q != p}
+                forgotten = [tp for tp in removed if tp in sent and tp not in wanted]
+            epoch = self.epoch
         topics: dict[str, list[dict]] = {}
         for (topic, _), fields in send.items():
             topics.setdefault(topic, []).append(fields)
