@@ -24,8 +24,8 @@ partition out of the answer, and so would every later fetch until the partition 
   leadership, log or log start change: `changed`) makes it active again in every follower
   session that holds it, its follower state stamped with the session's last fetch first;
   a partition the request lists (new fetch parameters) is made active before the stamp;
-- a fetch that waits watches its session (`watch_key`), not its partitions: `changed` names
-  the sessions to wake;
+- a fetch that waits watches its session (the session object is the watch key), not its
+  partitions: `changed` names the sessions to wake;
 - at least every `SWEEP_MS` a fetch reads every partition again (`follower_view`), so a change
   that no notify announces reaches the follower within that bound;
 - a session that closes, is replaced or evicted, or is used by another replica settles nothing
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -74,15 +75,11 @@ class FetchSession:
     settled: dict[TopicPartition, ReplicaState] = field(default_factory=dict)
     clock: list[int] = field(default_factory=lambda: [0])
     swept_ms: int = 0
+    waiting: int = 0  # its fetches waiting now (woken through `FetchSessionCache.changed`)
     _active: dict[TopicPartition, None] = field(default_factory=dict)  # partitions not settled
 
     def __post_init__(self) -> None:
         self._active = dict.fromkeys(self.partitions)
-
-    @property
-    def watch_key(self) -> FetchSession:
-        """What a waiting follower fetch of this session watches (`FetchSessionCache.changed`)."""
-        return self
 
     def update(self, key: TopicPartition, params: FetchPartition) -> None:
         """A partition's new fetch parameters (added when the session lacks it)."""
@@ -300,18 +297,19 @@ class FetchSessionCache:
             session.unsettle_all()
             session.swept_ms = now_ms
         session.clock[0] = now_ms
-        return session.active_view()
+        return session.active_view() if session.settled else session.view()
 
-    def changed(self, key: TopicPartition) -> tuple[FetchSession, ...]:
+    def changed(self, key: TopicPartition) -> Collection[FetchSession]:
         """Partition `key` changed (the replica manager's notify): it is active again in every
-        follower session holding it; returns those sessions, whose waiting fetches to wake."""
+        follower session holding it; returns those sessions, whose waiting fetches to wake (not
+        a copy: the caller only iterates it, and waking a fetch changes no session's partitions)."""
         sessions = self._followers.get(key)
         if not sessions:
             return ()
         for session in sessions:
             if session.settled:
                 session.unsettle(key)
-        return tuple(sessions)
+        return sessions
 
     def _drop(self, session_id: int) -> None:
         session = self._sessions.pop(session_id, None)

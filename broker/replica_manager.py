@@ -164,7 +164,8 @@ class ReplicaManager:
     def _complete_delayed_for(self, tp: TopicPartition) -> None:
         self.watchers.notify(tp)
         for session in self.fetch_sessions.changed(tp):  # follower sessions: active again, woken
-            self.watchers.notify(session.watch_key)
+            if session.waiting:
+                self.watchers.notify(session)
         if self.replication_waiters.waiting(tp):
             partition = self.partitions.get(tp)
             if partition is None or not partition.is_leader or len(partition.isr) < self.min_insync_replicas(tp[0]):
@@ -471,9 +472,11 @@ class ReplicaManager:
         # a follower's incremental fetch reads its session's active partitions (settled ones are
         # stamped through the session's clock: broker/fetch_sessions.py)
         session = context.session if follower and context.incremental else None
-        topics = context.topics
+        now = partition_clock.now_ms() if follower else 0  # the fetch's time, for every partition
         if session is not None:
-            topics = self.fetch_sessions.follower_view(session, body.replica_id, partition_clock.now_ms())
+            topics = self.fetch_sessions.follower_view(session, body.replica_id, now)
+        else:
+            topics = context.topics
         denied = _NONE_DENIED if may_read is None else frozenset(t.topic for t in topics if not may_read(t.topic))
         view = FetchView(
             body.replica_id,
@@ -487,14 +490,21 @@ class ReplicaManager:
             client_rack=client_rack,
             settle=session.settle if session is not None and not denied else None,
         )
-        responses, total, errors = self._read(view, follower)
+        responses, total, errors = self._read(view, follower, now_ms=now)
         if errors or body.max_wait_ms <= 0 or total >= body.min_bytes:
             complete(self._fetched(context, follower, responses))
             return None
         keys: list = [(t.topic, p.partition) for t in view.topics for p in t.partitions]
         epochs = {key: getattr(self.partitions.get(key), "leader_epoch", None) for key in keys}
+        answer = complete
         if session is not None:
-            keys = [session.watch_key]  # woken by a change of any of its partitions
+            keys = [session]  # woken by a change of any of its partitions (`FetchSessionCache.changed`)
+            waiting = session
+            waiting.waiting += 1
+
+            def answer(result: FetchResult) -> None:
+                waiting.waiting -= 1
+                complete(result)
 
         def current() -> FetchView:
             """The view now: a follower session's partitions made active since are read too."""
@@ -512,7 +522,7 @@ class ReplicaManager:
 
         deadline = trio.current_time() + body.max_wait_ms / 1000
         delayed = DelayedFetch(
-            self.watchers, self.delayed_timer, keys, enough, read, complete, deadline, self.ready_fetches.defer
+            self.watchers, self.delayed_timer, keys, enough, read, answer, deadline, self.ready_fetches.defer
         )
         delayed.start()
         return delayed
@@ -564,14 +574,17 @@ class ReplicaManager:
         return False
 
     def _read(
-        self, body: FetchView, follower: bool, record_fetch: bool = True
+        self, body: FetchView, follower: bool, record_fetch: bool = True, now_ms: int | None = None
     ) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
         """-> (reads per topic, bytes read, answer now). `record_fetch`: note a follower's fetch
-        offset (its LEO) and ISR eligibility; done once per request, not on re-reads after a wait."""
+        offset (its LEO) and ISR eligibility; done once per request, not on re-reads after a wait.
+        `now_ms`: the fetch's wall-clock time (read here when None)."""
         responses: list[tuple[str, list[FetchPartitionData]]] = []
         total, errors = 0, False
         budget = body.max_bytes
-        now = partition_clock.now_ms() if follower and record_fetch else 0  # the fetch's time, for every partition
+        now = 0  # the fetch's time, for every partition
+        if follower and record_fetch:
+            now = partition_clock.now_ms() if now_ms is None else now_ms
         # A follower's fetch of a partition led here that is idle (at the LEO, in the ISR, nothing
         # moved: most of a session's partitions, each fetch) is recorded here in one step, and
         # left out when its session already has its HW and log start. The full recording is left

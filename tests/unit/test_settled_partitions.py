@@ -118,13 +118,15 @@ async def test_a_waiting_fetch_of_settled_partitions_is_answered_by_an_append(rm
         started = trio.current_time()
         results.append((await rm.fetch(body), trio.current_time() - started))
 
+    (follower_session,) = rm.fetch_sessions._sessions.values()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(waiting_fetch)
         await trio.testing.wait_all_tasks_blocked()
-        assert not results
+        assert not results and follower_session.waiting == 1  # the notify wakes it through its session
         await append(rm, 2, [b"c"])
     result, waited = results[0]
     assert list(answered(result)) == [("t", 2)] and waited < 1
+    assert follower_session.waiting == 0
 
 
 async def test_a_log_start_move_no_notify_announces_reaches_the_follower_within_a_sweep(rm, clock):
@@ -170,12 +172,12 @@ def test_a_closed_replaced_or_evicted_session_leaves_its_follower_states_stamped
     second = cache.context(session_fetch(0, 0, [("t", 0, 5)])).session  # evicts the first (one slot)
     assert second is not first
     assert (state.clock, state.last_caught_up_ms, state.last_fetch_ms) == (None, 1_400, 1_400)
-    assert cache.changed(("t", 0)) == ()  # the evicted session is out of the index
+    assert list(cache.changed(("t", 0))) == []  # the evicted session is out of the index
 
     cache.follower_view(second, 2, 2_000)
     second.settle(("t", 0), state)
     other = ReplicaState()
-    assert cache.changed(("t", 0)) == (second,) and state.clock is None and ("t", 0) not in second.settled
+    assert list(cache.changed(("t", 0))) == [second] and state.clock is None and ("t", 0) not in second.settled
     second.settle(("t", 0), other)
     cache.follower_view(second, 3, 2_500)  # another replica uses the session: nothing stays settled
     assert other.clock is None and other.last_caught_up_ms == 2_000 and not second.settled
