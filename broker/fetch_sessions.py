@@ -259,7 +259,7 @@ class FetchSessionCache:
             for p in t.partitions:
                 key = (t.topic, p.partition)
                 if session.replica_id >= 0 and key not in session.partitions:
-                    self._followers.setdefault(key, set()).add(session)
+                    self._index(session, key)
                 session.update(key, _params(p))
         for t in body.get("forgotten_topics_data", ()):
             for index in t.partitions:
@@ -292,12 +292,12 @@ class FetchSessionCache:
             self._release(session)
             session.replica_id = replica_id
             for key in session.partitions:
-                self._followers.setdefault(key, set()).add(session)
+                self._index(session, key)
         if now_ms - session.swept_ms >= SWEEP_MS or now_ms < session.swept_ms:
             session.unsettle_all()
             session.swept_ms = now_ms
         session.clock[0] = now_ms
-        return session.active_view() if session.settled else session.view()
+        return session.active_view()
 
     def changed(self, key: TopicPartition) -> Collection[FetchSession]:
         """Partition `key` changed (the replica manager's notify): it is active again in every
@@ -323,6 +323,9 @@ class FetchSessionCache:
             for key in session.partitions:
                 self._unindex(session, key)
             session.replica_id = -1
+
+    def _index(self, session: FetchSession, key: TopicPartition) -> None:
+        self._followers.setdefault(key, set()).add(session)
 
     def _unindex(self, session: FetchSession, key: TopicPartition) -> None:
         sessions = self._followers.get(key)

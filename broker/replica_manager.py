@@ -574,17 +574,14 @@ class ReplicaManager:
         return False
 
     def _read(
-        self, body: FetchView, follower: bool, record_fetch: bool = True, now_ms: int | None = None
+        self, body: FetchView, follower: bool, record_fetch: bool = True, now_ms: int = 0
     ) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
         """-> (reads per topic, bytes read, answer now). `record_fetch`: note a follower's fetch
-        offset (its LEO) and ISR eligibility; done once per request, not on re-reads after a wait.
-        `now_ms`: the fetch's wall-clock time (read here when None)."""
+        offset (its LEO) and ISR eligibility, at `now_ms` (the fetch's wall-clock time, for every
+        partition); done once per request, not on re-reads after a wait."""
         responses: list[tuple[str, list[FetchPartitionData]]] = []
         total, errors = 0, False
         budget = body.max_bytes
-        now = 0  # the fetch's time, for every partition
-        if follower and record_fetch:
-            now = partition_clock.now_ms() if now_ms is None else now_ms
         # A follower's fetch of a partition led here that is idle (at the LEO, in the ISR, nothing
         # moved: most of a session's partitions, each fetch) is recorded here in one step, and
         # left out when its session already has its HW and log start. The full recording is left
@@ -611,7 +608,7 @@ class ReplicaManager:
                     ):
                         if record_fetch:
                             settled = partition.record_caught_up_fetch(
-                                replica_id, p.fetch_offset, p.log_start_offset, now
+                                replica_id, p.fetch_offset, p.log_start_offset, now_ms
                             )
                             record = not settled  # recorded in one step already
                         else:
