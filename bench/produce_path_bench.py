@@ -14,7 +14,7 @@ Real logs in a temporary directory; the delayed operations' timer and ready-fetc
 garbage collector's thresholds are the broker's.
 
 `python -m bench.produce_path_bench [--requests N] [--profile] [--gap-us N [--busy-gap]]
-[--idle-partitions N]` prints µs per cycle (process CPU time) and, with --profile, the cProfile
+[--idle-partitions N] [--per-turn K]` prints µs per cycle (process CPU time) and, with --profile, the cProfile
 entries that cost most. `--idle-partitions N` puts N more partitions led here, never appended to,
 in both followers' fetch sessions: what a session's idle partitions cost each fetch. With
 `--gap-us`, each cycle is followed by a pause of that many µs, and only the cycles' own CPU time
@@ -67,16 +67,20 @@ def _produce_frame() -> bytes:
     return _frame(0, 9, body, "perf")
 
 
-def _fetch_frame(replica: int, offset: int, session_id: int, idle: int = 0) -> bytes:
+def _fetch_frame(
+    replica: int, offset: int, session_id: int, idle: int = 0, epoch: int | None = None, max_wait_ms: int = 0
+) -> bytes:
     """Replica `replica`'s Fetch at `offset` in its incremental fetch session (KIP-227), as
     `broker/replica_fetcher.py` sends them: the first (offset 0) opens the session (epoch 0) with
     partition 0 and the `idle` partitions 1.., each later one lists partition 0, whose fetch
-    offset moved, at epoch `offset`."""
+    offset moved, at session epoch `epoch` (default: `offset`, one record a cycle), waiting up to
+    `max_wait_ms` for data."""
+    epoch = offset if epoch is None else epoch
     listed = range(idle + 1) if offset == 0 else (0,)
     partitions = [{"partition": i, "fetch_offset": offset if i == 0 else 0, "partition_max_bytes": 1 << 20}
                   for i in listed]  # fmt: skip
-    body = {"replica_id": replica, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
-            "session_id": session_id if offset else 0, "session_epoch": offset,
+    body = {"replica_id": replica, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20,
+            "session_id": session_id if offset else 0, "session_epoch": epoch,
             "topics": [{"topic": TOPIC, "partitions": partitions}]}  # fmt: skip
     return _frame(1, 12, body, f"replica-{replica}")
 
@@ -164,6 +168,88 @@ async def _cycles(
         logs.shutdown()
 
 
+async def _turn_cycles(
+    root: Path, requests: int, per_turn: int, grouped: bool, profile: cProfile.Profile | None
+) -> float:
+    """The leader's steady state under `per_turn` Produce requests a loop turn (as many
+    connections' requests read in one epoll round), one record each, RF 3 acks=-1, with both
+    followers long-polling as replica fetchers do. Each cycle: the requests are made through the
+    Produce handler's path (`append_records_soon`: written as one at the turn's end) or, with
+    `grouped` False, through `append_records` one by one (each written at once); the turn ends,
+    and its pass answers the followers' waiting fetches with the new records; each follower then
+    fetches again from its new LEO, which moves the HW, completes the requests, and waits. ->
+    CPU µs per Produce request."""
+    gc.set_threshold(*GC_THRESHOLDS)
+    props = {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(root), "min.insync.replicas": "2"}
+    config = build_config(props)
+    topic_configs = config.topic_configs()
+    logs = LogManager(config.log_dirs, config.log_config(), topic_config=topic_configs.log_config)
+    logs.startup()
+    try:
+        rm = ReplicaManager(config, logs, MetadataCache(), topic_configs)
+        await rm.become_leader_or_follower(_leader_and_isr(), 7)
+        produce = _produce_frame()
+        cycles = max(20, requests // per_turn)
+        warm = min(200, cycles // 10)
+        fetches = {
+            (r, i): _fetch_frame(r, i * per_turn, r - 1, epoch=i, max_wait_ms=30_000) for r in (2, 3) for i in range(cycles + 1)
+        }  # fmt: skip
+        answered: list = []
+        records_fetched = [0]
+
+        def respond(results) -> None:
+            answered.append(encode_response_parts(0, 9, 1, {"responses": _responses(results), "throttle_time_ms": 0}))
+
+        def fetched(result) -> None:
+            assert result.error_code == 0 and result.session_id > 0, result
+            records_fetched[0] += 1
+            answered.append(encode_response_parts(1, 12, 1, response_body(result)))
+
+        def follow(i: int) -> None:
+            for replica in (2, 3):
+                rm.fetch_now(decode_request(fetches[(replica, i)]).body, None, 12, fetched)
+
+        async def cycle(i: int) -> None:
+            expected = records_fetched[0] + 2
+            for _ in range(per_turn):
+                request = decode_request(produce)
+                body = request.body
+                entries = {(t.name, p.index): p.records for t in body.topic_data for p in t.partition_data}
+                if grouped:
+                    rm.append_records_soon(entries, body.acks, body.timeout_ms, respond)
+                else:
+                    rm.append_records(entries, body.acks, body.timeout_ms, AppendOrigin.CLIENT).on_complete(respond)
+            while records_fetched[0] < expected:  # the turn ends: its pass answers the waiting fetches
+                await trio.lowlevel.checkpoint()
+            follow(i + 1)  # the followers' next fetches, from their new LEO
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(rm.delayed_timer.run)
+            await nursery.start(rm.turn_end.run)
+            follow(0)  # both sessions open and wait
+            for i in range(warm):
+                await cycle(i)
+            started = time.process_time()
+            if profile is not None:
+                profile.enable()
+            for i in range(warm, cycles):
+                await cycle(i)
+            if profile is not None:
+                profile.disable()
+            elapsed = time.process_time() - started
+            nursery.cancel_scope.cancel()
+        assert len(answered) >= (per_turn + 2) * cycles, (len(answered), cycles)
+        return elapsed / ((cycles - warm) * per_turn) * 1e6
+    finally:
+        logs.shutdown()
+
+
+def per_turn_us(requests: int, per_turn: int, grouped: bool = True, profile: cProfile.Profile | None = None) -> float:
+    """CPU µs per Produce request when `per_turn` of them come in each loop turn (`_turn_cycles`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return trio.run(_turn_cycles, Path(tmp), requests, per_turn, grouped, profile)
+
+
 def cycle_us(
     requests: int = 20_000,
     profile: cProfile.Profile | None = None,
@@ -190,7 +276,29 @@ def main(argv: list[str]) -> int:
         default=0,
         help="more partitions led here, in both followers' fetch sessions, that get no appends (default 0)",
     )
+    parser.add_argument(
+        "--per-turn",
+        type=int,
+        default=0,
+        help="K Produce requests per loop turn, written as one per partition, then both follower fetches: "
+        "prints µs per request, grouped and one by one (default: the one-request cycle)",
+    )
     args = parser.parse_args(argv)
+    if not 0 <= args.per_turn <= 1000:
+        parser.error("--per-turn must be between 0 and 1,000")
+    if args.per_turn:
+        profile = cProfile.Profile() if args.profile else None
+        for grouped in (False, True):
+            us = per_turn_us(args.requests, args.per_turn, grouped, profile if grouped else None)
+            how = "written as one at the turn's end" if grouped else "each written at once"
+            print(
+                f"{us:.1f} µs per request: {args.per_turn} Produce requests per loop turn, {how}, then two follower fetches"
+            )
+        if profile is not None:
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(30)
+            print(out.getvalue())
+        return 0
     if args.requests < 100:
         parser.error("--requests must be at least 100")
     if not 0 <= args.gap_us <= 1_000_000:

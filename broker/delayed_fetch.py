@@ -10,7 +10,7 @@ exactly once.
 
 A fetch found ready by a notify is not answered inside the notifier: it is handed to `defer`,
 which answers every ready fetch in one pass after the event loop's current batch of tasks
-(`ReadyFetches`). The appends of several connections read in one loop turn then travel in one
+(`ReadyFetches`, in `broker/turn_end.py`'s pass). The appends of several connections read in one loop turn then travel in one
 fetch response to each follower (one fetch round per loop turn, not per append), and an append
 never pays for the reads it woke.
 """
@@ -21,9 +21,8 @@ import logging
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import trio
-
 from broker.read_results import FetchResult
+from broker.turn_end import TurnEnd
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -107,34 +106,33 @@ class DelayedFetch:
 
 
 class ReadyFetches:
-    """Delayed fetches found ready, answered by one task (`run`) in one pass once the tasks the
-    event loop is running now have run: a notify costs an append one list append, and the pass
-    one task switch for all of them. Until `run` runs (a replica manager used without its task,
-    as unit tests do), a ready fetch is answered at once."""
+    """Delayed fetches found ready, answered in one pass at the end of the event loop's turn
+    (`broker/turn_end.py`, shared with the replica manager's other deferred work): a notify
+    costs an append one list append, and the pass one task switch for all of them. Until the
+    pass's task runs (a replica manager used without its task, as unit tests do), a ready fetch
+    is answered at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, turn_end: TurnEnd | None = None) -> None:
         self._ready: list[DelayedFetch] = []
-        self._wake = trio.Event()
-        self.running = False
+        self._turn_end = TurnEnd() if turn_end is None else turn_end
+        self.run = self._turn_end.run  # the pass's task (started once, by whoever owns `turn_end`)
+
+    @property
+    def running(self) -> bool:
+        return self._turn_end.running
 
     def defer(self, fetch: DelayedFetch) -> None:
-        if not self.running:
+        if not self._turn_end.running:
             fetch.finish()
             return
+        if not self._ready:
+            self._turn_end.soon(self._answer)
         self._ready.append(fetch)
-        self._wake.set()
 
-    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        self.running = True
-        task_status.started()
-        try:
-            while True:
-                await self._wake.wait()
-                self._wake = trio.Event()
-                ready, self._ready = self._ready, []
-                for fetch in ready:
-                    fetch.finish()
-        finally:
-            self.running = False
-            for fetch in self._ready:  # the broker is stopping: answered from what is there
+    def _answer(self) -> None:
+        ready, self._ready = self._ready, []
+        for fetch in ready:
+            try:
                 fetch.finish()
+            except Exception:  # its answer's callback failed: the other fetches are still answered
+                log.exception("answering a ready fetch failed")

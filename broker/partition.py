@@ -239,6 +239,31 @@ class Partition:
         self.maybe_increment_high_watermark()
         return info
 
+    def append_group_as_leader(
+        self, appends: list[tuple[object, int]], min_insync_replicas: int
+    ) -> list[LogAppendInfo | Exception]:
+        """Several CLIENT appends, `(records, required acks)` in arrival order, written as one
+        (`Log.append_group_as_leader`): per append its LogAppendInfo or the exception
+        `append_records_as_leader` would have raised for it alone (NotEnoughReplicas for an
+        acks=-1 one while |ISR| < min.insync.replicas). Raises NotLeaderOrFollower for all."""
+        self.require_leader()
+        short = len(self.isr) < min_insync_replicas
+        outcomes: list = [None] * len(appends)
+        written = []
+        for index, (_, acks) in enumerate(appends):
+            if short and acks == -1:
+                outcomes[index] = NotEnoughReplicas(
+                    f"{self.tp}: ISR {self.isr} is smaller than min.insync.replicas {min_insync_replicas}"
+                )
+            else:
+                written.append(index)
+        if written:
+            infos = self.log.append_group_as_leader([appends[i][0] for i in written], self.leader_epoch)
+            for index, info in zip(written, infos):
+                outcomes[index] = info
+            self.maybe_increment_high_watermark()
+        return outcomes
+
     def maybe_increment_high_watermark(self) -> bool:
         """HW = min LEO over the ISR (the leader's own included); forward only. Returns whether
         it moved."""

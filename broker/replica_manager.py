@@ -35,6 +35,7 @@ import trio
 
 from broker import partition as partition_clock  # now_ms: the follower state's wall clock
 from broker.append import AppendResults, DelayedProduce, PartitionAppend, appended
+from broker.client_appends import ClientAppends, PendingProduce
 from broker.config import RACK_AWARE_SELECTOR, BrokerConfig
 from broker.delayed import DelayedResponse, DelayedTimer, OffsetWaiters, Watchers
 from broker.delayed_fetch import DelayedFetch, ReadyFetches
@@ -50,6 +51,7 @@ from broker.metadata_cache import MetadataCache, partition_states
 from broker.partition import NO_EPOCH, Partition
 from broker.read_results import AbortedTxn, FetchPartitionData, FetchResult, FetchView, ListedOffset, denied_read
 from broker.replica_fetcher import ReplicaFetcher
+from broker.turn_end import TurnEnd
 from broker.zk_isr_manager import ZkIsrManager
 from metrics.stats import BrokerTopicStats, ReplicaStats
 from protocol import record_batch as rb
@@ -118,7 +120,9 @@ class ReplicaManager:
         self.broker_epoch = -1
         self.delayed_timer = DelayedTimer()  # the timeouts of both kinds of waiters, served by run()
         self.watchers = Watchers(self.delayed_timer)
-        self.ready_fetches = ReadyFetches()  # delayed fetches a notify found ready, answered in one pass
+        self.turn_end = TurnEnd()  # work deferred to the end of the loop's turn, done in one pass
+        self.ready_fetches = ReadyFetches(self.turn_end)  # delayed fetches a notify found ready
+        self.client_appends = ClientAppends(self.turn_end, self._append_group, self._finish_produce)
         self.replication_waiters = OffsetWaiters(self.delayed_timer)  # acks=-1 appends waiting for the HW
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self._checkpointed_hw = dict(log_manager.loaded_high_watermarks)
@@ -375,6 +379,7 @@ class ReplicaManager:
         the guard its transactional batches were verified under (`transactions_to_verify`)."""
         results: AppendResults = {}
         waiting: dict[TopicPartition, int] = {}  # tp -> offset the HW must reach
+        self.client_appends.flush(entries)  # what came before for these partitions goes first
         for tp, records in entries.items():
             guards = None if verification is None else verification.get(tp, {})
             outcome = results[tp] = self._append_one(tp, acks, records, origin, guards)
@@ -417,17 +422,96 @@ class ReplicaManager:
                 verification=verification,
             )
         except Exception as e:  # mapped to Kafka's code; unexpected ones are logged
-            code = error_code_for(e)
-            if code == ErrorCode.UNKNOWN_SERVER_ERROR:
-                log.exception("append to %s failed", tp)
-            if isinstance(e, KafkaStorageError):
-                self.handle_log_dir_failure(e.log_dir)
-            record_errors = tuple((index, message[:200]) for index, message in getattr(e, "record_errors", ()))
-            return PartitionAppend(code, None, str(e)[:200], record_errors)
+            return self._append_failed(tp, e)
         self._complete_delayed_for(tp)
         if client:
             self.topic_stats.appended(tp[0], info.size, info.records)
         return PartitionAppend(ErrorCode.NONE, info)
+
+    def _append_failed(self, tp: TopicPartition, e: Exception) -> PartitionAppend:
+        """An append's exception -> its PartitionAppend (Kafka's code; unexpected ones are
+        logged; a storage error takes the log dir offline)."""
+        code = error_code_for(e)
+        if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+            log.error("append to %s failed", tp, exc_info=e)
+        if isinstance(e, KafkaStorageError):
+            self.handle_log_dir_failure(e.log_dir)
+        record_errors = tuple((index, message[:200]) for index, message in getattr(e, "record_errors", ()))
+        return PartitionAppend(code, None, str(e)[:200], record_errors)
+
+    # ---- the appends of one loop turn (broker/client_appends.py) -------------------------------
+    def append_records_soon(
+        self, entries: dict[TopicPartition, Any], acks: int, timeout_ms: int, respond: Callable[[AppendResults], Any]
+    ) -> None:
+        """A client's Produce appends (no KIP-890 guards), as `append_records` makes them, but
+        each partition led here held until the end of the event loop's turn and written with the
+        others that came for it in the same turn (`broker/client_appends.py`). `respond(results)`
+        gets what `append_records` returns or completes its DelayedResponse with, once: after the
+        appends (acks 0 and 1) or once the HW covers them (acks=-1; REQUEST_TIMED_OUT after
+        `timeout_ms`, counted from now). Without the turn's task running (unit tests), appends now."""
+        if not self.turn_end.running:
+            result = self.append_records(entries, acks, timeout_ms, AppendOrigin.CLIENT)
+            if isinstance(result, DelayedResponse):
+                result.on_complete(respond)
+            else:
+                respond(result)
+            return
+        request = PendingProduce(dict.fromkeys(entries), acks, trio.current_time() + timeout_ms / 1000, respond)
+        hosted = self.partitions.get
+        for tp, records in entries.items():
+            partition = hosted(tp)
+            if (
+                partition is not None
+                and partition.is_leader
+                and records is not None
+                and acks in (-1, 0, 1)
+                and tp[0] not in INTERNAL_TOPICS
+            ):
+                self.client_appends.add(request, tp, records, acks)
+            else:  # refused (nothing is appended): answered as `append_records` answers it
+                request.results[tp] = self._append_one(tp, acks, records, AppendOrigin.CLIENT)
+        if request.left == 0:
+            self._finish_produce(request)
+
+    def _append_group(self, tp: TopicPartition, appends: list[tuple[Any, int]]) -> list[PartitionAppend]:
+        """One partition's Produce appends of a loop turn, `(records, acks)` in arrival order,
+        written as one; each gets the PartitionAppend it would have got alone."""
+        partition = self.partitions.get(tp)
+        if len(appends) == 1 or partition is None or not partition.is_leader:
+            # one alone takes the one-append path; a partition whose leadership moved during the
+            # turn refuses each as that path does
+            return [self._append_one(tp, acks, records, AppendOrigin.CLIENT) for records, acks in appends]
+        try:
+            outcomes = partition.append_group_as_leader(appends, self.min_insync_replicas(tp[0]))
+        except Exception as e:
+            failed = self._append_failed(tp, e)
+            return [failed] * len(appends)
+        results, size, records = [], 0, 0
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                results.append(self._append_failed(tp, outcome))
+            else:
+                results.append(PartitionAppend(ErrorCode.NONE, outcome))
+                size += outcome.size
+                records += outcome.records
+        if size:
+            self._complete_delayed_for(tp)
+            self.topic_stats.appended(tp[0], size, records)
+        return results
+
+    def _finish_produce(self, request: PendingProduce) -> None:
+        """A request whose partitions are all appended: answered now, or (acks=-1) once the HW
+        covers its appends (Kafka's DelayedProduce, with the request's own deadline)."""
+        results = request.results
+        waiting = {}
+        if request.acks == -1:
+            waiting = {tp: r.info.last_offset + 1 for tp, r in results.items() if r.info is not None}
+        if not waiting:
+            request.respond(results)
+            return
+        delayed = DelayedResponse()
+        delayed.on_complete(request.respond)
+        DelayedProduce(self, waiting, results, request.deadline, delayed).try_complete()
 
     def replication_outcome(self, tp: TopicPartition, required: int) -> ErrorCode | None:
         """What an acks=-1 append ending before offset `required` gets now: NONE once the HW
@@ -863,7 +947,7 @@ class ReplicaManager:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self.delayed_timer.run)
-            nursery.start_soon(self.ready_fetches.run)
+            nursery.start_soon(self.turn_end.run)  # ready fetches and the turn's Produce appends
             nursery.start_soon(
                 run_periodically,
                 "high watermark checkpoint",

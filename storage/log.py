@@ -30,6 +30,7 @@ import bisect
 import logging
 import os
 import shutil
+import struct
 import time
 import uuid
 from dataclasses import dataclass
@@ -64,6 +65,9 @@ except ImportError:  # pragma: no cover - make setup builds it; the reference be
     _native_batches_valid = None
 
 log = logging.getLogger(__name__)
+
+_BATCH_LENGTH = struct.Struct(">i")  # a v2 batch header's, at byte 8
+_PRODUCER_ID = struct.Struct(">q")  # at byte 43
 
 DELETE_DIR_SUFFIX = "-delete"  # a partition directory being deleted (Kafka's `<tp>.<uuid>-delete`)
 
@@ -230,6 +234,71 @@ class Log:
         its transactional batches were verified under; a transactional batch of a producer
         without an open transaction here and without its current guard raises InvalidTxnState.
         `records` is not modified or copied."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        prepared = self._prepare_leader(records, origin, verification, now)
+        if isinstance(prepared, LogAppendInfo):
+            return prepared
+        return self._commit_leader([prepared], leader_epoch, now)[0]
+
+    def append_group_as_leader(
+        self, appends: list, leader_epoch: int, *, now_ms: int | None = None
+    ) -> list[LogAppendInfo | Exception]:
+        """Several CLIENT appends to this partition (each one Produce request's records, in
+        arrival order) written as one (issue 48: the appends of one event-loop turn). Each is
+        checked on its own, as `append_as_leader` checks it; a refused one gets its exception in
+        its place and the others are still written. The accepted ones take consecutive offsets in
+        their order and reach the segment in one write. -> per append, its LogAppendInfo (for a
+        retried idempotent batch, its original offsets) or the exception `append_as_leader` would
+        have raised. The outcomes are those of the same appends made one by one: a group holds
+        at most one append per producer id and only single-batch appends (any other is written
+        alone, in its turn), so each producer-state check sees everything written before it."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        outcomes: list = [None] * len(appends)
+        group: list[tuple[int, _Batches]] = []
+        producers: set[int] = set()
+        size = 0
+        limit = self.config.segment_bytes
+
+        def commit() -> None:
+            nonlocal size
+            if not group:
+                return
+            try:
+                infos: list = self._commit_leader([parsed for _, parsed in group], leader_epoch, now)
+            except Exception as e:  # the write failed (KafkaStorageError): nothing of the group is written
+                infos = [e] * len(group)
+            for (index, _), info in zip(group, infos):
+                outcomes[index] = info
+            group.clear()
+            producers.clear()
+            size = 0
+
+        for index, records in enumerate(appends):
+            single, producer_id = _single_batch(records)
+            if not single or producer_id in producers or size + len(records) > limit:
+                commit()
+            try:
+                prepared = self._prepare_leader(records, AppendOrigin.CLIENT, None, now)
+            except Exception as e:  # refused: nothing of it is written
+                outcomes[index] = e
+                continue
+            if isinstance(prepared, LogAppendInfo):  # a retried batch: answered, not written again
+                outcomes[index] = prepared
+                continue
+            group.append((index, prepared))
+            size += prepared.size
+            if producer_id >= 0:
+                producers.add(producer_id)
+            if not single:
+                commit()
+        commit()
+        return outcomes
+
+    def _prepare_leader(
+        self, records, origin: AppendOrigin, verification: dict | None, now: int
+    ) -> _Batches | LogAppendInfo:
+        """An append's checks, with nothing written: its parsed batches, or the LogAppendInfo of
+        the batch it retries. Raises what `append_as_leader` documents."""
         parsed = self._parse(records, validate_records=origin is AppendOrigin.CLIENT)
         if origin is AppendOrigin.COORDINATOR and any(header.is_control for _, header in parsed.batches):
             self._check_markers(parsed)
@@ -242,40 +311,61 @@ class Log:
                     self.producer_state.check_verified(
                         header.producer_id, header.producer_epoch, verification.get(header.producer_id)
                     )
-        now = int(time.time() * 1000) if now_ms is None else now_ms
         self._check_timestamps(parsed, now)
-        parsed = self._compress_as_configured(parsed)
+        return self._compress_as_configured(parsed)
+
+    def _commit_leader(self, appends: list[_Batches], leader_epoch: int, now: int) -> list[LogAppendInfo]:
+        """Checked appends -> offsets assigned from LEO, `leader_epoch` stamped, one write to the
+        active segment, the producer state updated; a LogAppendInfo each. Raises
+        KafkaStorageError with nothing written."""
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         offset = first = self.log_end_offset
-        buffers, max_ts, max_ts_offset = [], -1, first
-        for position, header in parsed.batches:
-            prefix = bytearray(parsed.view[position : position + rb.HEADER_SIZE])
-            rb.stamp_batch(prefix, 0, offset, leader_epoch)
-            if append_time:
-                self._set_append_time(prefix, parsed.view[position + rb.HEADER_SIZE : position + header.size], now)
-            buffers += [prefix, parsed.view[position + rb.HEADER_SIZE : position + header.size]]
-            ts = now if append_time else header.max_timestamp
-            if ts > max_ts:
-                max_ts, max_ts_offset = ts, offset + header.last_offset_delta
-            offset += header.last_offset_delta + 1
+        buffers: list = []
+        max_ts, max_ts_offset = -1, first
+        spans = []  # per append: (first offset, max timestamp, its offset)
+        for parsed in appends:
+            start, own_ts, own_ts_offset = offset, -1, offset
+            view = parsed.view
+            for position, header in parsed.batches:
+                prefix = bytearray(view[position : position + rb.HEADER_SIZE])
+                rb.stamp_batch(prefix, 0, offset, leader_epoch)
+                if append_time:
+                    self._set_append_time(prefix, view[position + rb.HEADER_SIZE : position + header.size], now)
+                buffers += [prefix, view[position + rb.HEADER_SIZE : position + header.size]]
+                ts = now if append_time else header.max_timestamp
+                if ts > own_ts:
+                    own_ts, own_ts_offset = ts, offset + header.last_offset_delta
+                offset += header.last_offset_delta + 1
+            spans.append((start, own_ts, own_ts_offset))
+            if own_ts > max_ts:
+                max_ts, max_ts_offset = own_ts, own_ts_offset
         if leader_epoch > self.epoch_cache.latest_epoch:
             self.epoch_cache.assign(leader_epoch, first)
-        self._write(buffers, parsed, first, offset - 1, max_ts, max_ts_offset)
-        base = first
-        for position, header in parsed.batches:
-            self._update_producer_state(parsed, position, rb.with_base_offset(header, base))
-            base += header.last_offset_delta + 1
-        return LogAppendInfo(
-            first,
-            offset - 1,
-            max_ts,
-            max_ts_offset,
-            now if append_time else -1,
-            len(parsed.batches),
-            parsed.records,
-            parsed.size,
-            self.log_start_offset,
-        )
+        if len(appends) == 1:
+            whole = appends[0]
+        else:
+            whole = _Batches(appends[0].view, [], sum(a.size for a in appends), sum(a.records for a in appends))
+        self._write(buffers, whole, first, offset - 1, max_ts, max_ts_offset)
+        infos = []
+        for parsed, (start, own_ts, own_ts_offset) in zip(appends, spans):
+            base = start
+            for position, header in parsed.batches:
+                self._update_producer_state(parsed, position, rb.with_base_offset(header, base))
+                base += header.last_offset_delta + 1
+            infos.append(
+                LogAppendInfo(
+                    start,
+                    base - 1,
+                    own_ts,
+                    own_ts_offset,
+                    now if append_time else -1,
+                    len(parsed.batches),
+                    parsed.records,
+                    parsed.size,
+                    self.log_start_offset,
+                )
+            )
+        return infos
 
     def _check_markers(self, parsed: _Batches) -> None:
         for position, header in parsed.batches:
@@ -738,3 +828,13 @@ def fsync_fds(fds: list[int]) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _single_batch(records) -> tuple[bool, int]:
+    """(whether `records` is exactly one v2 batch by its length field, its producer id or -1),
+    from the header's bytes alone (nothing validated: the append's checks come after)."""
+    if records is None or len(records) < rb.HEADER_SIZE:
+        return False, -1
+    (batch_length,) = _BATCH_LENGTH.unpack_from(records, 8)
+    (producer_id,) = _PRODUCER_ID.unpack_from(records, 43)
+    return batch_length + rb.LOG_OVERHEAD == len(records), producer_id

@@ -8,8 +8,10 @@ NOT_ENOUGH_REPLICAS(_AFTER_APPEND). The produce quota (`producer_byte_rate`, `br
 the request's bytes and answers the throttle time.
 
 Served inline (`INLINE`): the server runs `handle_now` in the connection's reader task, with no
-task per request; an acks=-1 produce responds when the DelayedResponse of its append completes
-(the high watermark covers its batches: Kafka's DelayedProduce).
+task per request. The appends are made at the end of the event loop's turn, each partition's
+with the other requests' that came for it in the same turn, in one write
+(`broker/client_appends.py`); acks=1 responds then, and acks=-1 once the high watermark covers
+its batches (Kafka's DelayedProduce). A KIP-890 verified append is made when verified.
 
 Transaction verification (KIP-890 part 1, `transaction.partition.verification.enable`): a
 transactional Produce for a partition where its producer has no transaction open yet is held
@@ -132,6 +134,9 @@ def handle_now(ctx: BrokerContext, request: Request, respond: Callable[[dict | N
 
 
 def _append(ctx: BrokerContext, body, entries: dict, verification: dict | None, response) -> None:
+    if verification is None:  # written with the other requests of this loop turn, per partition
+        ctx.replica_manager.append_records_soon(entries, body.acks, body.timeout_ms, response)
+        return
     result = ctx.replica_manager.append_records(entries, body.acks, body.timeout_ms, AppendOrigin.CLIENT, verification)
     if isinstance(result, DelayedResponse):
         result.on_complete(response)
