@@ -33,12 +33,21 @@ log = logging.getLogger(__name__)
 
 class PendingProduce:
     """One Produce request's appends while some of its partitions wait for the turn's end:
-    `results` in request order (None until appended), `left` partitions still waiting."""
+    `results` in request order (None until appended), `left` partitions still waiting;
+    `appended()` once all are made, then `respond(results)` (at once, or after the acks=-1 wait)."""
 
-    __slots__ = ("results", "left", "acks", "deadline", "respond")
+    __slots__ = ("results", "left", "acks", "deadline", "respond", "appended")
 
-    def __init__(self, results: dict, acks: int, deadline: float, respond: Callable[[AppendResults], Any]) -> None:
-        self.results, self.left, self.acks, self.deadline, self.respond = results, 0, acks, deadline, respond
+    def __init__(
+        self,
+        results: dict,
+        acks: int,
+        deadline: float,
+        respond: Callable[[AppendResults], Any],
+        appended: Callable[[], Any],
+    ) -> None:
+        self.results, self.left, self.acks, self.deadline = results, 0, acks, deadline
+        self.respond, self.appended = respond, appended
 
 
 Item = tuple[Any, int, PendingProduce]  # (records, acks, the request)

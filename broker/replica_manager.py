@@ -441,22 +441,31 @@ class ReplicaManager:
 
     # ---- the appends of one loop turn (broker/client_appends.py) -------------------------------
     def append_records_soon(
-        self, entries: dict[TopicPartition, Any], acks: int, timeout_ms: int, respond: Callable[[AppendResults], Any]
+        self,
+        entries: dict[TopicPartition, Any],
+        acks: int,
+        timeout_ms: int,
+        respond: Callable[[AppendResults], Any],
+        appended: Callable[[], Any] = lambda: None,
     ) -> None:
         """A client's Produce appends (no KIP-890 guards), as `append_records` makes them, but
         each partition led here held until the end of the event loop's turn and written with the
         others that came for it in the same turn (`broker/client_appends.py`). `respond(results)`
         gets what `append_records` returns or completes its DelayedResponse with, once: after the
         appends (acks 0 and 1) or once the HW covers them (acks=-1; REQUEST_TIMED_OUT after
-        `timeout_ms`, counted from now). Without the turn's task running (unit tests), appends now."""
+        `timeout_ms`, counted from now). `appended()` is called once every partition's append is
+        made (or refused), before `respond`. Without the turn's task running (unit tests), appends now."""
         if not self.turn_end.running:
             result = self.append_records(entries, acks, timeout_ms, AppendOrigin.CLIENT)
+            appended()
             if isinstance(result, DelayedResponse):
                 result.on_complete(respond)
             else:
                 respond(result)
             return
-        request = PendingProduce(dict.fromkeys(entries), acks, trio.current_time() + timeout_ms / 1000, respond)
+        request = PendingProduce(
+            dict.fromkeys(entries), acks, trio.current_time() + timeout_ms / 1000, respond, appended
+        )
         hosted = self.partitions.get
         for tp, records in entries.items():
             partition = hosted(tp)
@@ -502,6 +511,7 @@ class ReplicaManager:
     def _finish_produce(self, request: PendingProduce) -> None:
         """A request whose partitions are all appended: answered now, or (acks=-1) once the HW
         covers its appends (Kafka's DelayedProduce, with the request's own deadline)."""
+        request.appended()
         results = request.results
         waiting = {}
         if request.acks == -1:

@@ -15,8 +15,9 @@ Rules (Kafka's `SocketServer` semantics, with one relaxation):
   served versions (KIP-511) so newer clients downgrade;
 - a handler that fails unexpectedly closes that connection only; other clients are unaffected.
 - inline handlers (`inline_handlers`: Produce and Fetch) run in the connection's reader task, without a task
-  of their own: `handler(ctx, request, respond)` does its ordered work before it returns and
-  calls `respond(body)` once, now or later (a Produce with acks=-1 or a Fetch that waited:
+  of their own: `handler(ctx, request, respond)` does its ordered work before it returns (or
+  sets `request.release_later` and calls `request.release()` once it is done: a Produce's
+  appends, made at the end of the loop turn) and calls `respond(body)` once, now or later (a Produce with acks=-1 or a Fetch that waited:
   from the task that changed the partition, or the delayed timer's). A later `respond` writes
   the response as the connection's own tasks do (`ResponseQueue.finished`: one non-blocking
   writev when it is next in order and the writer does not own the socket), with no task switch.
@@ -539,8 +540,9 @@ class KafkaServer:
         self, handler: InlineHandler, frame: bytes | bytearray, session: _Session, slot: Slot, queue: ResponseQueue
     ) -> None:
         """Serve `frame` with an inline handler now. Its response goes to `queue` when the handler
-        responds: before it returns, or later from the task that completes it. Released at
-        once: the handler's ordered work is done."""
+        responds: before it returns, or later from the task that completes it. Released once
+        the handler returns (its ordered work is done), or, when it sets `request.release_later`,
+        when it calls `request.release()` (a Produce whose appends wait for the loop turn's end)."""
         arrived = time.perf_counter()
         request = self._decoded(frame, session)
         if not isinstance(request, Request):
@@ -548,6 +550,7 @@ class KafkaServer:
             return
         quota = self.request_quota
         started = time.perf_counter()
+        request.release = slot.release
 
         def respond(body) -> None:
             try:
@@ -564,7 +567,8 @@ class KafkaServer:
             return
         if quota is not None and quota.active:
             quota.done(request, time.perf_counter() - started)
-        slot.release()
+        if not request.release_later:
+            slot.release()
 
     def _decoded(self, frame: bytes | bytearray, session: _Session):
         """The request with its connection's facts, or what to answer instead: ApiVersions'

@@ -112,11 +112,13 @@ def _no_op() -> None:
 class Request:
     """A decoded request: `header` (request_api_key, request_api_version, correlation_id,
     client_id) and `body` (the API's fields). `release` is set by the server: a handler calls it
-    once the part of its work that must happen in request order is done (see broker/server.py)."""
+    once the part of its work that must happen in request order is done (see broker/server.py);
+    an inline handler whose ordered work ends after it returns sets `release_later` and calls it then."""
 
     header: FieldDict
     body: FieldDict
     release: Callable[[], None] = _no_op
+    release_later: bool = False  # an inline handler that calls `release` itself once its ordered work is done
     listener: str = ""  # the name of the listener it arrived on (set by the server)
     peer: str = ""  # the client's "host:port" (set by the server)
     principal: str = "User:ANONYMOUS"  # who the connection authenticated as (set by the server)

@@ -10,8 +10,9 @@ the request's bytes and answers the throttle time.
 Served inline (`INLINE`): the server runs `handle_now` in the connection's reader task, with no
 task per request. The appends are made at the end of the event loop's turn, each partition's
 with the other requests' that came for it in the same turn, in one write
-(`broker/client_appends.py`); acks=1 responds then, and acks=-1 once the high watermark covers
-its batches (Kafka's DelayedProduce). A KIP-890 verified append is made when verified.
+(`broker/client_appends.py`); the connection's next request starts after them (the request is
+released then), acks=1 responds then, and acks=-1 once the high watermark covers its batches
+(Kafka's DelayedProduce). A KIP-890 verified append is made when verified.
 
 Transaction verification (KIP-890 part 1, `transaction.partition.verification.enable`): a
 transactional Produce for a partition where its producer has no transaction open yet is held
@@ -128,15 +129,19 @@ def handle_now(ctx: BrokerContext, request: Request, respond: Callable[[dict | N
         verification: dict | None = {}
     else:
         verification = None
+    if verification is None:  # written with the other requests of this loop turn, per partition
+        # the connection's next request starts once they are written: released then (acks=0's
+        # "no response" releases it too, so it is given then)
+        request.release_later = True
+        appended = request.release if body.acks != 0 else lambda: respond(None)
+        ctx.replica_manager.append_records_soon(entries, body.acks, body.timeout_ms, response, appended)
+        return
     _append(ctx, body, entries, verification, response)
     if body.acks == 0:
         respond(None)
 
 
-def _append(ctx: BrokerContext, body, entries: dict, verification: dict | None, response) -> None:
-    if verification is None:  # written with the other requests of this loop turn, per partition
-        ctx.replica_manager.append_records_soon(entries, body.acks, body.timeout_ms, response)
-        return
+def _append(ctx: BrokerContext, body, entries: dict, verification: dict, response) -> None:
     result = ctx.replica_manager.append_records(entries, body.acks, body.timeout_ms, AppendOrigin.CLIENT, verification)
     if isinstance(result, DelayedResponse):
         result.on_complete(response)

@@ -64,3 +64,32 @@ async def test_pipelined_produces_append_in_order_while_earlier_ones_wait_and_an
         assert answers[3][1].responses[0].partition_responses[0].base_offset == 3
     finally:
         follower.process.send_signal(signal.SIGCONT)
+
+
+def fetch_frame(correlation_id: int) -> bytes:
+    partition = {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "log_start_offset": -1,
+                 "partition_max_bytes": 1 << 20}  # fmt: skip
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "topics": [{"topic": "q", "partitions": [partition]}],
+            "forgotten_topics_data": [], "rack_id": ""}  # fmt: skip
+    return encode_request(1, 11, correlation_id, body)
+
+
+async def test_a_request_after_a_produce_on_its_connection_sees_the_produce_appended(start_broker, zk):
+    # Produce appends are made at the end of the loop turn (broker/client_appends.py); the next
+    # request of the connection (here an inline Fetch, read in the same segment) starts after them,
+    # as Kafka's muted connection orders them: an acks=0 batch is there for the Fetch behind it.
+    brokers = {1: start_broker(1)}
+    await create_topic(brokers, zk, "q", partitions=1, rf=1)
+    assert (await produce(brokers[1], "q", b"warm-up", 1)).error_code == ErrorCode.NONE
+    stream = await trio.open_tcp_stream(brokers[1].host, brokers[1].port)
+    async with stream:
+        await stream.send_all(produce_frame(1, 0, b"unacknowledged") + fetch_frame(2))
+        decoder, frames_in = FrameDecoder(), []
+        with trio.fail_after(10):
+            while not frames_in:  # acks=0 has no answer: the one frame is the Fetch's
+                frames_in += decoder.feed(await stream.receive_some(65536))
+    _, fetched = decode_response(1, 11, frames_in[0])
+    records = fetched.responses[0].partitions[0].records
+    values = [rb.decode_records(records, pos, h)[0].value for pos, h in rb.iter_batches(records)]
+    assert values == [b"warm-up", b"unacknowledged"]
