@@ -28,6 +28,7 @@ sleep), which the cluster's moderate-rate rows pay and a hot loop does not. `mak
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import gc
 import io
@@ -102,10 +103,11 @@ def _pause(gap_s: float, busy: bool) -> None:
         pass
 
 
-async def _cycles(
-    root: Path, requests: int, profile: cProfile.Profile | None, gap_s: float = 0.0, busy: bool = False, idle: int = 0
-) -> float:
-    gc.set_threshold(*GC_THRESHOLDS)  # the broker's (broker/main.py)
+@contextlib.asynccontextmanager
+async def _leader(root: Path, idle: int = 0):
+    """A replica manager leading partition 0 of `t` (and `idle` more) with replicas 1-3, over
+    real logs under `root`, with the broker's garbage collector thresholds (broker/main.py)."""
+    gc.set_threshold(*GC_THRESHOLDS)
     props = {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(root), "min.insync.replicas": "2"}
     config = build_config(props)
     topic_configs = config.topic_configs()
@@ -114,6 +116,15 @@ async def _cycles(
     try:
         rm = ReplicaManager(config, logs, MetadataCache(), topic_configs)
         await rm.become_leader_or_follower(_leader_and_isr(idle), 7)
+        yield rm
+    finally:
+        logs.shutdown()
+
+
+async def _cycles(
+    root: Path, requests: int, profile: cProfile.Profile | None, gap_s: float = 0.0, busy: bool = False, idle: int = 0
+) -> float:
+    async with _leader(root, idle) as rm:
         produce = _produce_frame()
         warm = min(200, requests // 10)
         # the first cycle opens replica 2's session (id 1), then replica 3's (id 2)
@@ -164,8 +175,6 @@ async def _cycles(
         # every cycle's produce was answered by the next cycle's fetches, every fetch at once
         assert len(answered) >= 3 * requests - 1, (len(answered), requests)
         return elapsed / (requests - warm) * 1e6
-    finally:
-        logs.shutdown()
 
 
 async def _turn_cycles(
@@ -179,15 +188,7 @@ async def _turn_cycles(
     and its pass answers the followers' waiting fetches with the new records; each follower then
     fetches again from its new LEO, which moves the HW, completes the requests, and waits. ->
     CPU µs per Produce request."""
-    gc.set_threshold(*GC_THRESHOLDS)
-    props = {"broker.id": "1", "zookeeper.connect": "h:1", "log.dirs": str(root), "min.insync.replicas": "2"}
-    config = build_config(props)
-    topic_configs = config.topic_configs()
-    logs = LogManager(config.log_dirs, config.log_config(), topic_config=topic_configs.log_config)
-    logs.startup()
-    try:
-        rm = ReplicaManager(config, logs, MetadataCache(), topic_configs)
-        await rm.become_leader_or_follower(_leader_and_isr(), 7)
+    async with _leader(root) as rm:
         produce = _produce_frame()
         cycles = max(20, requests // per_turn)
         warm = min(200, cycles // 10)
@@ -240,8 +241,6 @@ async def _turn_cycles(
             nursery.cancel_scope.cancel()
         assert len(answered) >= (per_turn + 2) * cycles, (len(answered), cycles)
         return elapsed / ((cycles - warm) * per_turn) * 1e6
-    finally:
-        logs.shutdown()
 
 
 def per_turn_us(requests: int, per_turn: int, grouped: bool = True, profile: cProfile.Profile | None = None) -> float:
@@ -294,10 +293,7 @@ def main(argv: list[str]) -> int:
             print(
                 f"{us:.1f} µs per request: {args.per_turn} Produce requests per loop turn, {how}, then two follower fetches"
             )
-        if profile is not None:
-            out = io.StringIO()
-            pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(30)
-            print(out.getvalue())
+        _print_profile(profile)
         return 0
     if args.requests < 100:
         parser.error("--requests must be at least 100")
@@ -315,11 +311,16 @@ def main(argv: list[str]) -> int:
     print(
         f"{us:.1f} µs per cycle: Produce v9 of one record, RF 3 acks=-1, two follower fetches, three responses{after}"
     )
+    _print_profile(profile)
+    return 0
+
+
+def _print_profile(profile: cProfile.Profile | None) -> None:
+    """The cProfile entries that cost most (nothing without a profile)."""
     if profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(30)
         print(out.getvalue())
-    return 0
 
 
 if __name__ == "__main__":
