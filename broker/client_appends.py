@@ -78,9 +78,6 @@ class ClientAppends:
         self._waiting.setdefault(tp, []).append((records, acks, request))
         request.left += 1
 
-    def waiting(self, tp: TopicPartition) -> bool:
-        return tp in self._waiting
-
     def flush(self, tps: Iterable[TopicPartition]) -> None:
         """Append now what waits for `tps` (before an append that does not come through here)."""
         if self._waiting:

@@ -117,10 +117,6 @@ class ReadyFetches:
         self._turn_end = TurnEnd() if turn_end is None else turn_end
         self.run = self._turn_end.run  # the pass's task (started once, by whoever owns `turn_end`)
 
-    @property
-    def running(self) -> bool:
-        return self._turn_end.running
-
     def defer(self, fetch: DelayedFetch) -> None:
         if not self._turn_end.running:
             fetch.finish()

@@ -387,8 +387,16 @@ class ReplicaManager:
                 waiting[tp] = outcome.info.last_offset + 1
         if not waiting:
             return results
+        return self._replicated(waiting, results, trio.current_time() + timeout_ms / 1000)
+
+    def _replicated(
+        self, waiting: dict[TopicPartition, int], results: AppendResults, deadline: float
+    ) -> DelayedResponse:
+        """The acks=-1 wait (Kafka's DelayedProduce): completed with `results` once the HW reaches
+        each partition's offset in `waiting`, an append can no longer be covered, or `deadline`
+        (trio clock, s) passes."""
         delayed = DelayedResponse()
-        DelayedProduce(self, waiting, results, trio.current_time() + timeout_ms / 1000, delayed).try_complete()
+        DelayedProduce(self, waiting, results, deadline, delayed).try_complete()
         return delayed
 
     async def append_records_and_wait(
@@ -519,9 +527,7 @@ class ReplicaManager:
         if not waiting:
             request.respond(results)
             return
-        delayed = DelayedResponse()
-        delayed.on_complete(request.respond)
-        DelayedProduce(self, waiting, results, request.deadline, delayed).try_complete()
+        self._replicated(waiting, results, request.deadline).on_complete(request.respond)
 
     def replication_outcome(self, tp: TopicPartition, required: int) -> ErrorCode | None:
         """What an acks=-1 append ending before offset `required` gets now: NONE once the HW
