@@ -5,8 +5,9 @@ real broker processes (3 brokers, a 6-partition RF-3 topic, min.insync.replicas 
    (acks=all, idempotent), and the same with `kafka.transactional.id` (one transaction per task).
 2. Spark source, batch: `spark.read.format("minikafka")` of those N records, counted.
    Both report records/s and MB/s of record values over the Spark action's wall time (the session
-   is started before, and both paths are warmed up on a tiny topic first, so the session's ~5 s
-   start and the Python workers' first start are not counted).
+   is started before, and both paths are warmed up on a tiny topic first, the sink with a write
+   of 4 tasks so that both of local[2]'s Python workers have started: the session's ~5 s start
+   and the workers' first start are not counted).
 3. Metrics: the cost of recording one request in `RequestStats` (µs, measured in this process over
    a Produce response body) against the broker's per-request CPU (the request bench's ~125 µs),
    and the time to scrape one broker hosting 300 partitions (the collector reads every partition
@@ -57,12 +58,14 @@ def spark_rows(bootstrap: str, records: int) -> list[targets.Row]:
     spark = local_session("minikafka-connector-bench", quiet=True)
     rows: list[targets.Row] = []
     try:
-        df = spark.range(records, numPartitions=4).selectExpr("CAST(id AS STRING) AS key", "repeat('x', 100) AS value")
+        columns = ("CAST(id AS STRING) AS key", "repeat('x', 100) AS value")
+        df = spark.range(records, numPartitions=4).selectExpr(*columns)
         df.cache().count()
-        # warm up the Python workers and the producers' connections (not counted)
-        df.limit(100).write.format("minikafka").option("kafka.bootstrap.servers", bootstrap).option(
-            "topic", "bench-warmup"
-        ).mode("append").save()
+        # warm up the Python workers and the producers' connections (not counted): a write of 4
+        # tasks, so that both of local[2]'s workers have started (a write of `df.limit(100)` is
+        # one task: the measured write then paid the second worker's start, about a second)
+        warm = spark.range(100, numPartitions=4).selectExpr(*columns).write.format("minikafka")
+        warm.option("kafka.bootstrap.servers", bootstrap).option("topic", "bench-warmup").mode("append").save()
         for name, extra in (("acks=all, idempotent", {}), ("transactional", {"kafka.transactional.id": "bench-sink"})):
             started = time.monotonic()
             writer = df.write.format("minikafka").option("kafka.bootstrap.servers", bootstrap).option("topic", TOPIC)
