@@ -26,44 +26,67 @@ def encode_frame(payload: bytes) -> bytes:
 
 
 class FrameDecoder:
-    """Splits a byte stream into frames (the payloads, without their size prefixes)."""
+    """Splits a byte stream into frames (the payloads, without their size prefixes).
+
+    A frame that arrives in several reads is kept as the list of its pieces and joined once, when
+    its last byte arrives: one copy of its bytes, however many reads it took (appending each read
+    to one growing buffer copied the buffer again at each of its reallocations, which a TLS
+    stream's 16 KiB records made a large share of a big request's cost)."""
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE):
         self.max_frame_size = max_frame_size
-        self._buf = bytearray()
+        self._head = b""  # the first bytes of a size prefix not yet complete
         self._need: int | None = None  # body size of the frame being assembled
+        self._parts: list[bytes | bytearray] = []  # its pieces so far
+        self._have = 0  # their bytes
         self._failed: FrameTooLarge | None = None
 
+    def _accept_size(self, size: int) -> None:
+        if size < 0 or size > self.max_frame_size:
+            self._failed = FrameTooLarge(size, self.max_frame_size)
+            raise self._failed
+        self._need = size
+
     def feed(self, data: bytes | bytearray) -> list[bytes | bytearray]:
-        """Add received bytes; return the frames completed by them, in order (bytes, or the
-        decoder's own bytearray handed over without a copy when it held exactly one frame; the
-        caller owns it).
+        """Add received bytes; return the frames completed by them, in order (bytes or bytearray
+        the caller owns: the decoder keeps no reference to a frame it returned). A frame that goes
+        on in a later read keeps `data` (or its tail) as a piece, uncopied: the caller must not
+        change `data` afterwards.
 
         Raises FrameTooLarge (and keeps raising it) once a size prefix is out of bounds.
         """
         if self._failed:
             raise self._failed
-        self._buf += data
         frames: list[bytes | bytearray] = []
-        while True:
-            if self._need is None:
-                if len(self._buf) < 4:
-                    break
-                size = _SIZE.unpack_from(self._buf)[0]
-                if size < 0 or size > self.max_frame_size:
-                    self._buf.clear()
-                    self._failed = FrameTooLarge(size, self.max_frame_size)
-                    raise self._failed
-                del self._buf[:4]
-                self._need = size
-            if len(self._buf) < self._need:
+        pos, end = 0, len(data)
+        while pos < end:
+            need = self._need
+            if need is None:
+                if self._head or end - pos < 4:
+                    take = min(4 - len(self._head), end - pos)
+                    self._head += bytes(data[pos : pos + take])
+                    pos += take
+                    if len(self._head) < 4:
+                        break
+                    size = _SIZE.unpack(self._head)[0]
+                    self._head = b""
+                else:
+                    size = _SIZE.unpack_from(data, pos)[0]
+                    pos += 4
+                self._accept_size(size)
+                need = size
+            missing = need - self._have
+            if end - pos < missing:  # the frame goes on in a later read
+                self._parts.append(data[pos:] if pos else data)
+                self._have += end - pos
                 break
-            if len(self._buf) == self._need:  # the buffer is exactly this frame: hand it over, no copy
-                frames.append(self._buf)
-                self._buf = bytearray()
+            if self._parts:
+                self._parts.append(data[pos : pos + missing])
+                frames.append(bytearray().join(self._parts))
+                self._parts, self._have = [], 0
             else:
-                frames.append(bytes(self._buf[: self._need]))
-                del self._buf[: self._need]
+                frames.append(data[pos : pos + missing])
+            pos += missing
             self._need = None
         return frames
 
@@ -72,14 +95,14 @@ class FrameDecoder:
         """Bytes still missing from the frame being assembled (or its size prefix): how much a
         reader may ask for next without reading past it."""
         if self._need is None:
-            return 4 - len(self._buf) if len(self._buf) < 4 else 0
-        return max(0, self._need - len(self._buf))
+            return 4 - len(self._head)
+        return self._need - self._have
 
     @property
     def buffered(self) -> int:
         """Bytes held for an incomplete frame."""
-        return len(self._buf)
+        return len(self._head) + self._have
 
     def at_frame_boundary(self) -> bool:
         """True when no partial frame is pending (a clean place for the peer to close)."""
-        return self._need is None and not self._buf
+        return self._need is None and not self._head

@@ -58,3 +58,34 @@ def test_a_buffer_holding_exactly_one_frame_is_handed_over_and_wanted_counts_dow
     assert frame == b"abcdef" and decoder.wanted == 4
     frame[0:1] = b"X"  # the caller owns it: the decoder kept nothing of it
     assert decoder.feed(encode_frame(b"next")) == [b"next"]
+
+
+@given(st.lists(st.binary(min_size=0, max_size=3000), min_size=1, max_size=4), st.integers(1, 700))
+def test_frames_longer_than_a_read_come_whole_from_bytes_and_bytearrays(payloads, step):
+    stream = b"".join(encode_frame(p) for p in payloads)
+    for kind in (bytes, bytearray):
+        decoder, frames = FrameDecoder(), []
+        for pos in range(0, len(stream), step):
+            frames += decoder.feed(kind(stream[pos : pos + step]))
+            assert decoder.buffered + decoder.wanted >= 0
+        assert frames == payloads
+        assert decoder.at_frame_boundary() and decoder.buffered == 0 and decoder.wanted == 4
+
+
+def test_a_frame_in_many_reads_counts_what_it_holds_and_what_it_wants():
+    decoder = FrameDecoder()
+    body = bytes(range(256)) * 64  # 16 KiB
+    stream = encode_frame(body)
+    assert decoder.feed(stream[:1000]) == []
+    assert decoder.buffered == 1000 - 4 and decoder.wanted == len(body) - (1000 - 4)
+    assert decoder.feed(stream[1000:-1]) == [] and decoder.wanted == 1
+    (frame,) = decoder.feed(stream[-1:] + encode_frame(b"next")[:2])
+    assert frame == body and decoder.buffered == 2 and decoder.wanted == 2
+
+
+def test_an_oversize_prefix_split_over_reads_raises_when_complete():
+    decoder = FrameDecoder(max_frame_size=100)
+    assert decoder.feed(b"\x00\x00") == []
+    with pytest.raises(FrameTooLarge):
+        decoder.feed(b"\x00\x65")
+    assert decoder.buffered == 0
