@@ -6,12 +6,13 @@ Whichever task finishes a request (the connection's reader serving an inline req
 request's handler task, or the task that completed a delayed produce or fetch: all run in the
 broker's one trio thread) calls `finished(slot)`, which writes every ready response at the head
 straight to the socket: one `os.writev` of the non-blocking socket, no task switch (waking a
-writer task for every response was a noticeable share of a small request's cost). The socket is
-the writer task's (`run`) only while it holds a rest the socket did not take at once (a full
-socket buffer, or a TLS stream, which must go through trio); `finished` then only marks the
-response ready. A failed write ends that connection, never the finishing task. The writer
-closes the connection when a request asks for it (`CLOSE`), when the reader is done and nothing
-is left, or when a response stays unread for the idle timeout.
+writer task for every response was a noticeable share of a small request's cost; a TLS
+stream's response is encrypted and written the same way, `security/tls_write.py`). The socket
+is the writer task's (`run`) only while it holds a rest the socket did not take at once (a full
+socket buffer; for a TLS stream, ciphertext held back, or a response trio must write);
+`finished` then only marks the response ready. A failed write ends that connection, never the
+finishing task. The writer closes the connection when a request asks for it (`CLOSE`), when
+the reader is done and nothing is left, or when a response stays unread for the idle timeout.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from collections.abc import Callable
 
 import trio
 
+from security import tls_write
+
 log = logging.getLogger(__name__)
 
 #: Requests in progress per connection (started, not yet answered); Kafka allows one.
@@ -31,6 +34,8 @@ _IOV_MAX = 512  # buffers per sendmsg call (Linux allows 1024)
 
 #: a request's response that closes the connection (after the responses before it are sent)
 CLOSE = object()
+#: what `send_now` returns when a TLS stream holds back the rest of a response's ciphertext
+TLS_HELD: list = [b""]
 
 
 class Slot:
@@ -178,13 +183,19 @@ def response_size(parts: list) -> int:
 
 def send_now(stream: trio.abc.Stream, parts: list, size: int) -> list:
     """Write what the socket takes at once, without a pass through trio's scheduler (a plaintext
-    stream only: one `os.writev` on its non-blocking socket); returns the buffers still unsent
-    ([] when all went, `parts` itself for a TLS stream or a full socket buffer); `size` is
-    their total length in bytes. A small response nearly always goes whole, so it costs one
-    system call and no task switch. An error of the socket raises trio.BrokenResourceError, as
-    trio's own send does."""
+    stream: one `os.writev` on its non-blocking socket; a TLS stream: encrypted and written by
+    `security.tls_write.send_now`); returns the buffers still unsent ([] when all went, `parts`
+    itself for a full socket buffer or a TLS stream trio must write, `TLS_HELD` when a TLS
+    stream holds back ciphertext for `send_parts` to flush); `size` is their total length in
+    bytes. A small response nearly always goes whole, so it costs one system call and no task
+    switch. An error of the socket raises trio.BrokenResourceError, as trio's own send does."""
     if not isinstance(stream, trio.SocketStream):
-        return parts
+        if not isinstance(stream, trio.SSLStream):
+            return parts
+        done = tls_write.send_now(stream, parts[0] if len(parts) == 1 else b"".join(parts))
+        if done is None:  # trio's send must do it
+            return parts
+        return [] if done else TLS_HELD
     try:
         sent = os.writev(stream.socket.fileno(), parts[:_IOV_MAX])
     except BlockingIOError:
@@ -212,6 +223,10 @@ async def send_parts(stream: trio.abc.Stream, parts: list) -> None:
     """Send a response given as buffers: one send_all for one buffer, else vectored sends
     (sendmsg) so referenced record batches are not copied into one frame first (TLS streams get
     the joined frame: their records are encrypted anyway)."""
+    if parts is TLS_HELD:
+        assert isinstance(stream, trio.SSLStream)
+        await tls_write.flush(stream)
+        return
     if len(parts) == 1:
         await stream.send_all(parts[0])
         return
