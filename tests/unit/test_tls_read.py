@@ -2,11 +2,9 @@
 transport, trustme's certificates): one read returns the plaintext of every whole record the
 stream already holds, byte for byte, and what is not yet whole is left for the next read."""
 
-import ssl
-
 import trio
 import trio.testing
-import trustme
+from tls_helpers import contexts
 
 from security.tls_read import drain_tls
 
@@ -14,11 +12,7 @@ RECORD = 16384  # TLS's largest record plaintext
 
 
 def _pair():
-    ca = trustme.CA()
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("broker").configure_cert(server_ctx)
-    client_ctx = ssl.create_default_context()
-    ca.configure_trust(client_ctx)
+    server_ctx, client_ctx = contexts()
     a, b = trio.testing.memory_stream_pair()
     return trio.SSLStream(a, client_ctx, server_hostname="broker"), trio.SSLStream(b, server_ctx, server_side=True)
 

@@ -3,20 +3,15 @@ trustme's certificates): what it writes at once, what it holds back when the soc
 that nothing overtakes what it holds back, whether its flush or trio's own next send writes it."""
 
 import socket
-import ssl
 
 import trio
-import trustme
+from tls_helpers import contexts
 
 from security import tls_write
 
 
 async def _pair(small_buffers: bool = False):
-    ca = trustme.CA()
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("broker").configure_cert(server_ctx)
-    client_ctx = ssl.create_default_context()
-    ca.configure_trust(client_ctx)
+    server_ctx, client_ctx = contexts()
     a, b = trio.socket.socketpair()
     if small_buffers:
         b.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
@@ -75,9 +70,7 @@ async def test_trios_own_send_writes_what_is_held_back_first():
 
 
 async def test_nothing_is_written_before_the_handshake_or_while_a_send_holds_the_lock():
-    ca = trustme.CA()
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("broker").configure_cert(server_ctx)
+    server_ctx, _ = contexts()
     a, b = trio.socket.socketpair()
     fresh = trio.SSLStream(trio.SocketStream(b), server_ctx, server_side=True)
     assert tls_write.send_now(fresh, b"x") is None
