@@ -185,16 +185,17 @@ def send_now(stream: trio.abc.Stream, parts: list, size: int) -> list:
     """Write what the socket takes at once, without a pass through trio's scheduler (a plaintext
     stream: one `os.writev` on its non-blocking socket; a TLS stream: encrypted and written by
     `security.tls_write.send_now`); returns the buffers still unsent ([] when all went, `parts`
-    itself for a full socket buffer or a TLS stream trio must write, `TLS_HELD` when a TLS
-    stream holds back ciphertext for `send_parts` to flush); `size` is their total length in
-    bytes. A small response nearly always goes whole, so it costs one system call and no task
+    itself for a full socket buffer, the response joined into one buffer for a TLS stream trio
+    must write, `TLS_HELD` when a TLS stream holds back ciphertext for `send_parts` to flush);
+    `size` is their total length in bytes. A small response nearly always goes whole, so it costs one system call and no task
     switch. An error of the socket raises trio.BrokenResourceError, as trio's own send does."""
     if not isinstance(stream, trio.SocketStream):
         if not isinstance(stream, trio.SSLStream):
             return parts
-        done = tls_write.send_now(stream, parts[0] if len(parts) == 1 else b"".join(parts))
-        if done is None:  # trio's send must do it
-            return parts
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        done = tls_write.send_now(stream, data)
+        if done is None:  # trio's send must do it: the joined frame, not joined again
+            return [data]
         return [] if done else TLS_HELD
     try:
         sent = os.writev(stream.socket.fileno(), parts[:_IOV_MAX])
