@@ -69,6 +69,26 @@ def _wait(predicate, what: str, timeout_s: float = 60) -> None:
         time.sleep(0.2)
 
 
+def _ends(bootstrap: str, topic: str) -> list[str]:
+    """Per partition of `topic`: its HW and last stable offset, as ListOffsets (through
+    librdkafka's watermark query) answers each isolation level; an LSO that stays below the HW
+    after the job is a transaction left open (what a failed check needs to tell apart from a
+    short read)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    ends: dict[str, list[int]] = {}
+    for isolation in ("read_uncommitted", "read_committed"):
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eos-ends", "isolation.level": isolation})
+        try:
+            partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+            for p in sorted(partitions):
+                high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                ends.setdefault(f"{topic}-{p}", []).append(high)
+        finally:
+            consumer.close()
+    return [f"{tp}: HW {hw}, LSO {lso}" for tp, (hw, lso) in ends.items()]
+
+
 def run_eos_scenario(seed: int, root: Path) -> tuple[EosReport, str]:
     """Blocking (the job is a confluent-kafka application): returns the report and what was done."""
     from examples import exactly_once as job
@@ -107,7 +127,9 @@ def run_eos_scenario(seed: int, root: Path) -> tuple[EosReport, str]:
 
         report = EosReport()
         started = time.monotonic()
-        counts = job.run_job(bootstrap, ROWS, batch=50, on_progress=chaos, restarts=report.restarts)
+        counts = job.run_job(
+            bootstrap, ROWS, batch=50, on_progress=chaos, restarts=report.restarts, timeout_s=BOUND_S + 60
+        )
         report.took_s = time.monotonic() - started
         if counts != per_carrier:
             report.problems.append("the job's own counts differ from the input")
@@ -120,6 +142,8 @@ def run_eos_scenario(seed: int, root: Path) -> tuple[EosReport, str]:
             raise TimeoutError(f"broker {both} not back within {DOWN_S + 60} s")
         report.problems += restart_failed
         report.problems += job.verify(bootstrap, per_carrier)
+        if report.problems:
+            report.problems += _ends(bootstrap, job.SINK)
         what = f"killed broker {both} (both coordinators of {job.TRANSACTIONAL_ID}), down {DOWN_S} s"
         return report, what
     finally:

@@ -67,39 +67,42 @@ def load_flights(bootstrap: str, rows: int | None) -> dict[str, int]:
     return per_carrier
 
 
-def read_committed(bootstrap: str, topic: str, idle_s: float = 2.0) -> list[tuple[str, int]]:
+def read_committed(bootstrap: str, topic: str, timeout_s: float = TIMEOUT) -> list[tuple[str, int]]:
     """Every (key, value as int) of `topic` a read_committed consumer sees now, in partition order:
-    read until each partition reached its end (the LSO for this consumer) or nothing came for
-    `idle_s` (the end may be a marker, which is never delivered)."""
-    from confluent_kafka import Consumer, TopicPartition
+    each partition read until librdkafka reports its end (`enable.partition.eof`: for read_committed,
+    the partition's last stable offset). Raises TimeoutError when some partition has not reached its
+    end within `timeout_s` (monotonic seconds): a partial read would restore wrong counts.
+
+    It used to stop after 2 s without a message, which a loaded machine can exceed before the first
+    fetch is answered: a restarted job then restored only a prefix of its counts."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"{topic}-reader",
             "enable.auto.commit": False,
+            "enable.partition.eof": True,
             "isolation.level": "read_committed",
         }
     )
     by_partition: dict[int, list[tuple[str, int]]] = {}
     try:
-        partitions = consumer.list_topics(topic, timeout=TIMEOUT).topics[topic].partitions
-        ends, starts = {}, []
-        for p in sorted(partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT)
-            if high > low:
-                ends[p] = high
-                starts.append(TopicPartition(topic, p, low))
-        consumer.assign(starts)
-        last = time.monotonic()
-        while ends and time.monotonic() - last < idle_s:
+        partitions = consumer.list_topics(topic, timeout=timeout_s).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(partitions)])
+        unread = set(partitions)
+        deadline = time.monotonic() + timeout_s
+        while unread:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic} partitions {sorted(unread)} not read to their end in {timeout_s} s")
             msg = consumer.poll(0.2)
-            if msg is None or msg.error():
+            if msg is None:
                 continue
-            last = time.monotonic()
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    unread.discard(msg.partition())
+                continue
             by_partition.setdefault(msg.partition(), []).append((msg.key().decode(), int(msg.value())))
-            if msg.offset() + 1 >= ends.get(msg.partition(), 0):
-                ends.pop(msg.partition(), None)
     finally:
         consumer.close()
     return [kv for p in sorted(by_partition) for kv in by_partition[p]]
