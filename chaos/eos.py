@@ -39,6 +39,9 @@ class EosReport:
     took_s: float = 0.0
     problems: list[str] = field(default_factory=list)  # what exactly-once forbids, as verify finds it
     restarts: list[str] = field(default_factory=list)  # the job's restarts after fatal producer errors
+    #: when a check fails: the brokers' log lines on transactions, leaders and ISRs (the evidence
+    #: a CI log keeps once the cluster's directory is gone)
+    evidence: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +90,29 @@ def _ends(bootstrap: str, topic: str) -> list[str]:
         finally:
             consumer.close()
     return [f"{tp}: HW {hw}, LSO {lso}" for tp, (hw, lso) in ends.items()]
+
+
+#: what a failed run's broker logs are searched for (`evidence`)
+_EVIDENCE = ("WARNING", "ERROR", "marker", "aborting", "left in", "became leader", "ISR", "verif", "fenc")
+
+
+def _evidence(brokers: dict[int, BrokerProcess], lines_per_broker: int = 60) -> list[str]:
+    """The last `lines_per_broker` matching lines of each broker's log; a message repeated (a
+    reconnect loop every 100 ms) is kept once, its first time."""
+    out = []
+    for broker in brokers.values():
+        path = broker.directory / "broker.log"
+        if not path.exists():
+            continue
+        seen: set[str] = set()
+        lines = []
+        for line in path.read_text(errors="replace").splitlines():
+            message = line[24:]  # after the timestamp
+            if any(w in line for w in _EVIDENCE) and message not in seen:
+                seen.add(message)
+                lines.append(line[:240])
+        out += lines[-lines_per_broker:]
+    return out
 
 
 def run_eos_scenario(seed: int, root: Path) -> tuple[EosReport, str]:
@@ -144,6 +170,8 @@ def run_eos_scenario(seed: int, root: Path) -> tuple[EosReport, str]:
         report.problems += job.verify(bootstrap, per_carrier)
         if report.problems:
             report.problems += _ends(bootstrap, job.SINK)
+        if not (report.ok and report.live):
+            report.evidence = _evidence(brokers)
         what = f"killed broker {both} (both coordinators of {job.TRANSACTIONAL_ID}), down {DOWN_S} s"
         return report, what
     finally:

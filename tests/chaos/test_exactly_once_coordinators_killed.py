@@ -27,5 +27,7 @@ def test_exactly_once_survives_the_broker_of_both_coordinators_killed(tmp_path):
     print(f"chaos seed {SEED} (CHAOS_SEED={SEED} reproduces it)")
     report, what = run_eos_scenario(SEED, tmp_path)
     print(f"{what}: job took {report.took_s:.1f} s, restarts {report.restarts}, problems {report.problems}")
+    for line in report.evidence:
+        print(f"  evidence: {line}")
     assert report.ok, report.problems
     assert report.live, f"the job took {report.took_s:.0f} s (bound {BOUND_S} s)"
