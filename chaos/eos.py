@@ -18,7 +18,7 @@ from pathlib import Path
 import trio
 
 from chaos.runner import EOS_SCENARIO
-from local_cluster.brokers import BrokerProcess, start_all
+from local_cluster.brokers import LOG, BrokerProcess, start_all
 from local_cluster.zookeeper import ZooKeeperProcess
 from protocol.api_keys import ApiKey
 
@@ -77,7 +77,7 @@ def _ends(bootstrap: str, topic: str) -> list[str]:
     librdkafka's watermark query) answers each isolation level; an LSO that stays below the HW
     after the job is a transaction left open (what a failed check needs to tell apart from a
     short read)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     ends: dict[str, list[int]] = {}
     for isolation in ("read_uncommitted", "read_committed"):
@@ -87,6 +87,8 @@ def _ends(bootstrap: str, topic: str) -> list[str]:
             for p in sorted(partitions):
                 high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
                 ends.setdefault(f"{topic}-{p}", []).append(high)
+        except KafkaException as e:  # the checks' own findings must not be lost to this one
+            return [f"{topic}: HW and LSO not read ({isolation}): {e}"]
         finally:
             consumer.close()
     return [f"{tp}: HW {hw}, LSO {lso}" for tp, (hw, lso) in ends.items()]
@@ -101,7 +103,7 @@ def _evidence(brokers: dict[int, BrokerProcess], lines_per_broker: int = 60) -> 
     reconnect loop every 100 ms) is kept once, its first time."""
     out = []
     for broker in brokers.values():
-        path = broker.directory / "broker.log"
+        path = broker.directory / LOG
         if not path.exists():
             continue
         seen: set[str] = set()
